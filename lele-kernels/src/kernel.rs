@@ -1,0 +1,67 @@
+//! The interface every operator implements.
+use crate::error::KernelError;
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+/// An operator with all its static parameters (the ONNX attributes).
+///
+/// Generated code and the compiler's constant folder both call exactly these
+/// two methods, so a folded constant is computed by the same code as the
+/// value at run time.
+pub trait Kernel {
+    /// Computes output shapes from the inputs. `inputs[i]` is `None` for an
+    /// omitted optional input. At build time an input's `data` may be empty
+    /// (values unknown); kernels whose output shape depends on values then
+    /// return [`KernelError::NeedsData`].
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError>;
+
+    /// Bytes of scratch memory `run` needs for these shapes (default none).
+    fn scratch_bytes(&self, _inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+        0
+    }
+
+    /// Computes the outputs. Output shapes are the ones `infer` returned and
+    /// output buffers are exactly sized. `scratch` has at least
+    /// `scratch_bytes` bytes (64-byte aligned).
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError>;
+}
+
+/// Fetches a required input.
+pub fn input<'a, 'b>(
+    inputs: &'b [Option<TensorRef<'a>>],
+    index: usize,
+    op: &'static str,
+) -> Result<&'b TensorRef<'a>, KernelError> {
+    inputs
+        .get(index)
+        .and_then(|t| t.as_ref())
+        .ok_or(KernelError::MissingInput { op, index })
+}
+
+/// Fetches an optional input.
+pub fn opt_input<'a, 'b>(
+    inputs: &'b [Option<TensorRef<'a>>],
+    index: usize,
+) -> Option<&'b TensorRef<'a>> {
+    inputs.get(index).and_then(|t| t.as_ref())
+}
+
+/// Fetches output `index`.
+pub fn output<'a, 'b>(
+    outputs: &'b mut [TensorMut<'a>],
+    index: usize,
+    op: &'static str,
+) -> Result<&'b mut TensorMut<'a>, KernelError> {
+    outputs
+        .get_mut(index)
+        .ok_or(KernelError::MissingInput { op, index })
+}

@@ -1,0 +1,28 @@
+//! Runtime of models compiled by lele: tensor views, the workspace arena and
+//! the kernels that generated code calls.
+//!
+//! Every operator is a plain parameter struct implementing [`Kernel`]: the
+//! compiler evaluates constants with the very same `infer`/`run` calls that
+//! the generated `forward` makes at run time.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod arena;
+#[cfg(feature = "codegen")]
+pub mod codegen;
+pub mod dtype;
+pub mod error;
+pub mod kernel;
+pub mod shape;
+pub mod tensor;
+
+pub mod ops;
+
+pub use arena::{Arena, carve};
+pub use dtype::{DType, Elem};
+pub use error::KernelError;
+pub use kernel::Kernel;
+pub use shape::{MAX_RANK, Shape};
+pub use tensor::{TensorMut, TensorRef, TensorView};

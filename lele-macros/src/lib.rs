@@ -1,0 +1,1 @@
+//! The `#[lele::model]` attribute.
