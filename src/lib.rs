@@ -1,2 +1,46 @@
-//! lele: ONNX models compiled into plain Rust.
+//! lele: ONNX models compiled into plain Rust at build time.
+//!
+//! ```ignore
+//! #[lele::model("models/silero_vad.toml")]
+//! pub struct SileroVad;
+//!
+//! let model = SileroVad::new()?;
+//! let mut ws = model.workspace();
+//! let out = model.forward(&mut ws, input, state, sr)?;
+//! ```
+//!
+//! See the README for `model.toml` and the generated API.
+#![warn(missing_docs)]
+
+mod weights;
+
 pub use lele_kernels as kernels;
+pub use lele_kernels::{DType, Shape, TensorView};
+pub use lele_macros::model;
+pub use weights::Weights;
+
+/// Errors of a generated model.
+#[derive(Debug)]
+pub enum Error {
+    /// A kernel or an input check failed.
+    Kernel(kernels::KernelError),
+    /// The weights file could not be opened or does not belong to the model.
+    Weights(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Kernel(e) => write!(f, "{e}"),
+            Error::Weights(m) => write!(f, "weights: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<kernels::KernelError> for Error {
+    fn from(e: kernels::KernelError) -> Self {
+        Error::Kernel(e)
+    }
+}

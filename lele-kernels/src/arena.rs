@@ -94,6 +94,64 @@ pub fn carve<'a, const R: usize, const W: usize>(
     Ok((ins, written))
 }
 
+/// Like [`carve`] with run-time counts: fills `read_out[..reads.len()]` and
+/// `write_out[..writes.len()]`. Empty read ranges (`0..0`) yield empty slices.
+pub fn carve_slices<'a>(
+    buf: &'a mut [u8],
+    reads: &[Range<usize>],
+    writes: &[Range<usize>],
+    read_out: &mut [&'a [u8]],
+    write_out: &mut [&'a mut [u8]],
+) -> Result<(), KernelError> {
+    const ERR: KernelError = KernelError::Buffer { op: "arena" };
+    const MAXW: usize = 32;
+    if writes.len() > MAXW || write_out.len() < writes.len() || read_out.len() < reads.len() {
+        return Err(ERR);
+    }
+    let mut order = [0usize; MAXW];
+    for (i, o) in order.iter_mut().enumerate().take(writes.len()) {
+        *o = i;
+    }
+    let order = &mut order[..writes.len()];
+    order.sort_unstable_by_key(|&i| writes[i].start);
+    let mut gaps: [(usize, &'a [u8]); MAXW + 1] = [(0, &[]); MAXW + 1];
+    let mut rest: &'a mut [u8] = buf;
+    let mut rest_start = 0usize;
+    for (k, &i) in order.iter().enumerate() {
+        let w = &writes[i];
+        if w.start == w.end {
+            // Empty regions (no scratch) take no space and conflict with nothing.
+            write_out[i] = &mut [];
+            continue;
+        }
+        if w.start < rest_start || w.end < w.start || w.end > rest_start + rest.len() {
+            return Err(ERR);
+        }
+        let (gap, tail) = rest.split_at_mut(w.start - rest_start);
+        let (region, tail) = tail.split_at_mut(w.end - w.start);
+        gaps[k] = (rest_start, gap);
+        write_out[i] = region;
+        rest = tail;
+        rest_start = w.end;
+    }
+    gaps[writes.len()] = (rest_start, rest);
+    let gaps = &gaps[..writes.len() + 1];
+    for (r, slot) in reads.iter().zip(read_out.iter_mut()) {
+        if r.start == r.end {
+            *slot = &[];
+            continue;
+        }
+        let piece = gaps
+            .iter()
+            .find(|(start, piece)| {
+                r.start >= *start && r.end <= start + piece.len() && r.start <= r.end
+            })
+            .ok_or(ERR)?;
+        *slot = &piece.1[r.start - piece.0..r.end - piece.0];
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +168,17 @@ mod tests {
         b[0] = 201;
         assert_eq!(buf[20], 200);
         assert_eq!(buf[50], 201);
+    }
+
+    #[test]
+    fn carve_slices_allows_empty_writes_anywhere() {
+        let mut buf = vec![0u8; 100];
+        let mut r: [&[u8]; 1] = [&[]];
+        let mut w: [&mut [u8]; 2] = Default::default();
+        carve_slices(&mut buf, &[40..50], &[0..32, 0..0], &mut r, &mut w).unwrap();
+        assert_eq!(w[0].len(), 32);
+        assert_eq!(w[1].len(), 0);
+        assert_eq!(r[0].len(), 10);
     }
 
     #[test]

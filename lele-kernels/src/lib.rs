@@ -15,14 +15,17 @@ pub mod codegen;
 pub mod dtype;
 pub mod error;
 pub mod kernel;
+pub mod rt;
 pub mod shape;
 pub mod tensor;
 
 pub mod ops;
 
+pub use half;
+
 pub use arena::{Arena, carve};
 pub use dtype::{DType, Elem};
 pub use error::KernelError;
 pub use kernel::Kernel;
-pub use shape::{MAX_RANK, Shape};
+pub use shape::{IntList, MAX_RANK, Shape};
 pub use tensor::{TensorMut, TensorRef, TensorView};

@@ -1,1 +1,91 @@
-//! The `#[lele::model]` attribute.
+//! The `#[lele::model("model.toml")]` attribute: a thin shell that parses
+//! its input, runs the compiler (`lele-build`) and reports every problem as
+//! a `compile_error!` spanned on the attribute's argument.
+use std::path::PathBuf;
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::{Fields, Item, LitStr};
+
+/// Compiles the ONNX model described by a `model.toml` into the annotated
+/// unit struct. See the lele README for the toml format and generated API.
+#[proc_macro_attribute]
+pub fn model(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item2: TokenStream2 = item.clone().into();
+    match expand(attr.into(), item2) {
+        Ok(ts) => ts.into(),
+        Err(errors) => {
+            let errs = errors
+                .into_iter()
+                .map(|(span, msg)| quote_spanned!(span=> compile_error!(#msg);));
+            quote!(#(#errs)*).into()
+        }
+    }
+}
+
+type Errors = Vec<(Span, String)>;
+
+fn expand(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream2, Errors> {
+    let lit: LitStr = syn::parse2(attr.clone()).map_err(|_| {
+        vec![(
+            Span::call_site(),
+            "expected a path to a model.toml: #[lele::model(\"model.toml\")]".to_string(),
+        )]
+    })?;
+    let span = lit.span();
+    let mut errors: Errors = Vec::new();
+    let parsed: Item = syn::parse2(item).map_err(|e| vec![(e.span(), e.to_string())])?;
+    let Item::Struct(s) = parsed else {
+        return Err(vec![(
+            span,
+            "#[lele::model] goes on a unit struct: `pub struct MyModel;`".into(),
+        )]);
+    };
+    if !matches!(s.fields, Fields::Unit) {
+        errors.push((
+            span,
+            format!(
+                "#[lele::model] needs a unit struct without fields: `struct {};`",
+                s.ident
+            ),
+        ));
+    }
+    if !s.generics.params.is_empty() {
+        errors.push((
+            span,
+            "#[lele::model] does not accept generic parameters".into(),
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let manifest = std::env::var("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let toml_path = manifest.join(lit.value());
+    let vis = s.vis.to_token_stream();
+    let attrs: TokenStream2 = s.attrs.iter().map(|a| a.to_token_stream()).collect();
+    let opts = lele_build::CompileOptions {
+        name: &s.ident.to_string(),
+        vis,
+        attrs,
+        out_dir: None,
+        relative_weights: false,
+    };
+    let compiled = lele_build::compile_toml(&toml_path, &opts).map_err(|e| {
+        e.to_string()
+            .split("\n\n")
+            .map(|m| (span, format!("lele: {m}")))
+            .collect::<Vec<_>>()
+    })?;
+    let toml_str = toml_path.to_string_lossy().into_owned();
+    let model_str = compiled.model_path.to_string_lossy().into_owned();
+    let tokens = compiled.tokens;
+    // include_bytes! makes cargo rebuild when the toml or the model changes.
+    Ok(quote! {
+        const _: &[u8] = include_bytes!(#toml_str);
+        const _: &[u8] = include_bytes!(#model_str);
+        #tokens
+    })
+}

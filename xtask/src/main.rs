@@ -1,1 +1,45 @@
-fn main() {}
+//! Repository tasks: `cargo xtask <command>`.
+mod fixtures;
+mod models;
+mod protos;
+mod python;
+mod test;
+mod util;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "lele repository tasks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Regenerate the committed prost types of onnx.proto (pure Rust, no protoc).
+    Protos,
+    /// Fetch the real models into the zoo ($LELE_ZOO, else ~/.cache/lele/zoo).
+    Models {
+        /// Also fetch the large models (Kokoro TTS).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Generate onnxruntime reference data into $LELE_FIXTURES (default target/fixtures).
+    Fixtures(fixtures::Opts),
+    /// Everything CI checks: models, fixtures, fmt, clippy, tests.
+    Test {
+        /// Extra arguments for `cargo test --workspace` (after `--`).
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Protos => protos::run(),
+        Cmd::Models { all } => models::run(all),
+        Cmd::Fixtures(opts) => fixtures::run(&opts),
+        Cmd::Test { args } => test::run(&args),
+    }
+}

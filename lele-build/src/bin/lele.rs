@@ -1,1 +1,15 @@
-fn main() {}
+//! The `lele` command line: inspect, gen and run ONNX models.
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = lele_build::cli::Cli::parse();
+    match lele_build::cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lele: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,2 +1,23 @@
 //! Operators, grouped by family. Each operator is a parameter struct that
 //! implements [`crate::Kernel`].
+pub mod binary;
+pub mod broadcast;
+pub mod cast;
+pub mod concat;
+pub mod conv;
+pub mod gather;
+pub mod gemm;
+pub mod generate;
+pub mod layout;
+pub mod matmul;
+pub mod norm;
+pub mod pad;
+pub mod pool;
+pub mod reduce;
+pub mod resize;
+pub mod rnn;
+pub mod select;
+pub mod slice;
+pub mod softmax;
+pub mod transpose;
+pub mod unary;

@@ -1,0 +1,62 @@
+//! Errors of the compiler.
+use std::path::PathBuf;
+
+/// One unsupported construct of a model (op, node name, reason).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unsupported {
+    /// Domain-qualified op type (`Conv`, `com.microsoft.FusedMatMul`).
+    pub op: String,
+    /// Node name.
+    pub node: String,
+    /// Why it is not supported.
+    pub reason: String,
+}
+
+/// Everything that can go wrong while compiling a model.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// Reading a file failed.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not a valid ONNX model.
+    #[error("invalid ONNX model: {0}")]
+    Decode(String),
+    /// A limit that protects against hostile files was exceeded.
+    #[error("model exceeds a safety limit: {0}")]
+    Limit(String),
+    /// An external data reference is not allowed.
+    #[error("external data `{location}` is not allowed: {reason}")]
+    ExternalData {
+        /// The location in the file.
+        location: String,
+        /// Why.
+        reason: String,
+    },
+    /// The model uses operators lele cannot compile (all are listed).
+    #[error("unsupported operators:\n{}", .0.iter().map(|u| format!("  - {} (node `{}`): {}", u.op, u.node, u.reason)).collect::<Vec<_>>().join("\n"))]
+    Unsupported(Vec<Unsupported>),
+    /// Invalid `model.toml`.
+    #[error("{0}")]
+    Config(String),
+    /// Shape inference or constant evaluation failed.
+    #[error("node `{node}` ({op}): {msg}")]
+    Node {
+        /// Node name.
+        node: String,
+        /// Op type.
+        op: String,
+        /// What happened.
+        msg: String,
+    },
+    /// Anything else, with a message.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Result alias of the compiler.
+pub type Result<T, E = BuildError> = std::result::Result<T, E>;

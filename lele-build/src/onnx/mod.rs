@@ -1,0 +1,319 @@
+//! Reading ONNX files into the IR: protobuf decoding with limits, tensors of
+//! every dtype, external data confined to the model's directory.
+#[allow(missing_docs, clippy::all)]
+pub mod proto;
+mod tensor;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use lele_kernels::DType;
+use prost::Message;
+
+use crate::error::{BuildError, Result};
+use crate::ir::{Block, DeclaredDim, Graph, Node, Op, ValueId};
+
+pub use tensor::tensor_from_proto;
+
+/// Limits that keep a hostile file from exhausting memory.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest model file accepted, in bytes.
+    pub max_file_bytes: u64,
+    /// Largest single tensor, in bytes.
+    pub max_tensor_bytes: u64,
+    /// Most nodes (all subgraphs included).
+    pub max_nodes: usize,
+    /// Deepest subgraph nesting.
+    pub max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: 4 << 30,
+            max_tensor_bytes: 4 << 30,
+            max_nodes: 1_000_000,
+            max_depth: 16,
+        }
+    }
+}
+
+/// Reads and decodes an ONNX file.
+pub fn read_model_proto(path: &Path, limits: &Limits) -> Result<proto::ModelProto> {
+    let meta = std::fs::metadata(path).map_err(|source| BuildError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if meta.len() > limits.max_file_bytes {
+        return Err(BuildError::Limit(format!(
+            "file is {} bytes, the limit is {}",
+            meta.len(),
+            limits.max_file_bytes
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|source| BuildError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    proto::ModelProto::decode(bytes.as_slice()).map_err(|e| BuildError::Decode(e.to_string()))
+}
+
+/// Loads an ONNX file into the IR.
+pub fn load(path: &Path) -> Result<Graph> {
+    let limits = Limits::default();
+    let model = read_model_proto(path, &limits)?;
+    let dir = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    from_proto(&model, &dir, &limits)
+}
+
+/// Builds the IR from a decoded model; external data is read from `dir`.
+pub fn from_proto(model: &proto::ModelProto, dir: &Path, limits: &Limits) -> Result<Graph> {
+    let opset = model
+        .opset_import
+        .iter()
+        .find(|o| o.domain.as_deref().unwrap_or("") == "" || o.domain.as_deref() == Some("ai.onnx"))
+        .and_then(|o| o.version)
+        .unwrap_or(1);
+    let graph_proto = model
+        .graph
+        .as_ref()
+        .ok_or_else(|| BuildError::Decode("the model has no graph".into()))?;
+    let mut g = Graph {
+        opset,
+        producer: format!(
+            "{} {}",
+            model.producer_name.as_deref().unwrap_or(""),
+            model.producer_version.as_deref().unwrap_or("")
+        )
+        .trim()
+        .to_string(),
+        metadata: model
+            .metadata_props
+            .iter()
+            .map(|p| {
+                (
+                    p.key.clone().unwrap_or_default(),
+                    p.value.clone().unwrap_or_default(),
+                )
+            })
+            .collect(),
+        ..Graph::default()
+    };
+    let mut loader = Loader {
+        dir: dir.to_path_buf(),
+        limits: limits.clone(),
+        scopes: vec![HashMap::new()],
+        node_count: 0,
+    };
+    // Initializers first, then inputs that are not initializers.
+    for init in &graph_proto.initializer {
+        let t = tensor_from_proto(init, &loader.dir, limits)?;
+        let name = init.name.clone().unwrap_or_default();
+        let id = g.add_constant(&name, t);
+        loader.bind(&name, id);
+    }
+    for input in &graph_proto.input {
+        let name = input.name.clone().unwrap_or_default();
+        if loader.lookup(&name).is_some() {
+            continue;
+        }
+        let (dtype, dims) = value_type(input);
+        let id = g.add_value(&name, dtype);
+        g.values[id].declared = dims;
+        loader.bind(&name, id);
+        g.inputs.push(id);
+    }
+    g.main = loader.block(&mut g, graph_proto, 0)?;
+    for out in &graph_proto.output {
+        let name = out.name.clone().unwrap_or_default();
+        let id = loader.lookup(&name).ok_or_else(|| {
+            BuildError::Decode(format!("graph output `{name}` is never produced"))
+        })?;
+        let (dtype, dims) = value_type(out);
+        if g.values[id].dtype.is_none() {
+            g.values[id].dtype = dtype;
+        }
+        if g.values[id].declared.is_none() {
+            g.values[id].declared = dims;
+        }
+        g.outputs.push(id);
+    }
+    Ok(g)
+}
+
+fn value_type(v: &proto::ValueInfoProto) -> (Option<DType>, Option<Vec<DeclaredDim>>) {
+    use proto::type_proto::Value;
+    let Some(Value::TensorType(t)) = v.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+        return (None, None);
+    };
+    let dtype = t.elem_type.and_then(DType::from_onnx_code);
+    let dims = t.shape.as_ref().map(|s| {
+        s.dim
+            .iter()
+            .map(|d| match &d.value {
+                Some(proto::tensor_shape_proto::dimension::Value::DimValue(n)) if *n > 0 => {
+                    DeclaredDim::Fixed(*n as usize)
+                }
+                Some(proto::tensor_shape_proto::dimension::Value::DimParam(p)) => {
+                    DeclaredDim::Dynamic(p.clone())
+                }
+                _ => DeclaredDim::Dynamic(String::new()),
+            })
+            .collect()
+    });
+    (dtype, dims)
+}
+
+struct Loader {
+    dir: PathBuf,
+    limits: Limits,
+    scopes: Vec<HashMap<String, ValueId>>,
+    node_count: usize,
+}
+
+impl Loader {
+    fn bind(&mut self, name: &str, id: ValueId) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(name.to_string(), id);
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<ValueId> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    fn block(&mut self, g: &mut Graph, gp: &proto::GraphProto, depth: usize) -> Result<Block> {
+        if depth > self.limits.max_depth {
+            return Err(BuildError::Limit("subgraphs nested too deeply".into()));
+        }
+        let mut block = Block::default();
+        for (i, np) in gp.node.iter().enumerate() {
+            self.node_count += 1;
+            if self.node_count > self.limits.max_nodes {
+                return Err(BuildError::Limit(format!(
+                    "more than {} nodes",
+                    self.limits.max_nodes
+                )));
+            }
+            let op_type = np.op_type.clone().unwrap_or_default();
+            let domain = np.domain.clone().unwrap_or_default();
+            let name = match np.name.as_deref() {
+                Some(n) if !n.is_empty() => n.to_string(),
+                _ => format!("{op_type}_{depth}_{i}"),
+            };
+            let mut inputs = Vec::with_capacity(np.input.len());
+            for inp in &np.input {
+                if inp.is_empty() {
+                    inputs.push(None);
+                } else {
+                    let id = self.lookup(inp).ok_or_else(|| {
+                        BuildError::Decode(format!(
+                            "node `{name}` reads `{inp}`, which is never defined before it"
+                        ))
+                    })?;
+                    inputs.push(Some(id));
+                }
+            }
+            // Constant nodes become constant values directly.
+            if op_type == "Constant" && domain.is_empty() {
+                let t = crate::ops::constant_value(np, &self.dir, &self.limits).map_err(|msg| {
+                    BuildError::Node {
+                        node: name.clone(),
+                        op: op_type.clone(),
+                        msg,
+                    }
+                })?;
+                let out = np.output.first().cloned().unwrap_or_default();
+                let id = g.add_constant(&out, t);
+                self.bind(&out, id);
+                continue;
+            }
+            let mut outputs = Vec::with_capacity(np.output.len());
+            let mut out_names = Vec::new();
+            for o in &np.output {
+                // Optional outputs may be omitted with an empty name.
+                let id = g.add_value(if o.is_empty() { "" } else { o }, None);
+                outputs.push(id);
+                out_names.push(o.clone());
+            }
+            let (op, out_dtypes) = if op_type == "If" && domain.is_empty() {
+                (self.if_op(g, np, depth)?, Vec::new())
+            } else {
+                let opset = g_opset(g);
+                let mut ctx = crate::ops::LowerCtx {
+                    graph: g,
+                    node: np,
+                    name: &name,
+                    opset,
+                    inputs: &mut inputs,
+                    outputs: &outputs,
+                };
+                let l = crate::ops::lower(&mut ctx);
+                (l.op, l.dtypes)
+            };
+            for (o, id) in out_names.iter().zip(&outputs) {
+                if !o.is_empty() {
+                    self.bind(o, *id);
+                }
+            }
+            block.nodes.push(Node {
+                name,
+                op_type,
+                domain,
+                op,
+                inputs,
+                outputs,
+                out_dtypes,
+            });
+        }
+        Ok(block)
+    }
+
+    fn if_op(&mut self, g: &mut Graph, np: &proto::NodeProto, depth: usize) -> Result<Op> {
+        let mut then_branch = None;
+        let mut else_branch = None;
+        for a in &np.attribute {
+            let Some(sub) = a.g.as_ref() else { continue };
+            match a.name.as_deref() {
+                Some("then_branch") => then_branch = Some(self.subgraph(g, sub, depth + 1)?),
+                Some("else_branch") => else_branch = Some(self.subgraph(g, sub, depth + 1)?),
+                _ => {}
+            }
+        }
+        match (then_branch, else_branch) {
+            (Some(then_branch), Some(else_branch)) => Ok(Op::If {
+                then_branch,
+                else_branch,
+            }),
+            _ => Err(BuildError::Decode("If without both branches".into())),
+        }
+    }
+
+    fn subgraph(&mut self, g: &mut Graph, sub: &proto::GraphProto, depth: usize) -> Result<Block> {
+        self.scopes.push(HashMap::new());
+        for init in &sub.initializer {
+            let t = tensor_from_proto(init, &self.dir, &self.limits)?;
+            let name = init.name.clone().unwrap_or_default();
+            let id = g.add_constant(&name, t);
+            self.bind(&name, id);
+        }
+        let mut block = self.block(g, sub, depth)?;
+        for out in &sub.output {
+            let name = out.name.clone().unwrap_or_default();
+            let id = self.lookup(&name).ok_or_else(|| {
+                BuildError::Decode(format!("subgraph output `{name}` is never produced"))
+            })?;
+            block.outputs.push(id);
+        }
+        self.scopes.pop();
+        Ok(block)
+    }
+}
+
+fn g_opset(g: &Graph) -> i64 {
+    g.opset
+}

@@ -1,0 +1,330 @@
+//! Elementwise, comparison, cast and reduction operators.
+use lele_kernels::DType;
+use lele_kernels::ops::binary::{Binary, BinaryOp, Variadic, VariadicOp};
+use lele_kernels::ops::cast::Cast;
+use lele_kernels::ops::reduce::{ArgMax, ArgMin, CumSum, Reduce, ReduceOp};
+use lele_kernels::ops::unary::{
+    Celu, Clip, Elu, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, ThresholdedRelu, Unary,
+    UnaryOp,
+};
+
+use super::{LowerCtx, LowerResult, Lowered};
+use crate::ir::{OutDType, Tensor};
+
+/// Op types lowered here.
+pub const OPS: &[&str] = &[
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Mod",
+    "Max",
+    "Min",
+    "Sum",
+    "Mean",
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "And",
+    "Or",
+    "Xor",
+    "BitShift",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Abs",
+    "Neg",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "Erf",
+    "Sign",
+    "Softplus",
+    "Softsign",
+    "Not",
+    "IsNaN",
+    "IsInf",
+    "HardSwish",
+    "Mish",
+    "Gelu",
+    "Identity",
+    "HardSigmoid",
+    "LeakyRelu",
+    "Elu",
+    "Selu",
+    "Celu",
+    "ThresholdedRelu",
+    "Clip",
+    "Shrink",
+    "Cast",
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceSumSquare",
+    "ArgMax",
+    "ArgMin",
+    "CumSum",
+];
+
+fn binary(op: BinaryOp, bool_out: bool) -> LowerResult {
+    let dt = if bool_out {
+        OutDType::Fixed(DType::Bool)
+    } else {
+        OutDType::Input(0)
+    };
+    Ok(Lowered::with(Binary { op }, vec![dt]))
+}
+
+fn unary(op: UnaryOp) -> LowerResult {
+    let dt = match op {
+        UnaryOp::IsNaN | UnaryOp::IsInf => OutDType::Fixed(DType::Bool),
+        _ => OutDType::Input(0),
+    };
+    Ok(Lowered::with(Unary { op }, vec![dt]))
+}
+
+fn variadic(ctx: &LowerCtx<'_>, op: VariadicOp, binop: Option<BinaryOp>) -> LowerResult {
+    let n = ctx.inputs.iter().filter(|i| i.is_some()).count();
+    match (n, binop) {
+        (2, Some(b)) => binary(b, false),
+        _ => Ok(Lowered::same(Variadic { op }, 1)),
+    }
+}
+
+/// ONNX dtype code from the `to` attribute of Cast.
+pub fn dtype_attr(code: i64) -> Result<DType, String> {
+    DType::from_onnx_code(code as i32).ok_or_else(|| format!("dtype code {code} is not supported"))
+}
+
+fn reduce(ctx: &mut LowerCtx<'_>, op: ReduceOp) -> LowerResult {
+    let a = ctx.attrs();
+    let keepdims = a.int("keepdims", 1) != 0;
+    let noop = a.int("noop_with_empty_axes", 0) != 0;
+    let axes_are_input = if op == ReduceOp::Sum {
+        ctx.opset >= 13
+    } else {
+        ctx.opset >= 18
+    };
+    if !axes_are_input && let Some(axes) = a.ints_opt("axes") {
+        let axes = axes.to_vec();
+        let t = Tensor::from_values::<i64>(&[axes.len()], &axes).ok_or("bad axes")?;
+        ctx.set_const_input(1, t);
+    }
+    Ok(Lowered::same(
+        Reduce {
+            op,
+            keepdims,
+            noop_with_empty_axes: noop,
+        },
+        1,
+    ))
+}
+
+fn f32_scalar(v: f32) -> Tensor {
+    Tensor::from_values::<f32>(&[], &[v]).unwrap_or_else(|| Tensor::zeros(DType::F32, &[]))
+}
+
+/// Lowers the ops of this family; `None` when `op_type` is not one of them.
+pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
+    use BinaryOp as B;
+    use UnaryOp as U;
+    let a = ctx.attrs();
+    Some(match op_type {
+        "Add" => binary(B::Add, false),
+        "Sub" => binary(B::Sub, false),
+        "Mul" => binary(B::Mul, false),
+        "Div" => binary(B::Div, false),
+        "Pow" => binary(B::Pow, false),
+        "Mod" => binary(
+            if a.int("fmod", 0) != 0 {
+                B::FMod
+            } else {
+                B::Mod
+            },
+            false,
+        ),
+        "Max" => variadic(ctx, VariadicOp::Max, Some(B::Max)),
+        "Min" => variadic(ctx, VariadicOp::Min, Some(B::Min)),
+        "Sum" => variadic(ctx, VariadicOp::Sum, Some(B::Add)),
+        "Mean" => variadic(ctx, VariadicOp::Mean, None),
+        "Equal" => binary(B::Equal, true),
+        "Less" => binary(B::Less, true),
+        "Greater" => binary(B::Greater, true),
+        "LessOrEqual" => binary(B::LessOrEqual, true),
+        "GreaterOrEqual" => binary(B::GreaterOrEqual, true),
+        "And" => binary(B::And, true),
+        "Or" => binary(B::Or, true),
+        "Xor" => binary(B::Xor, true),
+        "BitShift" => match a.string("direction", "").as_str() {
+            "LEFT" => binary(B::BitShiftLeft, false),
+            "RIGHT" => binary(B::BitShiftRight, false),
+            d => Err(format!("BitShift direction `{d}`")),
+        },
+        "BitwiseAnd" => binary(B::BitwiseAnd, false),
+        "BitwiseOr" => binary(B::BitwiseOr, false),
+        "BitwiseXor" => binary(B::BitwiseXor, false),
+        "Relu" => unary(U::Relu),
+        "Sigmoid" => unary(U::Sigmoid),
+        "Tanh" => unary(U::Tanh),
+        "Exp" => unary(U::Exp),
+        "Log" => unary(U::Log),
+        "Sqrt" => unary(U::Sqrt),
+        "Abs" => unary(U::Abs),
+        "Neg" => unary(U::Neg),
+        "Reciprocal" => unary(U::Reciprocal),
+        "Floor" => unary(U::Floor),
+        "Ceil" => unary(U::Ceil),
+        "Round" => unary(U::Round),
+        "Sin" => unary(U::Sin),
+        "Cos" => unary(U::Cos),
+        "Tan" => unary(U::Tan),
+        "Asin" => unary(U::Asin),
+        "Acos" => unary(U::Acos),
+        "Atan" => unary(U::Atan),
+        "Sinh" => unary(U::Sinh),
+        "Cosh" => unary(U::Cosh),
+        "Asinh" => unary(U::Asinh),
+        "Acosh" => unary(U::Acosh),
+        "Atanh" => unary(U::Atanh),
+        "Erf" => unary(U::Erf),
+        "Sign" => unary(U::Sign),
+        "Softplus" => unary(U::Softplus),
+        "Softsign" => unary(U::Softsign),
+        "Not" => unary(U::Not),
+        "IsNaN" => unary(U::IsNaN),
+        "IsInf" => {
+            if a.int("detect_negative", 1) == 0 || a.int("detect_positive", 1) == 0 {
+                Err("IsInf with detect_negative/detect_positive = 0".into())
+            } else {
+                unary(U::IsInf)
+            }
+        }
+        "HardSwish" => unary(U::HardSwish),
+        "Mish" => unary(U::Mish),
+        "Gelu" => match a.string("approximate", "none").as_str() {
+            "none" => unary(U::Gelu),
+            "tanh" => Ok(Lowered::same(GeluTanh {}, 1)),
+            s => Err(format!("Gelu approximate=`{s}`")),
+        },
+        "Identity" => return None,
+        "HardSigmoid" => Ok(Lowered::same(
+            HardSigmoid {
+                alpha: a.float("alpha", 0.2),
+                beta: a.float("beta", 0.5),
+            },
+            1,
+        )),
+        "LeakyRelu" => Ok(Lowered::same(
+            LeakyRelu {
+                alpha: a.float("alpha", 0.01),
+            },
+            1,
+        )),
+        "Elu" => Ok(Lowered::same(
+            Elu {
+                alpha: a.float("alpha", 1.0),
+            },
+            1,
+        )),
+        "Selu" => Ok(Lowered::same(
+            Selu {
+                alpha: a.float("alpha", 1.673_263_2),
+                gamma: a.float("gamma", 1.050_701),
+            },
+            1,
+        )),
+        "Celu" => Ok(Lowered::same(
+            Celu {
+                alpha: a.float("alpha", 1.0),
+            },
+            1,
+        )),
+        "ThresholdedRelu" => Ok(Lowered::same(
+            ThresholdedRelu {
+                alpha: a.float("alpha", 1.0),
+            },
+            1,
+        )),
+        "Shrink" => Ok(Lowered::same(
+            Shrink {
+                bias: a.float("bias", 0.0),
+                lambd: a.float("lambd", 0.5),
+            },
+            1,
+        )),
+        "Clip" => {
+            if ctx.opset < 11 {
+                let min = a.float("min", f32::MIN);
+                let max = a.float("max", f32::MAX);
+                ctx.set_const_input(1, f32_scalar(min));
+                ctx.set_const_input(2, f32_scalar(max));
+            }
+            Ok(Lowered::same(Clip, 1))
+        }
+        "Cast" => match dtype_attr(a.int("to", 0)) {
+            Ok(to) => Ok(Lowered::with(Cast { to }, vec![OutDType::Fixed(to)])),
+            Err(e) => Err(e),
+        },
+        "ReduceSum" => reduce(ctx, ReduceOp::Sum),
+        "ReduceMean" => reduce(ctx, ReduceOp::Mean),
+        "ReduceMax" => reduce(ctx, ReduceOp::Max),
+        "ReduceMin" => reduce(ctx, ReduceOp::Min),
+        "ReduceProd" => reduce(ctx, ReduceOp::Prod),
+        "ReduceL1" => reduce(ctx, ReduceOp::L1),
+        "ReduceL2" => reduce(ctx, ReduceOp::L2),
+        "ReduceLogSum" => reduce(ctx, ReduceOp::LogSum),
+        "ReduceLogSumExp" => reduce(ctx, ReduceOp::LogSumExp),
+        "ReduceSumSquare" => reduce(ctx, ReduceOp::SumSquare),
+        "ArgMax" => Ok(Lowered::with(
+            ArgMax {
+                axis: a.int("axis", 0),
+                keepdims: a.int("keepdims", 1) != 0,
+                select_last_index: a.int("select_last_index", 0) != 0,
+            },
+            vec![OutDType::Fixed(DType::I64)],
+        )),
+        "ArgMin" => Ok(Lowered::with(
+            ArgMin {
+                axis: a.int("axis", 0),
+                keepdims: a.int("keepdims", 1) != 0,
+                select_last_index: a.int("select_last_index", 0) != 0,
+            },
+            vec![OutDType::Fixed(DType::I64)],
+        )),
+        "CumSum" => Ok(Lowered::same(
+            CumSum {
+                exclusive: a.int("exclusive", 0) != 0,
+                reverse: a.int("reverse", 0) != 0,
+            },
+            1,
+        )),
+        _ => return None,
+    })
+}

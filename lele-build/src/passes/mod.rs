@@ -1,0 +1,10 @@
+//! Graph passes: dtype inference, constant folding, dead-code elimination
+//! and sizing (shape inference at the input bounds).
+pub mod dtypes;
+pub mod eval;
+pub mod fold;
+pub mod sizing;
+
+pub use dtypes::infer_dtypes;
+pub use fold::{eliminate_dead_code, fold_constants};
+pub use sizing::{Sizes, size_graph};

@@ -1,0 +1,203 @@
+//! Sizing: shape inference at concrete input sizes.
+//!
+//! The generated code computes every shape at run time; the compiler only
+//! needs the largest size of each intermediate to plan the arena. It runs
+//! the kernels' own `infer` at sample points inside the `[inputs]` bounds
+//! (the upper bounds, the lower bounds and the midpoint) and keeps, for each
+//! value, the largest size seen. Small integer tensors derived from shapes
+//! are evaluated too, so `Shape → Gather → Concat → Reshape` chains resolve.
+//! A tensor that turns out larger at run time than planned makes `forward`
+//! return an error; it never overflows.
+use std::collections::HashMap;
+
+use lele_kernels::{DType, Shape, TensorRef};
+
+use super::eval::eval_kernel;
+use crate::error::{BuildError, Result};
+use crate::ir::{Block, Graph, Node, Op, Tensor, ValueId};
+
+/// Largest intermediate evaluated during sizing (elements).
+const MAX_EVAL_ELEMS: usize = 1 << 16;
+
+/// Result of sizing.
+#[derive(Debug, Default, Clone)]
+pub struct Sizes {
+    /// Shapes at the first (largest) point.
+    pub shapes: HashMap<ValueId, Shape>,
+    /// Largest byte size of each value over all points.
+    pub max_bytes: HashMap<ValueId, usize>,
+    /// Largest scratch need of each node, keyed by its first output.
+    pub scratch: HashMap<ValueId, usize>,
+}
+
+#[derive(Default, Clone)]
+struct Point {
+    shapes: HashMap<ValueId, Shape>,
+    data: HashMap<ValueId, Tensor>,
+    scratch: HashMap<ValueId, usize>,
+}
+
+/// Sizes the graph at each point (one dims list per model input). The first
+/// point must succeed; later points that fail are skipped.
+pub fn size_graph(g: &Graph, points: &[Vec<Vec<usize>>]) -> Result<Sizes> {
+    let mut sizes = Sizes::default();
+    for (i, dims) in points.iter().enumerate() {
+        let mut p = Point::default();
+        for (&v, d) in g.inputs.iter().zip(dims) {
+            p.shapes.insert(
+                v,
+                Shape::new(d).map_err(|e| BuildError::Other(e.to_string()))?,
+            );
+        }
+        match block(g, &g.main, &mut p) {
+            Ok(()) => {}
+            Err(e) if i == 0 => return Err(e),
+            Err(_) => continue,
+        }
+        if i == 0 {
+            sizes.shapes = p.shapes.clone();
+        }
+        for (v, s) in &p.shapes {
+            let bytes = s.numel() * g.values[*v].dtype.unwrap_or(DType::F32).size();
+            let e = sizes.max_bytes.entry(*v).or_insert(0);
+            *e = (*e).max(bytes);
+        }
+        for (v, s) in &p.scratch {
+            let e = sizes.scratch.entry(*v).or_insert(0);
+            *e = (*e).max(*s);
+        }
+    }
+    Ok(sizes)
+}
+
+fn node_err(n: &Node, msg: impl Into<String>) -> BuildError {
+    BuildError::Node {
+        node: n.name.clone(),
+        op: n.op_type.clone(),
+        msg: msg.into(),
+    }
+}
+
+fn block(g: &Graph, b: &Block, p: &mut Point) -> Result<()> {
+    for n in &b.nodes {
+        node(g, n, p)?;
+    }
+    Ok(())
+}
+
+fn shape_of(g: &Graph, v: ValueId, p: &Point) -> Option<Shape> {
+    if let Some(t) = &g.values[v].constant {
+        return t.shape().ok();
+    }
+    p.shapes.get(&v).copied()
+}
+
+fn node(g: &Graph, n: &Node, p: &mut Point) -> Result<()> {
+    match &n.op {
+        Op::Unsupported { reason } => Err(node_err(n, reason.clone())),
+        Op::If {
+            then_branch,
+            else_branch,
+        } => {
+            let cond = n
+                .inputs
+                .first()
+                .copied()
+                .flatten()
+                .ok_or_else(|| node_err(n, "If without condition"))?;
+            let known = g.values[cond]
+                .constant
+                .as_deref()
+                .or_else(|| p.data.get(&cond))
+                .map(|t| t.bytes().first().copied().unwrap_or(0) != 0);
+            let mut tp = p.clone();
+            let then_ok = block(g, then_branch, &mut tp);
+            let mut ep = p.clone();
+            let else_ok = block(g, else_branch, &mut ep);
+            let (first, second, first_ok, second_ok, first_b, second_b) = match known {
+                Some(false) => (ep, tp, else_ok, then_ok, else_branch, then_branch),
+                _ => (tp, ep, then_ok, else_ok, then_branch, else_branch),
+            };
+            // The branch that runs at this point (or, when unknown, the first
+            // one that sizes successfully) defines the If outputs.
+            let (chosen, chosen_b) = match (&first_ok, &second_ok, known) {
+                (Ok(()), _, _) => (first.clone(), first_b),
+                (Err(_), Ok(()), None) => (second.clone(), second_b),
+                (Err(_), _, _) => {
+                    return first_ok.map_err(|e| node_err(n, format!("in branch: {e}")));
+                }
+            };
+            // Keep the sizes of both branches (the other may run for other
+            // inputs), then set the outputs from the chosen one.
+            for pt in [&first, &second] {
+                for (v, s) in &pt.shapes {
+                    p.shapes.entry(*v).or_insert(*s);
+                }
+                for (v, s) in &pt.scratch {
+                    p.scratch.entry(*v).or_insert(*s);
+                }
+            }
+            for (&src, &dst) in chosen_b.outputs.iter().zip(&n.outputs) {
+                if let Some(s) = shape_of(g, src, &chosen) {
+                    p.shapes.insert(dst, s);
+                }
+                if let Some(t) = g.values[src]
+                    .constant
+                    .as_deref()
+                    .or_else(|| chosen.data.get(&src))
+                {
+                    p.data.insert(dst, t.clone());
+                }
+            }
+            Ok(())
+        }
+        Op::Kernel(k) | Op::View(k) => {
+            let mut refs: Vec<Option<TensorRef<'_>>> = Vec::with_capacity(n.inputs.len());
+            let mut all_data = true;
+            for inp in &n.inputs {
+                let Some(v) = *inp else {
+                    refs.push(None);
+                    continue;
+                };
+                let dtype = g.values[v].dtype.unwrap_or(DType::F32);
+                if let Some(t) = g.values[v].constant.as_deref().or_else(|| p.data.get(&v)) {
+                    refs.push(Some(t.view().map_err(|e| node_err(n, e.to_string()))?));
+                } else {
+                    all_data = false;
+                    let s = shape_of(g, v, p).ok_or_else(|| {
+                        node_err(
+                            n,
+                            format!("input `{}` has no known shape", g.values[v].name),
+                        )
+                    })?;
+                    refs.push(Some(TensorRef::shape_only(dtype, s)));
+                }
+            }
+            let mut shapes = vec![Shape::SCALAR; n.outputs.len()];
+            k.infer(&refs, &mut shapes)
+                .map_err(|e| node_err(n, e.to_string()))?;
+            if let Some(&o) = n.outputs.first() {
+                let scratch = k.scratch_bytes(&refs, &shapes);
+                p.scratch.insert(o, scratch);
+            }
+            for (&o, s) in n.outputs.iter().zip(&shapes) {
+                p.shapes.insert(o, *s);
+            }
+            let shape_only_op = n.op_type == "Shape" || n.op_type == "Size";
+            let small = shapes.iter().map(|s| s.numel()).sum::<usize>() <= MAX_EVAL_ELEMS;
+            if (all_data || shape_only_op) && small {
+                let dtypes: Vec<DType> = n
+                    .outputs
+                    .iter()
+                    .map(|&o| g.values[o].dtype.unwrap_or(DType::F32))
+                    .collect();
+                if let Ok(ts) = eval_kernel(k.as_ref(), &refs, &dtypes) {
+                    for (&o, t) in n.outputs.iter().zip(ts) {
+                        p.data.insert(o, t);
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}

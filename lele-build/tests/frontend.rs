@@ -1,0 +1,246 @@
+//! Front end and passes on small models built in code.
+use std::path::Path;
+
+use lele_build::compile::{optimize, resolve_input_dims};
+use lele_build::config::ModelToml;
+use lele_build::onnx::{Limits, from_proto, proto};
+use lele_build::{BuildError, ir::Graph};
+
+fn s(v: &str) -> Option<String> {
+    Some(v.to_string())
+}
+
+fn value_info(name: &str, elem: i32, dims: &[i64]) -> proto::ValueInfoProto {
+    use proto::tensor_shape_proto::{Dimension, dimension};
+    proto::ValueInfoProto {
+        name: s(name),
+        r#type: Some(proto::TypeProto {
+            value: Some(proto::type_proto::Value::TensorType(
+                proto::type_proto::Tensor {
+                    elem_type: Some(elem),
+                    shape: Some(proto::TensorShapeProto {
+                        dim: dims
+                            .iter()
+                            .map(|&d| Dimension {
+                                value: Some(dimension::Value::DimValue(d)),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    }),
+                },
+            )),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn node(
+    op: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attrs: Vec<proto::AttributeProto>,
+) -> proto::NodeProto {
+    proto::NodeProto {
+        op_type: s(op),
+        name: s(&format!("{op}_{}", outputs[0])),
+        input: inputs.iter().map(|x| x.to_string()).collect(),
+        output: outputs.iter().map(|x| x.to_string()).collect(),
+        attribute: attrs,
+        ..Default::default()
+    }
+}
+
+fn int_attr(name: &str, v: i64) -> proto::AttributeProto {
+    proto::AttributeProto {
+        name: s(name),
+        i: Some(v),
+        r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
+        ..Default::default()
+    }
+}
+
+fn i64_init(name: &str, vals: &[i64]) -> proto::TensorProto {
+    proto::TensorProto {
+        name: s(name),
+        data_type: Some(7),
+        dims: vec![vals.len() as i64],
+        int64_data: vals.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn model(
+    nodes: Vec<proto::NodeProto>,
+    inits: Vec<proto::TensorProto>,
+    inputs: Vec<proto::ValueInfoProto>,
+    outputs: Vec<proto::ValueInfoProto>,
+) -> proto::ModelProto {
+    proto::ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![proto::OperatorSetIdProto {
+            domain: s(""),
+            version: Some(17),
+        }],
+        graph: Some(proto::GraphProto {
+            node: nodes,
+            initializer: inits,
+            input: inputs,
+            output: outputs,
+            name: s("g"),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn load(m: &proto::ModelProto) -> lele_build::Result<Graph> {
+    from_proto(m, Path::new("."), &Limits::default())
+}
+
+fn op_types(g: &Graph) -> Vec<String> {
+    let mut v = Vec::new();
+    g.for_each_node(&mut |n| v.push(n.op_type.clone()));
+    v
+}
+
+#[test]
+fn cast_and_unsqueeze_of_a_graph_input_are_never_folded() {
+    // x (i64 [3]) -> Cast(f32) -> Unsqueeze(axes=[0]) -> y; plus a constant
+    // chain c -> Cast -> Add(…) that must fold away.
+    let m = model(
+        vec![
+            node("Cast", &["x"], &["xc"], vec![int_attr("to", 1)]),
+            node("Unsqueeze", &["xc", "axes"], &["y"], vec![]),
+            node("Cast", &["c"], &["cc"], vec![int_attr("to", 1)]),
+            node("Add", &["cc", "cc"], &["c2"], vec![]),
+            node("Add", &["xc", "c2"], &["z"], vec![]),
+        ],
+        vec![i64_init("axes", &[0]), i64_init("c", &[1, 2, 3])],
+        vec![value_info("x", 7, &[3])],
+        vec![value_info("y", 1, &[1, 3]), value_info("z", 1, &[3])],
+    );
+    let mut g = load(&m).unwrap();
+    let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+    let dims = resolve_input_dims(&g, &toml).unwrap();
+    optimize(&mut g, &dims).unwrap();
+    let ops = op_types(&g);
+    assert_eq!(
+        ops,
+        vec!["Cast", "Unsqueeze", "Add"],
+        "graph after folding: {ops:?}"
+    );
+    // The folded constant feeding the last Add is 2 * [1, 2, 3].
+    let add = &g.main.nodes[2];
+    let c = g.values[add.inputs[1].unwrap()]
+        .constant
+        .as_ref()
+        .expect("folded constant");
+    assert_eq!(c.to_f64s().unwrap(), vec![2.0, 4.0, 6.0]);
+}
+
+#[test]
+fn every_unsupported_op_is_listed_at_once() {
+    let m = model(
+        vec![
+            node("FancyOp", &["x"], &["a"], vec![]),
+            node("Relu", &["a"], &["b"], vec![]),
+            node("OtherOp", &["b"], &["y"], vec![]),
+        ],
+        vec![],
+        vec![value_info("x", 1, &[4])],
+        vec![value_info("y", 1, &[4])],
+    );
+    let mut g = load(&m).unwrap();
+    let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+    let dims = resolve_input_dims(&g, &toml).unwrap();
+    match optimize(&mut g, &dims) {
+        Err(BuildError::Unsupported(list)) => {
+            let names: Vec<_> = list
+                .iter()
+                .map(|u| (u.op.as_str(), u.node.as_str()))
+                .collect();
+            assert_eq!(
+                names,
+                vec![("FancyOp", "FancyOp_a"), ("OtherOp", "OtherOp_y")]
+            );
+        }
+        other => panic!("expected an unsupported-op error, got {other:?}"),
+    }
+}
+
+#[test]
+fn dynamic_inputs_need_bounds() {
+    use proto::tensor_shape_proto::{Dimension, dimension};
+    let mut x = value_info("x", 1, &[1]);
+    if let Some(proto::type_proto::Value::TensorType(t)) =
+        x.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.shape.as_mut().unwrap().dim.push(Dimension {
+            value: Some(dimension::Value::DimParam("n".into())),
+            ..Default::default()
+        });
+    }
+    let m = model(
+        vec![node("Relu", &["x"], &["y"], vec![])],
+        vec![],
+        vec![x],
+        vec![value_info("y", 1, &[])],
+    );
+    let g = load(&m).unwrap();
+    let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+    let err = resolve_input_dims(&g, &toml).unwrap_err().to_string();
+    assert!(err.contains("dynamic dims [1, n]"), "{err}");
+    let toml =
+        ModelToml::parse("[model]\npath = \"m.onnx\"\n[inputs]\nx = [1, \"n <= 64\"]\n").unwrap();
+    assert!(resolve_input_dims(&g, &toml).is_ok());
+}
+
+#[test]
+fn external_data_must_stay_in_the_model_directory() {
+    let dir = std::env::temp_dir().join(format!("lele-ext-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("w.bin"), [0u8; 16]).unwrap();
+    let ext = |loc: &str| proto::TensorProto {
+        name: s("w"),
+        data_type: Some(1),
+        dims: vec![4],
+        data_location: Some(proto::tensor_proto::DataLocation::External as i32),
+        external_data: vec![proto::StringStringEntryProto {
+            key: s("location"),
+            value: s(loc),
+        }],
+        ..Default::default()
+    };
+    let limits = Limits::default();
+    assert!(lele_build::onnx::tensor_from_proto(&ext("w.bin"), &dir, &limits).is_ok());
+    for bad in ["../w.bin", "/etc/passwd", "sub/../../w.bin"] {
+        let e = lele_build::onnx::tensor_from_proto(&ext(bad), &dir, &limits).unwrap_err();
+        assert!(matches!(e, BuildError::ExternalData { .. }), "{bad}: {e}");
+    }
+    // Length running past the end of the file is an error, not a panic.
+    let mut t = ext("w.bin");
+    t.dims = vec![1000];
+    assert!(lele_build::onnx::tensor_from_proto(&t, &dir, &limits).is_err());
+}
+
+#[test]
+fn hostile_bytes_give_errors_not_panics() {
+    use prost::Message;
+    for bytes in [&b"\xff\xff\xff\xff"[..], b"\x0a\xff\xff\xff\xff\x0f", b""] {
+        if let Ok(m) = proto::ModelProto::decode(bytes) {
+            let _ = load(&m);
+        }
+    }
+    // A tensor claiming 2^62 elements is refused before allocating.
+    let t = proto::TensorProto {
+        name: s("huge"),
+        data_type: Some(1),
+        dims: vec![1 << 31, 1 << 31],
+        ..Default::default()
+    };
+    assert!(matches!(
+        lele_build::onnx::tensor_from_proto(&t, Path::new("."), &Limits::default()),
+        Err(BuildError::Limit(_))
+    ));
+}

@@ -1,0 +1,696 @@
+//! Elementwise binary operators with NumPy broadcasting (Add, Mul, Equal,
+//! And, BitShift…) and the variadic Sum/Mean/Max/Min.
+use half::{bf16, f16};
+
+use crate::dtype::DType;
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input, output};
+use crate::ops::broadcast::{
+    Num, Rows, broadcast_all, broadcast_copy, check_data, check_out, dispatch, dispatch_num, zip2,
+};
+use crate::shape::{Shape, broadcast};
+use crate::tensor::{TensorMut, TensorRef};
+
+/// The operation of a [`Binary`] kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `a + b` (integers wrap).
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a / b`; integer division truncates toward zero (0 on division by zero).
+    Div,
+    /// `a ** b`; output dtype is the base's, the exponent may be any numeric dtype.
+    Pow,
+    /// ONNX `Mod` with `fmod=0`: remainder with the sign of the divisor.
+    Mod,
+    /// ONNX `Mod` with `fmod=1`: remainder with the sign of the dividend.
+    FMod,
+    /// NaN-propagating maximum.
+    Max,
+    /// NaN-propagating minimum.
+    Min,
+    /// `a == b` (Bool output).
+    Equal,
+    /// `a < b` (Bool output).
+    Less,
+    /// `a > b` (Bool output).
+    Greater,
+    /// `a <= b` (Bool output).
+    LessOrEqual,
+    /// `a >= b` (Bool output).
+    GreaterOrEqual,
+    /// Logical and of Bool tensors.
+    And,
+    /// Logical or of Bool tensors.
+    Or,
+    /// Logical xor of Bool tensors.
+    Xor,
+    /// `BitShift` with `direction="LEFT"` (shifts past the width give 0).
+    BitShiftLeft,
+    /// `BitShift` with `direction="RIGHT"`.
+    BitShiftRight,
+    /// Bitwise and of integers.
+    BitwiseAnd,
+    /// Bitwise or of integers.
+    BitwiseOr,
+    /// Bitwise xor of integers.
+    BitwiseXor,
+}
+crate::ops::broadcast::enum_to_rust!(ops::binary::BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Mod,
+    FMod,
+    Max,
+    Min,
+    Equal,
+    Less,
+    Greater,
+    LessOrEqual,
+    GreaterOrEqual,
+    And,
+    Or,
+    Xor,
+    BitShiftLeft,
+    BitShiftRight,
+    BitwiseAnd,
+    BitwiseOr,
+    BitwiseXor
+});
+
+impl BinaryOp {
+    /// Whether the output is Bool (comparisons and logical ops).
+    pub fn bool_output(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Equal
+                | BinaryOp::Less
+                | BinaryOp::Greater
+                | BinaryOp::LessOrEqual
+                | BinaryOp::GreaterOrEqual
+                | BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor
+        )
+    }
+
+    /// The output dtype for an input-0 dtype.
+    pub fn output_dtype(self, a: DType) -> DType {
+        if self.bool_output() { DType::Bool } else { a }
+    }
+}
+
+/// An elementwise binary operator: inputs `A`, `B` (broadcast), output `C`.
+/// The output dtype is Bool for comparisons/logic, else the dtype of `A`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Binary {
+    /// The operation.
+    pub op: BinaryOp,
+}
+crate::to_rust_struct!(ops::binary::Binary { op });
+
+const OP: &str = "Binary";
+
+impl Kernel for Binary {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let a = input(inputs, 0, OP)?;
+        let b = input(inputs, 1, OP)?;
+        let s = broadcast(&a.shape, &b.shape, OP)?;
+        *outputs
+            .first_mut()
+            .ok_or(KernelError::MissingInput { op: OP, index: 0 })? = s;
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        _scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        let a = input(inputs, 0, OP)?;
+        let b = input(inputs, 1, OP)?;
+        let out = output(outputs, 0, OP)?;
+        check_data(a, OP)?;
+        check_data(b, OP)?;
+        let shape = broadcast(&a.shape, &b.shape, OP)?;
+        check_out(out, self.op.output_dtype(a.dtype), &shape, OP)?;
+        if self.op != BinaryOp::Pow && a.dtype != b.dtype {
+            return Err(KernelError::DTypeMismatch {
+                op: OP,
+                expected: a.dtype,
+                found: b.dtype,
+            });
+        }
+        let rows = Rows::new([&a.shape, &b.shape], &shape, OP)?;
+        binary(self.op, &rows, a, b, out)
+    }
+}
+
+fn binary(
+    op: BinaryOp,
+    rows: &Rows<2>,
+    a: &TensorRef<'_>,
+    b: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    use BinaryOp::*;
+    match op {
+        Add | Sub | Mul | Div | Mod | FMod | Max | Min => {
+            dispatch_num!(a.dtype, OP, |T| arith::<T>(op, rows, a, b, out))
+        }
+        Pow => dispatch!(a.dtype, OP, [F32 => f32, F64 => f64, F16 => f16, BF16 => bf16,
+            I32 => i32, I64 => i64, I8 => i8, I16 => i16, U8 => u8, U16 => u16, U32 => u32, U64 => u64],
+            |T| pow_base::<T>(rows, a, b, out)),
+        Equal | Less | Greater | LessOrEqual | GreaterOrEqual => {
+            if a.dtype == DType::Bool {
+                compare::<u8>(op, rows, a, b, out)
+            } else {
+                dispatch_num!(a.dtype, OP, |T| compare::<T>(op, rows, a, b, out))
+            }
+        }
+        And | Or | Xor => {
+            let (x, y) = (a.as_bool(OP)?, b.as_bool(OP)?);
+            let o = out.typed::<u8>(OP)?;
+            match op {
+                And => zip2(rows, x, y, o, |p, q| ((p != 0) & (q != 0)) as u8),
+                Or => zip2(rows, x, y, o, |p, q| ((p != 0) | (q != 0)) as u8),
+                _ => zip2(rows, x, y, o, |p, q| ((p != 0) ^ (q != 0)) as u8),
+            }
+            Ok(())
+        }
+        BitShiftLeft | BitShiftRight | BitwiseAnd | BitwiseOr | BitwiseXor => {
+            if a.dtype == DType::Bool {
+                if matches!(op, BitShiftLeft | BitShiftRight) {
+                    return Err(KernelError::UnsupportedDType {
+                        op: OP,
+                        dtype: a.dtype,
+                    });
+                }
+                return bits::<u8>(op, rows, a, b, out);
+            }
+            dispatch!(a.dtype, OP, [I8 => i8, U8 => u8, I16 => i16, U16 => u16,
+                I32 => i32, U32 => u32, I64 => i64, U64 => u64],
+                |T| bits::<T>(op, rows, a, b, out))
+        }
+    }
+}
+
+fn arith<T: Num>(
+    op: BinaryOp,
+    rows: &Rows<2>,
+    a: &TensorRef<'_>,
+    b: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let (x, y) = (a.typed::<T>(OP)?, b.typed::<T>(OP)?);
+    let o = out.typed::<T>(OP)?;
+    match op {
+        BinaryOp::Add => zip2(rows, x, y, o, T::add),
+        BinaryOp::Sub => zip2(rows, x, y, o, T::sub),
+        BinaryOp::Mul => zip2(rows, x, y, o, T::mul),
+        BinaryOp::Div => zip2(rows, x, y, o, T::div),
+        BinaryOp::Mod => zip2(rows, x, y, o, T::rem_py),
+        BinaryOp::FMod => zip2(rows, x, y, o, T::fmod),
+        BinaryOp::Max => zip2(rows, x, y, o, T::max_nan),
+        BinaryOp::Min => zip2(rows, x, y, o, T::min_nan),
+        _ => {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "not an arithmetic operation",
+            });
+        }
+    }
+    Ok(())
+}
+
+fn compare<T: Num>(
+    op: BinaryOp,
+    rows: &Rows<2>,
+    a: &TensorRef<'_>,
+    b: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let (x, y) = (a.typed::<T>(OP)?, b.typed::<T>(OP)?);
+    let o = out.typed::<u8>(OP)?;
+    match op {
+        BinaryOp::Equal => zip2(rows, x, y, o, |p, q| (p == q) as u8),
+        BinaryOp::Less => zip2(rows, x, y, o, |p, q| (p < q) as u8),
+        BinaryOp::Greater => zip2(rows, x, y, o, |p, q| (p > q) as u8),
+        BinaryOp::LessOrEqual => zip2(rows, x, y, o, |p, q| (p <= q) as u8),
+        _ => zip2(rows, x, y, o, |p, q| (p >= q) as u8),
+    }
+    Ok(())
+}
+
+/// Integer bit operations.
+trait Bits: Num {
+    fn shl(self, s: Self) -> Self;
+    fn shr(self, s: Self) -> Self;
+    fn and(self, o: Self) -> Self;
+    fn or(self, o: Self) -> Self;
+    fn xor(self, o: Self) -> Self;
+}
+
+macro_rules! impl_bits {
+    ($($t:ty),*) => {$(
+        impl Bits for $t {
+            #[inline]
+            fn shl(self, s: Self) -> Self {
+                #[allow(unused_comparisons)]
+                let ok = s >= 0 && (s as u128) < <$t>::BITS as u128;
+                if ok { self << (s as u32) } else { 0 }
+            }
+            #[inline]
+            fn shr(self, s: Self) -> Self {
+                #[allow(unused_comparisons)]
+                let ok = s >= 0 && (s as u128) < <$t>::BITS as u128;
+                #[allow(unused_comparisons)]
+                let neg = self < 0;
+                if ok { self >> (s as u32) } else if neg { !0 } else { 0 }
+            }
+            #[inline] fn and(self, o: Self) -> Self { self & o }
+            #[inline] fn or(self, o: Self) -> Self { self | o }
+            #[inline] fn xor(self, o: Self) -> Self { self ^ o }
+        }
+    )*};
+}
+impl_bits!(i8, u8, i16, u16, i32, u32, i64, u64);
+
+fn bits<T: Bits>(
+    op: BinaryOp,
+    rows: &Rows<2>,
+    a: &TensorRef<'_>,
+    b: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let (x, y) = (a.typed::<T>(OP)?, b.typed::<T>(OP)?);
+    let o = out.typed::<T>(OP)?;
+    match op {
+        BinaryOp::BitShiftLeft => zip2(rows, x, y, o, T::shl),
+        BinaryOp::BitShiftRight => zip2(rows, x, y, o, T::shr),
+        BinaryOp::BitwiseAnd => zip2(rows, x, y, o, T::and),
+        BinaryOp::BitwiseOr => zip2(rows, x, y, o, T::or),
+        _ => zip2(rows, x, y, o, T::xor),
+    }
+    Ok(())
+}
+
+fn pow_base<A: Num>(
+    rows: &Rows<2>,
+    a: &TensorRef<'_>,
+    b: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    if a.dtype == DType::F32 && b.dtype == DType::F32 {
+        return pow_f32(rows, a, b, out);
+    }
+    dispatch_num!(b.dtype, OP, |E| pow_generic::<A, E>(rows, a, b, out))
+}
+
+#[inline]
+fn pow_scalar<A: Num, E: Num>(x: A, e: E) -> A {
+    if !A::FLOAT && !E::FLOAT {
+        let e = e.to_i128();
+        if e >= 0 {
+            let base = x.to_i128() as i64;
+            let e = e.min(u32::MAX as i128) as u32;
+            return A::from_i128(base.wrapping_pow(e) as i128);
+        }
+    }
+    A::from_f64(x.to_f64().powf(e.to_f64()))
+}
+
+fn pow_generic<A: Num, E: Num>(
+    rows: &Rows<2>,
+    a: &TensorRef<'_>,
+    b: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let (x, y) = (a.typed::<A>(OP)?, b.typed::<E>(OP)?);
+    let o = out.typed::<A>(OP)?;
+    zip2(rows, x, y, o, pow_scalar::<A, E>);
+    Ok(())
+}
+
+fn pow_f32(
+    rows: &Rows<2>,
+    a: &TensorRef<'_>,
+    b: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let (x, y) = (a.typed::<f32>(OP)?, b.typed::<f32>(OP)?);
+    let o = out.typed::<f32>(OP)?;
+    if y.len() == 1 {
+        // Common exponents of decomposed normalizations and activations.
+        let e = y[0];
+        let f: Option<fn(f32) -> f32> = if e == 2.0 {
+            Some(|v| v * v)
+        } else if e == 1.0 {
+            Some(|v| v)
+        } else if e == 3.0 {
+            Some(|v| v * v * v)
+        } else if e == 0.5 {
+            Some(f32::sqrt)
+        } else {
+            None
+        };
+        if let Some(f) = f
+            && x.len() == o.len()
+        {
+            for (o, &v) in o.iter_mut().zip(x) {
+                *o = f(v);
+            }
+            return Ok(());
+        }
+    }
+    zip2(rows, x, y, o, f32::powf);
+    Ok(())
+}
+
+/// The operation of a [`Variadic`] kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VariadicOp {
+    /// ONNX `Sum`.
+    Sum,
+    /// ONNX `Mean`.
+    Mean,
+    /// ONNX `Max` (NaN-propagating).
+    Max,
+    /// ONNX `Min` (NaN-propagating).
+    Min,
+}
+crate::ops::broadcast::enum_to_rust!(ops::binary::VariadicOp {
+    Sum,
+    Mean,
+    Max,
+    Min
+});
+
+/// ONNX Sum/Mean/Max/Min over any number (≥ 1) of broadcast inputs of one
+/// dtype; the output has that dtype.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Variadic {
+    /// The operation.
+    pub op: VariadicOp,
+}
+crate::to_rust_struct!(ops::binary::Variadic { op });
+
+const VOP: &str = "Variadic";
+
+impl Kernel for Variadic {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        input(inputs, 0, VOP)?;
+        let s = broadcast_all(inputs.iter().flatten().map(|t| &t.shape), VOP)?;
+        *outputs
+            .first_mut()
+            .ok_or(KernelError::MissingInput { op: VOP, index: 0 })? = s;
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        _scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        let first = input(inputs, 0, VOP)?;
+        let shape = broadcast_all(inputs.iter().flatten().map(|t| &t.shape), VOP)?;
+        let out = output(outputs, 0, VOP)?;
+        check_out(out, first.dtype, &shape, VOP)?;
+        for t in inputs.iter().flatten() {
+            check_data(t, VOP)?;
+            if t.dtype != first.dtype {
+                return Err(KernelError::DTypeMismatch {
+                    op: VOP,
+                    expected: first.dtype,
+                    found: t.dtype,
+                });
+            }
+        }
+        dispatch_num!(first.dtype, VOP, |T| variadic::<T>(
+            self.op, inputs, &shape, out
+        ))
+    }
+}
+
+fn variadic<T: Num>(
+    op: VariadicOp,
+    inputs: &[Option<TensorRef<'_>>],
+    shape: &Shape,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let o = out.typed::<T>(VOP)?;
+    let mut n = 0usize;
+    for t in inputs.iter().flatten() {
+        let x = t.typed::<T>(VOP)?;
+        let rows = Rows::new([&t.shape], shape, VOP)?;
+        if n == 0 {
+            broadcast_copy(&rows, x, o);
+        } else {
+            let f: fn(T, T) -> T = match op {
+                VariadicOp::Sum | VariadicOp::Mean => T::add,
+                VariadicOp::Max => T::max_nan,
+                VariadicOp::Min => T::min_nan,
+            };
+            rows.for_each(|off, len, [ox], [sx]| {
+                let y = &mut o[off..off + len];
+                if sx == 1 {
+                    for (y, &v) in y.iter_mut().zip(&x[ox..ox + len]) {
+                        *y = f(*y, v);
+                    }
+                } else {
+                    let v = x[ox];
+                    for y in y.iter_mut() {
+                        *y = f(*y, v);
+                    }
+                }
+            });
+        }
+        n += 1;
+    }
+    if op == VariadicOp::Mean && n > 1 {
+        let d = T::from_f64(n as f64);
+        for y in o.iter_mut() {
+            *y = y.div(d);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::broadcast::test_util::{Owned, run1};
+    use alloc::vec::Vec;
+
+    fn bin(op: BinaryOp, a: &Owned, b: &Owned) -> Owned {
+        run1(
+            &Binary { op },
+            &[Some(a), Some(b)],
+            op.output_dtype(a.dtype),
+        )
+        .unwrap()
+    }
+
+    /// Reference broadcast by explicit index arithmetic.
+    fn reference<A: Copy, B: Copy, O>(
+        a: &[A],
+        ad: &[usize],
+        b: &[B],
+        bd: &[usize],
+        f: impl Fn(A, B) -> O,
+    ) -> Vec<O> {
+        let sa = Shape::new(ad).unwrap();
+        let sb = Shape::new(bd).unwrap();
+        let so = broadcast(&sa, &sb, "t").unwrap();
+        let r = so.rank();
+        let mut res = Vec::new();
+        for i in 0..so.numel() {
+            let mut rem = i;
+            let mut idx = [0usize; 8];
+            for d in (0..r).rev() {
+                idx[d] = rem % so.dims()[d];
+                rem /= so.dims()[d];
+            }
+            let off = |s: &Shape| {
+                let lead = r - s.rank();
+                let mut o = 0;
+                for d in 0..s.rank() {
+                    let v = if s.dims()[d] == 1 { 0 } else { idx[d + lead] };
+                    o = o * s.dims()[d] + v;
+                }
+                o
+            };
+            res.push(f(a[off(&sa)], b[off(&sb)]));
+        }
+        res
+    }
+
+    #[test]
+    fn add_broadcast_shapes() {
+        let cases: &[(&[usize], &[usize])] = &[
+            (&[3, 5], &[3, 5]),
+            (&[3, 5], &[]),
+            (&[], &[7]),
+            (&[2, 3, 5], &[5]),
+            (&[2, 1, 5], &[3, 1]),
+            (&[1, 3, 1, 7], &[2, 1, 4, 1]),
+            (&[4, 1], &[1, 0]),
+        ];
+        for &(ad, bd) in cases {
+            let na: usize = ad.iter().product();
+            let nb: usize = bd.iter().product();
+            let av: Vec<f32> = (0..na).map(|i| i as f32 * 0.5 - 1.0).collect();
+            let bv: Vec<f32> = (0..nb).map(|i| i as f32 * 3.0 + 0.25).collect();
+            let a = Owned::new(ad, &av);
+            let b = Owned::new(bd, &bv);
+            for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div] {
+                let got = bin(op, &a, &b).to::<f32>();
+                let want = reference(&av, ad, &bv, bd, |x, y| match op {
+                    BinaryOp::Add => x + y,
+                    BinaryOp::Sub => x - y,
+                    BinaryOp::Mul => x * y,
+                    _ => x / y,
+                });
+                assert_eq!(got, want, "{op:?} {ad:?} {bd:?}");
+            }
+            let got = bin(BinaryOp::Less, &a, &b).to::<u8>();
+            assert_eq!(got, reference(&av, ad, &bv, bd, |x, y| (x < y) as u8));
+        }
+        assert!(
+            run1(
+                &Binary { op: BinaryOp::Add },
+                &[
+                    Some(&Owned::new(&[3], &[1f32; 3])),
+                    Some(&Owned::new(&[4], &[1f32; 4]))
+                ],
+                DType::F32
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn integer_semantics() {
+        // np.fmod / np.mod / np trunc division
+        let a = Owned::new(&[4], &[-7i32, 7, -7, 7]);
+        let b = Owned::new(&[4], &[3i32, -3, -3, 0]);
+        assert_eq!(bin(BinaryOp::Div, &a, &b).to::<i32>(), [-2, -2, 2, 0]);
+        assert_eq!(bin(BinaryOp::Mod, &a, &b).to::<i32>(), [2, -2, -1, 0]);
+        assert_eq!(bin(BinaryOp::FMod, &a, &b).to::<i32>(), [-1, 1, -1, 0]);
+        let a = Owned::new(&[3], &[i64::MAX, 5, -5]);
+        let b = Owned::new(&[3], &[1i64, 2, 2]);
+        assert_eq!(bin(BinaryOp::Add, &a, &b).to::<i64>(), [i64::MIN, 7, -3]);
+        assert_eq!(bin(BinaryOp::Max, &a, &b).to::<i64>(), [i64::MAX, 5, 2]);
+        assert_eq!(bin(BinaryOp::Pow, &a, &b).to::<i64>()[1..], [25, 25]);
+        let a = Owned::new(&[3], &[1u8, 255, 16]);
+        let b = Owned::new(&[3], &[1u8, 1, 9]);
+        assert_eq!(bin(BinaryOp::BitShiftLeft, &a, &b).to::<u8>(), [2, 254, 0]);
+        assert_eq!(bin(BinaryOp::BitShiftRight, &a, &b).to::<u8>(), [0, 127, 0]);
+        assert_eq!(bin(BinaryOp::BitwiseXor, &a, &b).to::<u8>(), [0, 254, 25]);
+        let a = Owned::new(&[2], &[-7.5f64, 7.5]);
+        let b = Owned::new(&[1], &[2.0f64]);
+        assert_eq!(bin(BinaryOp::Mod, &a, &b).to::<f64>(), [0.5, 1.5]);
+        assert_eq!(bin(BinaryOp::FMod, &a, &b).to::<f64>(), [-1.5, 1.5]);
+    }
+
+    #[test]
+    fn pow_and_nan() {
+        let a = Owned::new(&[5], &[1.5f32, -2.0, 0.0, 3.0, f32::NAN]);
+        for e in [2.0f32, 0.5, 3.0, 1.0, -1.25] {
+            let b = Owned::new(&[], &[e]);
+            let got = bin(BinaryOp::Pow, &a, &b).to::<f32>();
+            for (g, x) in got.iter().zip(a.to::<f32>()) {
+                let w = x.powf(e);
+                assert!(g == &w || (g.is_nan() && w.is_nan()), "{x}^{e}: {g} vs {w}");
+            }
+        }
+        // float base, int exponent
+        let b = Owned::new(&[5], &[2i64, 3, 1, -1, 0]);
+        let got = bin(BinaryOp::Pow, &a, &b).to::<f32>();
+        assert_eq!(&got[..4], &[2.25, -8.0, 0.0, 1.0 / 3.0]);
+        assert_eq!(got[4], 1.0);
+        let b = Owned::new(&[5], &[1.0f32, 1.0, f32::NAN, 2.0, 0.0]);
+        let mx = bin(BinaryOp::Max, &a, &b).to::<f32>();
+        assert_eq!(&mx[..2], &[1.5, 1.0]);
+        assert!(mx[2].is_nan() && mx[4].is_nan());
+        let eq = bin(BinaryOp::Equal, &a, &b).to::<u8>();
+        assert_eq!(eq, [0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn half_and_bool() {
+        let a = Owned::new(
+            &[3],
+            &[f16::from_f32(1.5), f16::from_f32(-2.0), f16::from_f32(4.0)],
+        );
+        let b = Owned::new(&[1], &[f16::from_f32(2.0)]);
+        let got: Vec<f32> = bin(BinaryOp::Mul, &a, &b)
+            .to::<f16>()
+            .iter()
+            .map(|v| v.to_f32())
+            .collect();
+        assert_eq!(got, [3.0, -4.0, 8.0]);
+        let p = Owned::boolean(&[2, 2], &[true, false, true, false]);
+        let q = Owned::boolean(&[2, 1], &[true, false]);
+        assert_eq!(bin(BinaryOp::And, &p, &q).to::<u8>(), [1, 0, 0, 0]);
+        assert_eq!(bin(BinaryOp::Or, &p, &q).to::<u8>(), [1, 1, 1, 0]);
+        assert_eq!(bin(BinaryOp::Xor, &p, &q).to::<u8>(), [0, 1, 1, 0]);
+        assert_eq!(bin(BinaryOp::Equal, &p, &q).to::<u8>(), [1, 0, 0, 1]);
+    }
+
+    #[test]
+    fn variadic_ops() {
+        let a = Owned::new(&[2, 3], &[1.0f32, 5.0, 3.0, -1.0, 0.0, 2.0]);
+        let b = Owned::new(&[3], &[2.0f32, 2.0, 2.0]);
+        let c = Owned::new(&[2, 1], &[0.5f32, 10.0]);
+        let run = |op| {
+            run1(
+                &Variadic { op },
+                &[Some(&a), Some(&b), Some(&c)],
+                DType::F32,
+            )
+            .unwrap()
+            .to::<f32>()
+        };
+        assert_eq!(run(VariadicOp::Sum), [3.5, 7.5, 5.5, 11.0, 12.0, 14.0]);
+        assert_eq!(run(VariadicOp::Max), [2.0, 5.0, 3.0, 10.0, 10.0, 10.0]);
+        assert_eq!(run(VariadicOp::Min), [0.5, 0.5, 0.5, -1.0, 0.0, 2.0]);
+        let m = run(VariadicOp::Mean);
+        assert!((m[0] - 3.5 / 3.0).abs() < 1e-6);
+        let single = run1(
+            &Variadic {
+                op: VariadicOp::Max,
+            },
+            &[Some(&b)],
+            DType::F32,
+        )
+        .unwrap();
+        assert_eq!(single.to::<f32>(), [2.0, 2.0, 2.0]);
+        let ints = Owned::new(&[2], &[3i64, -4]);
+        let s = run1(
+            &Variadic {
+                op: VariadicOp::Sum,
+            },
+            &[Some(&ints), Some(&ints)],
+            DType::I64,
+        )
+        .unwrap();
+        assert_eq!(s.to::<i64>(), [6, -8]);
+    }
+}

@@ -1,0 +1,307 @@
+//! `Concat` and `Split` (byte copies, any dtype).
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input, opt_input};
+use crate::ops::broadcast::{check_data, check_out};
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+/// ONNX `Concat`: joins all inputs (same dtype, same dims except `axis`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Concat {
+    /// The joined axis (negative counts from the end).
+    pub axis: i64,
+}
+crate::to_rust_struct!(ops::concat::Concat { axis });
+
+impl Concat {
+    fn shape(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<(Shape, usize), KernelError> {
+        const OP: &str = "Concat";
+        let first = input(inputs, 0, OP)?;
+        let axis = first.shape.axis(self.axis, OP)?;
+        let mut out = first.shape;
+        out.dims_mut()[axis] = 0;
+        for (i, t) in inputs.iter().enumerate() {
+            let t = t
+                .as_ref()
+                .ok_or(KernelError::MissingInput { op: OP, index: i })?;
+            if t.shape.rank() != out.rank() || t.dtype != first.dtype {
+                return Err(KernelError::Shape {
+                    op: OP,
+                    msg: "inputs differ in rank or dtype",
+                });
+            }
+            for (d, (&a, &b)) in t.shape.dims().iter().zip(first.shape.dims()).enumerate() {
+                if d != axis && a != b {
+                    return Err(KernelError::Shape {
+                        op: OP,
+                        msg: "inputs differ outside the concat axis",
+                    });
+                }
+            }
+            out.dims_mut()[axis] += t.shape.dims()[axis];
+        }
+        Ok((out, axis))
+    }
+}
+
+impl Kernel for Concat {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let (s, _) = self.shape(inputs)?;
+        *outputs.first_mut().ok_or(KernelError::MissingInput {
+            op: "Concat",
+            index: 0,
+        })? = s;
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        _scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "Concat";
+        let (shape, axis) = self.shape(inputs)?;
+        let out = outputs
+            .first_mut()
+            .ok_or(KernelError::MissingInput { op: OP, index: 0 })?;
+        let dtype = input(inputs, 0, OP)?.dtype;
+        check_out(out, dtype, &shape, OP)?;
+        let es = dtype.size();
+        let outer: usize = shape.dims()[..axis].iter().product();
+        let inner: usize = shape.dims()[axis + 1..].iter().product::<usize>() * es;
+        let out_row = shape.dims()[axis] * inner;
+        let mut col = 0;
+        for t in inputs.iter().flatten() {
+            check_data(t, OP)?;
+            let w = t.shape.dims()[axis] * inner;
+            for o in 0..outer {
+                out.data[o * out_row + col..o * out_row + col + w]
+                    .copy_from_slice(&t.data[o * w..o * w + w]);
+            }
+            col += w;
+        }
+        Ok(())
+    }
+}
+
+/// ONNX `Split`: inputs `input`, optional `split` (i64 sizes). Without
+/// `split` the axis is cut into `outputs.len()` parts of size
+/// `ceil(dim / n)`, the last one smaller (opset 18 rule).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Split {
+    /// The split axis.
+    pub axis: i64,
+    /// ONNX `num_outputs` (0 when absent; the output count is used).
+    pub num_outputs: usize,
+}
+crate::to_rust_struct!(ops::concat::Split { axis, num_outputs });
+
+impl Split {
+    /// Sizes of the parts along the axis, into `sizes`; returns the axis.
+    fn sizes(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        n: usize,
+        sizes: &mut [usize],
+    ) -> Result<usize, KernelError> {
+        const OP: &str = "Split";
+        let x = input(inputs, 0, OP)?;
+        let axis = x.shape.axis(self.axis, OP)?;
+        let dim = x.shape.dims()[axis];
+        if n == 0 || n > sizes.len() {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "bad number of outputs",
+            });
+        }
+        match opt_input(inputs, 1).filter(|t| t.numel() > 0) {
+            Some(t) => {
+                if t.numel() != n {
+                    return Err(KernelError::Invalid {
+                        op: OP,
+                        msg: "split length differs from the output count",
+                    });
+                }
+                let mut v = [0i64; 64];
+                if n > v.len() {
+                    return Err(KernelError::Invalid {
+                        op: OP,
+                        msg: "too many outputs",
+                    });
+                }
+                t.read_i64s(OP, &mut v)?;
+                let mut total = 0usize;
+                for (s, &x) in sizes.iter_mut().zip(&v[..n]) {
+                    if x < 0 {
+                        return Err(KernelError::Invalid {
+                            op: OP,
+                            msg: "negative split size",
+                        });
+                    }
+                    *s = x as usize;
+                    total += *s;
+                }
+                if total != dim {
+                    return Err(KernelError::Shape {
+                        op: OP,
+                        msg: "split sizes do not sum to the dim",
+                    });
+                }
+            }
+            None => {
+                let chunk = dim.div_ceil(n);
+                if chunk * (n - 1) > dim {
+                    return Err(KernelError::Shape {
+                        op: OP,
+                        msg: "dim too small for an equal split into this many outputs",
+                    });
+                }
+                let mut left = dim;
+                for s in sizes[..n].iter_mut() {
+                    *s = chunk.min(left);
+                    left -= *s;
+                }
+            }
+        }
+        Ok(axis)
+    }
+}
+
+const MAX_OUTPUTS: usize = 64;
+
+impl Kernel for Split {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let x = input(inputs, 0, "Split")?;
+        let mut sizes = [0usize; MAX_OUTPUTS];
+        let axis = self.sizes(inputs, outputs.len(), &mut sizes)?;
+        for (o, &s) in outputs.iter_mut().zip(&sizes) {
+            *o = x.shape;
+            o.dims_mut()[axis] = s;
+        }
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        _scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "Split";
+        let x = input(inputs, 0, OP)?;
+        check_data(x, OP)?;
+        let mut sizes = [0usize; MAX_OUTPUTS];
+        let axis = self.sizes(inputs, outputs.len(), &mut sizes)?;
+        let dims = x.shape.dims();
+        let outer: usize = dims[..axis].iter().product();
+        let inner: usize = dims[axis + 1..].iter().product::<usize>() * x.dtype.size();
+        let in_row = dims[axis] * inner;
+        let mut col = 0;
+        for (out, &s) in outputs.iter_mut().zip(&sizes) {
+            let mut shape = x.shape;
+            shape.dims_mut()[axis] = s;
+            check_out(out, x.dtype, &shape, OP)?;
+            let w = s * inner;
+            for o in 0..outer {
+                out.data[o * w..o * w + w]
+                    .copy_from_slice(&x.data[o * in_row + col..o * in_row + col + w]);
+            }
+            col += w;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::ops::broadcast::test_util::{Owned, run_kernel, run1};
+    use alloc::vec::Vec;
+
+    #[test]
+    fn concat_axes() {
+        let a = Owned::new(&[2, 2], &[1i64, 2, 3, 4]);
+        let b = Owned::new(&[2, 1], &[5i64, 6]);
+        let c = Owned::new(&[2, 3], &[7i64, 8, 9, 10, 11, 12]);
+        let y = run1(
+            &Concat { axis: -1 },
+            &[Some(&a), Some(&b), Some(&c)],
+            DType::I64,
+        )
+        .unwrap();
+        assert_eq!(y.dims(), &[2, 6]);
+        assert_eq!(y.to::<i64>(), [1, 2, 5, 7, 8, 9, 3, 4, 6, 10, 11, 12]);
+        let y = run1(&Concat { axis: 0 }, &[Some(&a), Some(&a)], DType::I64).unwrap();
+        assert_eq!(y.to::<i64>(), [1, 2, 3, 4, 1, 2, 3, 4]);
+        let e = Owned::new(&[2, 0], &[0i64; 0]);
+        let y = run1(&Concat { axis: 1 }, &[Some(&e), Some(&b)], DType::I64).unwrap();
+        assert_eq!(y.to::<i64>(), [5, 6]);
+        assert!(run1(&Concat { axis: 0 }, &[Some(&a), Some(&b)], DType::I64).is_err());
+        let h = Owned::new(&[3], &[half::f16::ONE; 3]);
+        let y = run1(&Concat { axis: 0 }, &[Some(&h), Some(&h)], DType::F16).unwrap();
+        assert_eq!(y.dims(), &[6]);
+    }
+
+    #[test]
+    fn split_sizes() {
+        let data: Vec<f32> = (0..14).map(|v| v as f32).collect();
+        let x = Owned::new(&[2, 7], &data);
+        // Equal split, uneven: ceil(7/3) = 3 -> [3, 3, 1]
+        let outs = run_kernel(
+            &Split {
+                axis: 1,
+                num_outputs: 3,
+            },
+            &[Some(&x)],
+            &[DType::F32; 3],
+        )
+        .unwrap();
+        assert_eq!(outs[0].dims(), &[2, 3]);
+        assert_eq!(outs[2].dims(), &[2, 1]);
+        assert_eq!(outs[0].to::<f32>(), [0.0, 1.0, 2.0, 7.0, 8.0, 9.0]);
+        assert_eq!(outs[2].to::<f32>(), [6.0, 13.0]);
+        let s = Owned::new(&[2], &[5i64, 2]);
+        let outs = run_kernel(
+            &Split {
+                axis: -1,
+                num_outputs: 0,
+            },
+            &[Some(&x), Some(&s)],
+            &[DType::F32; 2],
+        )
+        .unwrap();
+        assert_eq!(outs[1].to::<f32>(), [5.0, 6.0, 12.0, 13.0]);
+        let outs = run_kernel(
+            &Split {
+                axis: 0,
+                num_outputs: 2,
+            },
+            &[Some(&x)],
+            &[DType::F32; 2],
+        )
+        .unwrap();
+        assert_eq!(outs[1].to::<f32>(), data[7..]);
+        let bad = Owned::new(&[2], &[5i64, 3]);
+        assert!(
+            run_kernel(
+                &Split {
+                    axis: 1,
+                    num_outputs: 0
+                },
+                &[Some(&x), Some(&bad)],
+                &[DType::F32; 2]
+            )
+            .is_err()
+        );
+    }
+}

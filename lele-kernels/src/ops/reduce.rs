@@ -1,0 +1,781 @@
+//! Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare,
+//! ArgMax/ArgMin and CumSum.
+//!
+//! Reductions accumulate in f64 (floats, and integer Mean/L2/Log*) or i128
+//! (other integer reductions, wrapping to the output width at the end) in
+//! scratch memory.
+use crate::dtype::DType;
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input, opt_input, output};
+use crate::ops::broadcast::{
+    Num, Rows, check_data, check_out, dispatch_num, enum_to_rust, read_list,
+};
+use crate::shape::{MAX_RANK, Shape, normalize_axis};
+use crate::tensor::{TensorMut, TensorRef};
+
+/// The operation of a [`Reduce`] kernel (ONNX `Reduce<Op>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Sum.
+    Sum,
+    /// Arithmetic mean.
+    Mean,
+    /// Maximum (NaN-propagating).
+    Max,
+    /// Minimum (NaN-propagating).
+    Min,
+    /// Product.
+    Prod,
+    /// Sum of absolute values.
+    L1,
+    /// Square root of the sum of squares.
+    L2,
+    /// Log of the sum.
+    LogSum,
+    /// Log of the sum of exponentials (computed stably).
+    LogSumExp,
+    /// Sum of squares.
+    SumSquare,
+}
+enum_to_rust!(ops::reduce::ReduceOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+    L1,
+    L2,
+    LogSum,
+    LogSumExp,
+    SumSquare
+});
+
+/// ONNX `Reduce<Op>`: inputs `data`, optional `axes` (i64). Empty or absent
+/// axes reduce everything unless `noop_with_empty_axes`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reduce {
+    /// The reduction.
+    pub op: ReduceOp,
+    /// Keep reduced dims as size 1.
+    pub keepdims: bool,
+    /// With empty axes, return the input unchanged.
+    pub noop_with_empty_axes: bool,
+}
+crate::to_rust_struct!(ops::reduce::Reduce {
+    op,
+    keepdims,
+    noop_with_empty_axes
+});
+
+const OP: &str = "Reduce";
+
+impl Reduce {
+    /// Reduced-axes mask (`None` = identity) and output shape.
+    fn plan(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+    ) -> Result<(Option<[bool; MAX_RANK]>, Shape), KernelError> {
+        let x = input(inputs, 0, OP)?;
+        let rank = x.shape.rank();
+        let mut mask = [false; MAX_RANK];
+        let axes = opt_input(inputs, 1).filter(|t| t.numel() > 0);
+        match axes {
+            Some(t) => {
+                let (v, n) = read_list(t, OP)?;
+                for &a in &v[..n] {
+                    mask[normalize_axis(a, rank, OP)?] = true;
+                }
+            }
+            None if self.noop_with_empty_axes => return Ok((None, x.shape)),
+            None => mask[..rank].fill(true),
+        }
+        let mut out = Shape::SCALAR;
+        for (i, &d) in x.shape.dims().iter().enumerate() {
+            if !mask[i] {
+                out.push(d)?;
+            } else if self.keepdims {
+                out.push(1)?;
+            }
+        }
+        Ok((Some(mask), out))
+    }
+}
+
+impl Kernel for Reduce {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let (_, s) = self.plan(inputs)?;
+        *outputs
+            .first_mut()
+            .ok_or(KernelError::MissingInput { op: OP, index: 0 })? = s;
+        Ok(())
+    }
+
+    fn scratch_bytes(&self, _inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
+        // Accumulators (i128 or f64) plus the LogSumExp maxima.
+        outputs.first().map_or(0, |s| s.numel() * 32)
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        let x = input(inputs, 0, OP)?;
+        check_data(x, OP)?;
+        let (mask, shape) = self.plan(inputs)?;
+        let out = output(outputs, 0, OP)?;
+        check_out(out, x.dtype, &shape, OP)?;
+        let Some(mask) = mask else {
+            out.data.copy_from_slice(x.data);
+            return Ok(());
+        };
+        let mut keep = x.shape;
+        for (i, d) in keep.dims_mut().iter_mut().enumerate() {
+            if mask[i] {
+                *d = 1;
+            }
+        }
+        let count = x.numel() / keep.numel().max(1);
+        let rows = Rows::new([&keep], &x.shape, OP)?;
+        let n = keep.numel();
+        if scratch.len() < n * 32 {
+            return Err(KernelError::Buffer { op: OP });
+        }
+        let op = self.op;
+        let int_acc = !x.dtype.is_float()
+            && !matches!(
+                op,
+                ReduceOp::Mean | ReduceOp::L2 | ReduceOp::LogSum | ReduceOp::LogSumExp
+            );
+        dispatch_num!(x.dtype, OP, |T| {
+            let xv = x.typed::<T>(OP)?;
+            let y = out.typed::<T>(OP)?;
+            if int_acc {
+                let acc: &mut [i128] = bytemuck::try_cast_slice_mut(&mut scratch[..n * 16])
+                    .map_err(|_| KernelError::Buffer { op: OP })?;
+                reduce_into::<T, i128>(op, &rows, xv, acc, count, y, &mut []);
+            } else {
+                let (a, b) = scratch[..n * 16].split_at_mut(n * 8);
+                let acc: &mut [f64] =
+                    bytemuck::try_cast_slice_mut(a).map_err(|_| KernelError::Buffer { op: OP })?;
+                let aux: &mut [f64] =
+                    bytemuck::try_cast_slice_mut(b).map_err(|_| KernelError::Buffer { op: OP })?;
+                reduce_into::<T, f64>(op, &rows, xv, acc, count, y, aux);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Accumulator arithmetic.
+trait Acc: Copy + PartialOrd {
+    fn of<T: Num>(v: T) -> Self;
+    fn to<T: Num>(self) -> T;
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn abs(self) -> Self;
+    fn zero() -> Self;
+    fn one() -> Self;
+    fn lowest() -> Self;
+    fn highest() -> Self;
+    fn finish(self, op: ReduceOp, count: usize, max: Self) -> Self;
+    fn exp_shift(self, m: Self) -> Self;
+    fn is_nan(self) -> bool;
+}
+
+impl Acc for f64 {
+    #[inline(always)]
+    fn of<T: Num>(v: T) -> Self {
+        v.to_f64()
+    }
+    #[inline(always)]
+    fn to<T: Num>(self) -> T {
+        T::from_f64(self)
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        f64::abs(self)
+    }
+    fn zero() -> Self {
+        0.0
+    }
+    fn one() -> Self {
+        1.0
+    }
+    fn lowest() -> Self {
+        f64::NEG_INFINITY
+    }
+    fn highest() -> Self {
+        f64::INFINITY
+    }
+    fn finish(self, op: ReduceOp, count: usize, max: Self) -> Self {
+        match op {
+            ReduceOp::Mean => self / count as f64,
+            ReduceOp::L2 => self.sqrt(),
+            ReduceOp::LogSum => self.ln(),
+            ReduceOp::LogSumExp => {
+                if max.is_finite() {
+                    max + self.ln()
+                } else {
+                    max
+                }
+            }
+            _ => self,
+        }
+    }
+    #[inline(always)]
+    fn exp_shift(self, m: Self) -> Self {
+        if m.is_finite() { (self - m).exp() } else { 0.0 }
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
+impl Acc for i128 {
+    #[inline(always)]
+    fn of<T: Num>(v: T) -> Self {
+        v.to_i128()
+    }
+    #[inline(always)]
+    fn to<T: Num>(self) -> T {
+        T::from_i128(self)
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self.wrapping_add(o)
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        self.wrapping_mul(o)
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        self.wrapping_abs()
+    }
+    fn zero() -> Self {
+        0
+    }
+    fn one() -> Self {
+        1
+    }
+    fn lowest() -> Self {
+        i128::MIN
+    }
+    fn highest() -> Self {
+        i128::MAX
+    }
+    fn finish(self, _op: ReduceOp, _count: usize, _max: Self) -> Self {
+        self
+    }
+    fn exp_shift(self, _m: Self) -> Self {
+        0
+    }
+    fn is_nan(self) -> bool {
+        false
+    }
+}
+
+#[inline(always)]
+fn max_nan<A: Acc>(a: A, b: A) -> A {
+    if a > b || a.is_nan() { a } else { b }
+}
+
+#[inline(always)]
+fn min_nan<A: Acc>(a: A, b: A) -> A {
+    if a < b || a.is_nan() { a } else { b }
+}
+
+/// Folds every element of `x` into `acc[offset]` with `f`.
+#[inline(always)]
+fn fold<T: Num, A: Acc>(rows: &Rows<1>, x: &[T], acc: &mut [A], f: impl Fn(A, T) -> A) {
+    rows.for_each(|o, n, [oa], [sa]| {
+        let xs = &x[o..o + n];
+        if sa == 0 {
+            let mut a = acc[oa];
+            for &v in xs {
+                a = f(a, v);
+            }
+            acc[oa] = a;
+        } else {
+            for (a, &v) in acc[oa..oa + n].iter_mut().zip(xs) {
+                *a = f(*a, v);
+            }
+        }
+    });
+}
+
+fn reduce_into<T: Num, A: Acc>(
+    op: ReduceOp,
+    rows: &Rows<1>,
+    x: &[T],
+    acc: &mut [A],
+    count: usize,
+    y: &mut [T],
+    aux: &mut [A],
+) {
+    let init = match op {
+        ReduceOp::Max => A::lowest(),
+        ReduceOp::Min => A::highest(),
+        ReduceOp::Prod => A::one(),
+        _ => A::zero(),
+    };
+    acc.fill(init);
+    match op {
+        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::LogSum => {
+            fold(rows, x, acc, |a, v| a.add(A::of(v)))
+        }
+        ReduceOp::Max => fold(rows, x, acc, |a, v| max_nan(a, A::of(v))),
+        ReduceOp::Min => fold(rows, x, acc, |a, v| min_nan(a, A::of(v))),
+        ReduceOp::Prod => fold(rows, x, acc, |a, v| a.mul(A::of(v))),
+        ReduceOp::L1 => fold(rows, x, acc, |a, v| a.add(A::of(v).abs())),
+        ReduceOp::L2 | ReduceOp::SumSquare => fold(rows, x, acc, |a, v| {
+            let v = A::of(v);
+            a.add(v.mul(v))
+        }),
+        ReduceOp::LogSumExp => {
+            let m = &mut aux[..acc.len()];
+            m.fill(A::lowest());
+            fold(rows, x, m, |a, v| max_nan(a, A::of(v)));
+            let m = &*m;
+            rows.for_each(|o, n, [oa], [sa]| {
+                for (j, &v) in x[o..o + n].iter().enumerate() {
+                    let k = oa + j * sa;
+                    acc[k] = acc[k].add(A::of(v).exp_shift(m[k]));
+                }
+            });
+            for ((y, a), &mx) in y.iter_mut().zip(acc.iter()).zip(m.iter()) {
+                *y = a.finish(op, count, mx).to();
+            }
+            return;
+        }
+    }
+    for (y, a) in y.iter_mut().zip(acc.iter()) {
+        *y = a.finish(op, count, A::zero()).to();
+    }
+}
+
+/// Splits a shape at `axis` into (outer, axis dim, inner) element counts.
+fn split3(s: &Shape, axis: usize) -> (usize, usize, usize) {
+    let d = s.dims();
+    (
+        d[..axis].iter().product(),
+        d[axis],
+        d[axis + 1..].iter().product(),
+    )
+}
+
+macro_rules! arg_kernel {
+    ($(#[$doc:meta])* $name:ident, $onnx:literal, $better:tt) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        pub struct $name {
+            /// The reduced axis.
+            pub axis: i64,
+            /// Keep the reduced dim as size 1.
+            pub keepdims: bool,
+            /// On ties, return the last index instead of the first.
+            pub select_last_index: bool,
+        }
+        crate::to_rust_struct!(ops::reduce::$name { axis, keepdims, select_last_index });
+
+        impl $name {
+            fn shape(&self, x: &Shape) -> Result<(Shape, usize), KernelError> {
+                let axis = x.axis(self.axis, $onnx)?;
+                let mut out = Shape::SCALAR;
+                for (i, &d) in x.dims().iter().enumerate() {
+                    if i != axis {
+                        out.push(d)?;
+                    } else if self.keepdims {
+                        out.push(1)?;
+                    }
+                }
+                Ok((out, axis))
+            }
+        }
+
+        impl Kernel for $name {
+            fn infer(
+                &self,
+                inputs: &[Option<TensorRef<'_>>],
+                outputs: &mut [Shape],
+            ) -> Result<(), KernelError> {
+                let x = input(inputs, 0, $onnx)?;
+                let (s, _) = self.shape(&x.shape)?;
+                *outputs.first_mut().ok_or(KernelError::MissingInput { op: $onnx, index: 0 })? = s;
+                Ok(())
+            }
+
+            fn run(
+                &self,
+                inputs: &[Option<TensorRef<'_>>],
+                outputs: &mut [TensorMut<'_>],
+                _scratch: &mut [u8],
+            ) -> Result<(), KernelError> {
+                let x = input(inputs, 0, $onnx)?;
+                check_data(x, $onnx)?;
+                let (shape, axis) = self.shape(&x.shape)?;
+                let out = output(outputs, 0, $onnx)?;
+                check_out(out, DType::I64, &shape, $onnx)?;
+                let (outer, n, inner) = split3(&x.shape, axis);
+                if n == 0 && shape.numel() > 0 {
+                    return Err(KernelError::Shape { op: $onnx, msg: "empty axis" });
+                }
+                let last = self.select_last_index;
+                let y = out.typed::<i64>($onnx)?;
+                dispatch_num!(x.dtype, $onnx, |T| {
+                    let xv = x.typed::<T>($onnx)?;
+                    for o in 0..outer {
+                        for j in 0..inner {
+                            let base = o * n * inner + j;
+                            let mut best = xv[base];
+                            let mut bi = 0usize;
+                            for k in 1..n {
+                                let v = xv[base + k * inner];
+                                if best.is_nan() {
+                                    break;
+                                }
+                                let take = v.is_nan() || (v $better best) || (last && v == best);
+                                if take {
+                                    best = v;
+                                    bi = k;
+                                }
+                            }
+                            y[o * inner + j] = bi as i64;
+                        }
+                    }
+                    Ok(())
+                })
+            }
+        }
+    };
+}
+
+arg_kernel!(
+    /// ONNX `ArgMax`: i64 indices of the maxima along `axis` (first NaN wins).
+    ArgMax, "ArgMax", >
+);
+arg_kernel!(
+    /// ONNX `ArgMin`: i64 indices of the minima along `axis` (first NaN wins).
+    ArgMin, "ArgMin", <
+);
+
+/// ONNX `CumSum`: inputs `x`, `axis` (scalar i32/i64).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CumSum {
+    /// Exclude the current element from its sum.
+    pub exclusive: bool,
+    /// Sum from the end.
+    pub reverse: bool,
+}
+crate::to_rust_struct!(ops::reduce::CumSum { exclusive, reverse });
+
+impl Kernel for CumSum {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let x = input(inputs, 0, "CumSum")?;
+        *outputs.first_mut().ok_or(KernelError::MissingInput {
+            op: "CumSum",
+            index: 0,
+        })? = x.shape;
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        _scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "CumSum";
+        let x = input(inputs, 0, OP)?;
+        check_data(x, OP)?;
+        let axis = input(inputs, 1, OP)?.scalar_i64(OP)?;
+        let axis = x.shape.axis(axis, OP)?;
+        let out = output(outputs, 0, OP)?;
+        check_out(out, x.dtype, &x.shape, OP)?;
+        let (outer, n, inner) = split3(&x.shape, axis);
+        let (excl, rev) = (self.exclusive, self.reverse);
+        dispatch_num!(x.dtype, OP, |T| {
+            let xv = x.typed::<T>(OP)?;
+            let y = out.typed::<T>(OP)?;
+            for o in 0..outer {
+                let base = o * n * inner;
+                for step in 0..n {
+                    let k = if rev { n - 1 - step } else { step };
+                    let row = base + k * inner;
+                    if step == 0 {
+                        let yr = &mut y[row..row + inner];
+                        if excl {
+                            yr.fill(T::ZERO);
+                        } else {
+                            yr.copy_from_slice(&xv[row..row + inner]);
+                        }
+                        continue;
+                    }
+                    let prev_k = if rev { k + 1 } else { k - 1 };
+                    let prev = base + prev_k * inner;
+                    let src = if excl { prev } else { row };
+                    // y[row] = y[prev] + x[src]
+                    let (lo, hi) = if prev < row {
+                        let (a, b) = y.split_at_mut(row);
+                        (&a[prev..prev + inner], &mut b[..inner])
+                    } else {
+                        let (a, b) = y.split_at_mut(prev);
+                        (&b[..inner], &mut a[row..row + inner])
+                    };
+                    for ((d, &p), &v) in hi.iter_mut().zip(lo).zip(&xv[src..src + inner]) {
+                        *d = Num::add(p, v);
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::broadcast::test_util::{Owned, run1};
+    use alloc::vec::Vec;
+
+    fn reduce(x: &Owned, op: ReduceOp, axes: Option<&[i64]>, keepdims: bool) -> Owned {
+        let a = axes.map(|a| Owned::new(&[a.len()], a));
+        let k = Reduce {
+            op,
+            keepdims,
+            noop_with_empty_axes: false,
+        };
+        run1(&k, &[Some(x), a.as_ref()], x.dtype).unwrap()
+    }
+
+    /// Reference: reduce a [2, 3, 4] tensor over a mask by brute force.
+    fn reference(data: &[f64], mask: [bool; 3], f: impl Fn(&[f64]) -> f64) -> Vec<f64> {
+        let dims = [2usize, 3, 4];
+        let od: Vec<usize> = (0..3).map(|i| if mask[i] { 1 } else { dims[i] }).collect();
+        let mut res = Vec::new();
+        for i in 0..od[0] {
+            for j in 0..od[1] {
+                for k in 0..od[2] {
+                    let mut vals = Vec::new();
+                    for a in 0..2 {
+                        for b in 0..3 {
+                            for c in 0..4 {
+                                if (mask[0] || a == i) && (mask[1] || b == j) && (mask[2] || c == k)
+                                {
+                                    vals.push(data[a * 12 + b * 4 + c]);
+                                }
+                            }
+                        }
+                    }
+                    res.push(f(&vals));
+                }
+            }
+        }
+        res
+    }
+
+    #[test]
+    #[allow(clippy::type_complexity)]
+    fn all_ops_all_axes() {
+        let data: Vec<f64> = (0..24)
+            .map(|v| ((v * 7) % 11) as f64 * 0.25 - 1.0)
+            .collect();
+        let x = Owned::new(&[2, 3, 4], &data);
+        let ops: [(ReduceOp, fn(&[f64]) -> f64); 10] = [
+            (ReduceOp::Sum, |v| v.iter().sum()),
+            (ReduceOp::Mean, |v| v.iter().sum::<f64>() / v.len() as f64),
+            (ReduceOp::Max, |v| {
+                v.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+            }),
+            (ReduceOp::Min, |v| {
+                v.iter().cloned().fold(f64::INFINITY, f64::min)
+            }),
+            (ReduceOp::Prod, |v| v.iter().product()),
+            (ReduceOp::L1, |v| v.iter().map(|a| a.abs()).sum()),
+            (ReduceOp::L2, |v| {
+                v.iter().map(|a| a * a).sum::<f64>().sqrt()
+            }),
+            (ReduceOp::LogSum, |v| v.iter().sum::<f64>().ln()),
+            (ReduceOp::LogSumExp, |v| {
+                v.iter().map(|a| a.exp()).sum::<f64>().ln()
+            }),
+            (ReduceOp::SumSquare, |v| v.iter().map(|a| a * a).sum()),
+        ];
+        let axes_cases: [(&[i64], [bool; 3]); 6] = [
+            (&[0], [true, false, false]),
+            (&[1], [false, true, false]),
+            (&[-1], [false, false, true]),
+            (&[0, 2], [true, false, true]),
+            (&[1, 2], [false, true, true]),
+            (&[], [true, true, true]),
+        ];
+        for (op, f) in ops {
+            for (axes, mask) in axes_cases {
+                let got = reduce(&x, op, Some(axes), true).to::<f64>();
+                let want = reference(&data, mask, f);
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        g == w
+                            || (g - w).abs() <= 1e-12 * w.abs().max(1.0)
+                            || (g.is_nan() && w.is_nan()),
+                        "{op:?} {axes:?}: {g} vs {w}"
+                    );
+                }
+            }
+        }
+        let y = reduce(&x, ReduceOp::Sum, Some(&[1]), false);
+        assert_eq!(y.dims(), &[2, 4]);
+        let y = reduce(&x, ReduceOp::Sum, None, false);
+        assert_eq!(y.dims(), &[] as &[usize]);
+        let noop = Reduce {
+            op: ReduceOp::Sum,
+            keepdims: true,
+            noop_with_empty_axes: true,
+        };
+        let y = run1(&noop, &[Some(&x), None], DType::F64).unwrap();
+        assert_eq!(y.to::<f64>(), data);
+    }
+
+    #[test]
+    fn ints_and_f32() {
+        let x = Owned::new(&[2, 3], &[1i64, -2, 3, i64::MAX, 1, 0]);
+        assert_eq!(
+            reduce(&x, ReduceOp::Sum, Some(&[1]), false).to::<i64>(),
+            [2, i64::MIN]
+        );
+        assert_eq!(
+            reduce(&x, ReduceOp::Max, Some(&[0]), false).to::<i64>(),
+            [i64::MAX, 1, 3]
+        );
+        assert_eq!(
+            reduce(&x, ReduceOp::Prod, Some(&[1]), false).to::<i64>(),
+            [-6, 0]
+        );
+        let x = Owned::new(&[3], &[1i32, 2, 2]);
+        assert_eq!(reduce(&x, ReduceOp::Mean, None, false).to::<i32>(), [1]);
+        let xf: Vec<f32> = (0..1001).map(|v| v as f32 * 0.001).collect();
+        let x = Owned::new(&[7, 11, 13], &xf);
+        let y = reduce(&x, ReduceOp::Mean, Some(&[-1]), true).to::<f32>();
+        let want: f32 = xf[..13].iter().sum::<f32>() / 13.0;
+        assert!((y[0] - want).abs() < 1e-6);
+        let nan = Owned::new(&[3], &[1.0f32, f32::NAN, 3.0]);
+        assert!(reduce(&nan, ReduceOp::Max, None, false).to::<f32>()[0].is_nan());
+        let big = Owned::new(&[2], &[1000.0f32, 1000.0]);
+        let lse = reduce(&big, ReduceOp::LogSumExp, None, false).to::<f32>()[0];
+        assert!((lse - (1000.0 + 2f32.ln())).abs() < 1e-3);
+    }
+
+    #[test]
+    fn argmax_argmin() {
+        // np.argmax(x, axis=1) with ties
+        let x = Owned::new(
+            &[2, 4],
+            &[1.0f32, 3.0, 3.0, 2.0, 5.0, f32::NAN, 7.0, f32::NAN],
+        );
+        let run = |k: &dyn Kernel| run1_dyn(k, &x);
+        let am = ArgMax {
+            axis: 1,
+            keepdims: false,
+            select_last_index: false,
+        };
+        assert_eq!(run(&am), [1, 1]);
+        let am = ArgMax {
+            axis: -1,
+            keepdims: true,
+            select_last_index: true,
+        };
+        assert_eq!(run(&am), [2, 1]);
+        let am = ArgMin {
+            axis: 0,
+            keepdims: false,
+            select_last_index: false,
+        };
+        assert_eq!(run(&am), [0, 1, 0, 1]);
+        let xi = Owned::new(&[3, 1], &[4i32, -1, 9]);
+        let y = run1(
+            &ArgMin {
+                axis: 0,
+                keepdims: true,
+                select_last_index: false,
+            },
+            &[Some(&xi)],
+            DType::I64,
+        )
+        .unwrap();
+        assert_eq!((y.dims(), y.to::<i64>()), (&[1usize, 1][..], [1].to_vec()));
+    }
+
+    fn run1_dyn(k: &dyn Kernel, x: &Owned) -> Vec<i64> {
+        struct W<'a>(&'a dyn Kernel);
+        impl Kernel for W<'_> {
+            fn infer(
+                &self,
+                i: &[Option<TensorRef<'_>>],
+                o: &mut [Shape],
+            ) -> Result<(), KernelError> {
+                self.0.infer(i, o)
+            }
+            fn run(
+                &self,
+                i: &[Option<TensorRef<'_>>],
+                o: &mut [TensorMut<'_>],
+                s: &mut [u8],
+            ) -> Result<(), KernelError> {
+                self.0.run(i, o, s)
+            }
+        }
+        run1(&W(k), &[Some(x)], DType::I64).unwrap().to::<i64>()
+    }
+
+    #[test]
+    fn cumsum_modes() {
+        // np.cumsum([[1,2,3],[4,5,6]], axis=...)
+        let x = Owned::new(&[2, 3], &[1.0f64, 2., 3., 4., 5., 6.]);
+        let run = |axis: i64, exclusive, reverse| {
+            let a = Owned::new(&[], &[axis]);
+            run1(
+                &CumSum { exclusive, reverse },
+                &[Some(&x), Some(&a)],
+                DType::F64,
+            )
+            .unwrap()
+            .to::<f64>()
+        };
+        assert_eq!(run(1, false, false), [1., 3., 6., 4., 9., 15.]);
+        assert_eq!(run(0, false, false), [1., 2., 3., 5., 7., 9.]);
+        assert_eq!(run(-1, true, false), [0., 1., 3., 0., 4., 9.]);
+        assert_eq!(run(1, false, true), [6., 5., 3., 15., 11., 6.]);
+        assert_eq!(run(1, true, true), [5., 3., 0., 11., 6., 0.]);
+        assert_eq!(run(0, true, true), [4., 5., 6., 0., 0., 0.]);
+        let xi = Owned::new(&[4], &[1i32, 2, 3, 4]);
+        let a = Owned::new(&[1], &[0i32]);
+        let y = run1(
+            &CumSum {
+                exclusive: false,
+                reverse: false,
+            },
+            &[Some(&xi), Some(&a)],
+            DType::I32,
+        );
+        assert_eq!(y.unwrap().to::<i32>(), [1, 3, 6, 10]);
+    }
+}

@@ -1,0 +1,338 @@
+//! The small runtime that generated `forward` functions call: it resolves
+//! where each tensor lives (arena, weights or a model input), carves the
+//! arena into disjoint borrows, infers shapes, checks them against the
+//! planned capacities and runs a kernel. Nothing here allocates.
+use core::ops::Range;
+
+use crate::dtype::DType;
+use crate::error::KernelError;
+use crate::kernel::Kernel;
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+/// Most inputs a node may have in generated code.
+pub const MAX_NODE_INPUTS: usize = 64;
+/// Most outputs a node may have in generated code.
+pub const MAX_NODE_OUTPUTS: usize = 16;
+
+/// 64-byte aligned wrapper used to embed weights with `include_bytes!`.
+#[repr(C, align(64))]
+pub struct Aligned<T: ?Sized>(pub T);
+
+/// Where a node input comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Src {
+    /// An omitted optional input.
+    Absent,
+    /// An intermediate in the arena at byte offset `off`; its shape is
+    /// `shapes[slot]`.
+    Arena {
+        /// Byte offset in the arena.
+        off: usize,
+        /// Index of the runtime shape.
+        slot: usize,
+        /// Element type.
+        dtype: DType,
+    },
+    /// A model input (argument `index` of `forward`), possibly reshaped by a
+    /// view whose shape is `shapes[slot]`.
+    Input {
+        /// Position among the model inputs.
+        index: usize,
+        /// Index of the runtime shape.
+        slot: usize,
+    },
+    /// A constant in the weights blob.
+    Weight {
+        /// Byte offset in the blob.
+        off: usize,
+        /// Element type.
+        dtype: DType,
+        /// Static shape.
+        shape: Shape,
+        /// Runtime shape slot when a view reshaped it, else `usize::MAX`.
+        slot: usize,
+    },
+}
+
+/// Where a node output goes.
+#[derive(Clone, Copy, Debug)]
+pub struct Dst {
+    /// Byte offset in the arena.
+    pub off: usize,
+    /// Bytes planned for it.
+    pub cap: usize,
+    /// Index of its runtime shape.
+    pub slot: usize,
+    /// Element type.
+    pub dtype: DType,
+    /// ONNX name (for error messages).
+    pub name: &'static str,
+}
+
+/// Everything a generated function needs at run time.
+pub struct Ctx<'a, 'i> {
+    /// The weights blob.
+    pub weights: &'a [u8],
+    /// The workspace arena.
+    pub arena: &'a mut [u8],
+    /// Runtime shapes, one slot per value.
+    pub shapes: &'a mut [Shape],
+    /// The model inputs.
+    pub inputs: &'a [TensorRef<'i>],
+}
+
+/// Splits the arena for a node and builds its input tensors.
+fn prepare<'c>(
+    weights: &'c [u8],
+    arena: &'c mut [u8],
+    shapes: &[Shape],
+    inputs: &'c [TensorRef<'_>],
+    srcs: &[Src],
+    writes: &[Range<usize>],
+    ins: &mut [Option<TensorRef<'c>>],
+    outs: &mut [&'c mut [u8]],
+) -> Result<(), KernelError> {
+    const ERR: KernelError = KernelError::Buffer { op: "arena" };
+    if srcs.len() > MAX_NODE_INPUTS || writes.len() > MAX_NODE_OUTPUTS + 1 {
+        return Err(ERR);
+    }
+    let mut reads: [Range<usize>; MAX_NODE_INPUTS] = [const { 0..0 }; MAX_NODE_INPUTS];
+    for (r, s) in reads.iter_mut().zip(srcs) {
+        if let Src::Arena { off, slot, dtype } = *s {
+            *r = off..off + shapes[slot].numel() * dtype.size();
+        }
+    }
+    let mut read_slices: [&[u8]; MAX_NODE_INPUTS] = [&[]; MAX_NODE_INPUTS];
+    crate::arena::carve_slices(arena, &reads[..srcs.len()], writes, &mut read_slices, outs)?;
+    for (i, s) in srcs.iter().enumerate() {
+        ins[i] = match *s {
+            Src::Absent => None,
+            Src::Arena { slot, dtype, .. } => Some(TensorRef {
+                dtype,
+                shape: shapes[slot],
+                data: read_slices[i],
+            }),
+            Src::Input { index, slot } => {
+                let t = inputs.get(index).ok_or(ERR)?;
+                Some(TensorRef {
+                    dtype: t.dtype,
+                    shape: shapes[slot],
+                    data: t.data,
+                })
+            }
+            Src::Weight {
+                off,
+                dtype,
+                shape,
+                slot,
+            } => {
+                let shape = if slot == usize::MAX {
+                    shape
+                } else {
+                    shapes[slot]
+                };
+                let len = shape.numel() * dtype.size();
+                let data = weights
+                    .get(off..off + len)
+                    .ok_or(KernelError::Weights("offset out of range"))?;
+                Some(TensorRef { dtype, shape, data })
+            }
+        };
+    }
+    Ok(())
+}
+
+/// Runs one kernel node: inputs from `srcs`, outputs into `dsts`, scratch
+/// at `scratch` (offset, capacity) in the arena.
+pub fn exec<K: Kernel>(
+    ctx: &mut Ctx<'_, '_>,
+    kernel: &K,
+    srcs: &[Src],
+    dsts: &[Dst],
+    scratch: (usize, usize),
+) -> Result<(), KernelError> {
+    let n_out = dsts.len();
+    let mut writes: [Range<usize>; MAX_NODE_OUTPUTS + 1] = [const { 0..0 }; MAX_NODE_OUTPUTS + 1];
+    if n_out > MAX_NODE_OUTPUTS {
+        return Err(KernelError::Buffer { op: "arena" });
+    }
+    for (w, d) in writes.iter_mut().zip(dsts) {
+        *w = d.off..d.off + d.cap;
+    }
+    writes[n_out] = scratch.0..scratch.0 + scratch.1;
+    let mut ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
+    let mut outs: [&mut [u8]; MAX_NODE_OUTPUTS + 1] = Default::default();
+    let mut out_shapes = [Shape::SCALAR; MAX_NODE_OUTPUTS];
+    {
+        let shapes: &[Shape] = ctx.shapes;
+        prepare(
+            ctx.weights,
+            ctx.arena,
+            shapes,
+            ctx.inputs,
+            srcs,
+            &writes[..n_out + 1],
+            &mut ins,
+            &mut outs[..n_out + 1],
+        )?;
+        let ins = &ins[..srcs.len()];
+        kernel.infer(ins, &mut out_shapes[..n_out])?;
+        for (d, s) in dsts.iter().zip(&out_shapes) {
+            let needed = s.numel() * d.dtype.size();
+            if needed > d.cap {
+                return Err(KernelError::CapacityExceeded {
+                    value: d.name,
+                    needed,
+                    planned: d.cap,
+                });
+            }
+        }
+        let need_scratch = kernel.scratch_bytes(ins, &out_shapes[..n_out]);
+        if need_scratch > scratch.1 {
+            return Err(KernelError::CapacityExceeded {
+                value: "scratch",
+                needed: need_scratch,
+                planned: scratch.1,
+            });
+        }
+        let (out_bufs, rest) = outs.split_at_mut(n_out);
+        let scratch_buf = core::mem::take(&mut rest[0]);
+        let mut tensors: [Option<TensorMut<'_>>; MAX_NODE_OUTPUTS] = Default::default();
+        for ((t, d), (buf, s)) in tensors
+            .iter_mut()
+            .zip(dsts)
+            .zip(out_bufs.iter_mut().zip(&out_shapes))
+        {
+            *t = Some(TensorMut::new(d.dtype, *s, core::mem::take(buf))?);
+        }
+        let mut tensors_arr: [TensorMut<'_>; MAX_NODE_OUTPUTS] = tensors.map(|t| {
+            t.unwrap_or(TensorMut {
+                dtype: DType::U8,
+                shape: Shape::SCALAR,
+                data: &mut [],
+            })
+        });
+        kernel.run(ins, &mut tensors_arr[..n_out], scratch_buf)?;
+    }
+    for (d, s) in dsts.iter().zip(&out_shapes) {
+        ctx.shapes[d.slot] = *s;
+    }
+    Ok(())
+}
+
+/// A zero-copy view node (Reshape, Squeeze…): infers the output shape and
+/// records it in `slot`; the data stays where the input lives.
+pub fn view<K: Kernel>(
+    ctx: &mut Ctx<'_, '_>,
+    kernel: &K,
+    srcs: &[Src],
+    slot: usize,
+) -> Result<(), KernelError> {
+    let mut ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
+    let mut outs: [&mut [u8]; MAX_NODE_OUTPUTS + 1] = Default::default();
+    let mut out_shape = [Shape::SCALAR; 1];
+    {
+        let shapes: &[Shape] = ctx.shapes;
+        prepare(
+            ctx.weights,
+            ctx.arena,
+            shapes,
+            ctx.inputs,
+            srcs,
+            &[],
+            &mut ins,
+            &mut outs[..0],
+        )?;
+        kernel.infer(&ins[..srcs.len()], &mut out_shape)?;
+    }
+    ctx.shapes[slot] = out_shape[0];
+    Ok(())
+}
+
+/// Reads a boolean condition (the `If` operator).
+pub fn condition(ctx: &mut Ctx<'_, '_>, src: Src) -> Result<bool, KernelError> {
+    let mut ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
+    let mut outs: [&mut [u8]; MAX_NODE_OUTPUTS + 1] = Default::default();
+    let shapes: &[Shape] = ctx.shapes;
+    prepare(
+        ctx.weights,
+        ctx.arena,
+        shapes,
+        ctx.inputs,
+        &[src],
+        &[],
+        &mut ins,
+        &mut outs[..0],
+    )?;
+    let t = ins[0].ok_or(KernelError::MissingInput { op: "If", index: 0 })?;
+    if t.numel() != 1 {
+        return Err(KernelError::Shape {
+            op: "If",
+            msg: "condition must hold one element",
+        });
+    }
+    Ok(t.as_bool("If")?[0] != 0)
+}
+
+/// Copies a value into an arena destination (If outputs, model outputs that
+/// alias inputs or weights).
+pub fn copy(ctx: &mut Ctx<'_, '_>, src: Src, dst: Dst) -> Result<(), KernelError> {
+    exec(ctx, &CopyKernel, &[src], &[dst], (0, 0))
+}
+
+/// Checks a model input against its declared dims and bounds: `fixed[i]` is
+/// `Some(n)` for a pinned dim, else `None` and `max[i]` bounds it.
+pub fn check_input(
+    t: &TensorRef<'_>,
+    name: &'static str,
+    expected: &'static str,
+    dtype: DType,
+    fixed: &[Option<usize>],
+    max: &[usize],
+) -> Result<(), KernelError> {
+    let err = KernelError::InputShape {
+        input: name,
+        expected,
+    };
+    if t.dtype != dtype || t.shape.rank() != fixed.len() {
+        return Err(err);
+    }
+    for ((d, f), m) in t.shape.dims().iter().zip(fixed).zip(max) {
+        match f {
+            Some(n) if d != n => return Err(err),
+            None if d > m || *d == 0 => return Err(err),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Copies input 0 to output 0.
+struct CopyKernel;
+
+impl Kernel for CopyKernel {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        outputs[0] = crate::kernel::input(inputs, 0, "Copy")?.shape;
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        _scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        let src = crate::kernel::input(inputs, 0, "Copy")?;
+        let dst = crate::kernel::output(outputs, 0, "Copy")?;
+        if dst.data.len() != src.data.len() {
+            return Err(KernelError::Buffer { op: "Copy" });
+        }
+        dst.data.copy_from_slice(src.data);
+        Ok(())
+    }
+}

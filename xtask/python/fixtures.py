@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""Reference fixtures for lele's tests: `cargo xtask fixtures` runs this.
+
+For every case, seeded inputs are fed to the zoo model with onnxruntime
+(CPUExecutionProvider, one thread) and everything is written as
+
+    <out>/<case>/case.json                 model, inputs and outputs (names, dtypes, shapes)
+    <out>/<case>/step<k>/in_<i>.npy        input i of step k (graph inputs in ONNX order,
+                                           initializers excluded)
+    <out>/<case>/step<k>/out_<j>.npy       output j of step k (graph outputs in ONNX order)
+    <out>/<case>/stamp.json                what the files were made from
+
+Arrays keep the exact ONNX dtypes (float32, int64, ...). Inputs come from
+numpy's default_rng seeded per case (crc32 of the case name), so every run
+produces the same inputs. A case is skipped when its stamp matches (model
+sha256, this script's sha256, onnxruntime and numpy versions) and its files
+exist; `--force` regenerates. Each case is written to a temporary directory
+that is renamed into place, so an interrupted run never leaves a half case.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import zlib
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+# Graph optimizations stay off so the reference computes the graph exactly as
+# written, node by node (no fusions or constant folding changing rounding).
+GRAPH_OPT = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+GRAPH_OPT_NAME = "disable_all"
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+SCRIPT_SHA256 = sha256_file(os.path.abspath(__file__))
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def uniform(rng, shape, lo, hi):
+    """float32 uniform in [lo, hi)."""
+    return (lo + (hi - lo) * rng.random(shape, dtype=np.float32)).astype(np.float32)
+
+
+def speech_like(rng, sr, n, chunk, silent_chunks):
+    """A deterministic speech-like signal: a voiced harmonic source with a
+    wandering pitch, two formant-like tones, a syllable-rate envelope, seeded
+    noise, peak amplitude ~0.3; the chunks in `silent_chunks` are near-silent
+    (seeded noise of amplitude ~1e-3)."""
+    t = np.arange(n, dtype=np.float64) / sr
+    f0 = 125.0 + 25.0 * np.sin(2 * np.pi * 3.0 * t)
+    phase = 2 * np.pi * np.cumsum(f0) / sr
+    voiced = sum(a * np.sin(k * phase) for k, a in enumerate([1.0, 0.6, 0.4, 0.25, 0.15], start=1))
+    formants = 0.35 * np.sin(2 * np.pi * 700.0 * t) + 0.2 * np.sin(2 * np.pi * 1150.0 * t + 0.5)
+    x = voiced + formants * (0.5 + 0.5 * np.sin(2 * np.pi * 9.0 * t))
+    x /= np.max(np.abs(x))
+    envelope = 0.65 + 0.35 * np.sin(2 * np.pi * 5.0 * t)
+    x = 0.3 * envelope * x + 0.01 * rng.standard_normal(n)
+    for k in silent_chunks:
+        x[k * chunk : (k + 1) * chunk] = 1e-3 * rng.standard_normal(chunk)
+    return x.astype(np.float32)
+
+
+def silero(sr, context, chunk, steps=6):
+    """Streaming Silero VAD: each step feeds `context` samples of the previous
+    input followed by `chunk` new samples; the state is carried over."""
+
+    def gen(rng):
+        signal = speech_like(rng, sr, steps * chunk, chunk, silent_chunks=(2, 5))
+        ctx = np.zeros(context, dtype=np.float32)
+        state = np.zeros((2, 1, 128), dtype=np.float32)
+        for k in range(steps):
+            x = np.concatenate([ctx, signal[k * chunk : (k + 1) * chunk]])[None, :]
+            outs = yield {"input": x, "state": state, "sr": np.array(sr, dtype=np.int64)}
+            state = outs["stateN"]
+            ctx = x[0, -context:]
+
+    return gen
+
+
+def single(make):
+    """A one-step case whose feeds are `make(rng)`."""
+
+    def gen(rng):
+        yield make(rng)
+
+    return gen
+
+
+def image(name, shape, lo, hi):
+    return single(lambda rng: {name: uniform(rng, shape, lo, hi)})
+
+
+def token_ids(rng, seq):
+    ids = rng.integers(1000, 30000, size=(1, seq), dtype=np.int64)
+    ids[0, 0] = 101
+    ids[0, -1] = 102
+    return ids
+
+
+def minilm_l3(seq, masked_tail=0):
+    def make(rng):
+        mask = np.ones((1, seq), dtype=np.int64)
+        if masked_tail:
+            mask[0, -masked_tail:] = 0
+        return {"input_ids": token_ids(rng, seq), "attention_mask": mask}
+
+    return single(make)
+
+
+def minilm_int8(seq):
+    def make(rng):
+        return {
+            "input_ids": token_ids(rng, seq),
+            "attention_mask": np.ones((1, seq), dtype=np.int64),
+            "token_type_ids": np.zeros((1, seq), dtype=np.int64),
+        }
+
+    return single(make)
+
+
+# case name -> (zoo model file, input generator, description)
+CASES = {
+    "silero_vad_16k": (
+        "silero_vad.onnx",
+        silero(16000, 64, 512),
+        "6 streaming steps at 16 kHz: 64 samples of context + 512 new; state carried; chunks 2 and 5 near-silent",
+    ),
+    "silero_vad_8k": (
+        "silero_vad.onnx",
+        silero(8000, 32, 256),
+        "6 streaming steps at 8 kHz: 32 samples of context + 256 new; state carried; chunks 2 and 5 near-silent",
+    ),
+    "ppocr_v4_det_320x480": ("ppocr_v4_det.onnx", image("x", (1, 3, 320, 480), -1, 1), "uniform [-1,1)"),
+    "ppocr_v4_det_640x640": ("ppocr_v4_det.onnx", image("x", (1, 3, 640, 640), -1, 1), "uniform [-1,1)"),
+    "ppocr_v4_rec_48x320": ("ppocr_v4_rec.onnx", image("x", (1, 3, 48, 320), -1, 1), "uniform [-1,1)"),
+    "ppocr_v4_rec_48x160": ("ppocr_v4_rec.onnx", image("x", (1, 3, 48, 160), -1, 1), "uniform [-1,1)"),
+    "ppocr_cls_48x192": ("ppocr_cls.onnx", image("x", (1, 3, 48, 192), -1, 1), "uniform [-1,1)"),
+    "ppocr_v6_det_480x480": ("ppocr_v6_det_small.onnx", image("x", (1, 3, 480, 480), -1, 1), "uniform [-1,1)"),
+    "ppocr_v6_rec_48x320": ("ppocr_v6_rec_small.onnx", image("x", (1, 3, 48, 320), -1, 1), "uniform [-1,1)"),
+    "yolov8n_320": ("yolov8n_320n.onnx", image("images", (1, 3, 320, 320), 0, 1), "uniform [0,1)"),
+    "yolov8n_640": ("yolov8n_320n.onnx", image("images", (1, 3, 640, 640), 0, 1), "uniform [0,1)"),
+    "minilm_l3_seq16": (
+        "minilm_l3.onnx",
+        minilm_l3(16),
+        "ids: 101, seeded ints in [1000,30000), 102; mask all ones",
+    ),
+    "minilm_l3_seq128": (
+        "minilm_l3.onnx",
+        minilm_l3(128, masked_tail=5),
+        "ids: 101, seeded ints in [1000,30000), 102; mask ones except the last 5 positions",
+    ),
+    "minilm_int8_seq32": (
+        "minilm_l6_int8.onnx",
+        minilm_int8(32),
+        "ids: 101, seeded ints in [1000,30000), 102; mask ones; token types zeros",
+    ),
+    "ddddocr_common_160": ("ddddocr_common.onnx", image("input1", (1, 1, 64, 160), 0, 1), "uniform [0,1)"),
+    "ddddocr_common_old_160": (
+        "ddddocr_common_old.onnx",
+        image("input1", (1, 1, 64, 160), 0, 1),
+        "uniform [0,1); int8 model with com.microsoft ops",
+    ),
+    "oww_mel": ("oww_melspectrogram.onnx", image("input", (1, 1760), -0.5, 0.5), "uniform [-0.5,0.5)"),
+    "oww_embedding": ("oww_embedding.onnx", image("input_1", (1, 76, 32, 1), -1, 1), "uniform [-1,1)"),
+}
+
+
+# ---------------------------------------------------------------- graph signature
+
+
+def value_info(v):
+    t = v.type.tensor_type
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim] if t.HasField("shape") else None
+    return v.name, np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)), dims
+
+
+def signature(model_path):
+    """(inputs, outputs) of the graph, in ONNX order, initializers excluded."""
+    m = onnx.load(model_path, load_external_data=False)
+    inits = {i.name for i in m.graph.initializer} | {i.values.name for i in m.graph.sparse_initializer}
+    inputs = [value_info(v) for v in m.graph.input if v.name not in inits]
+    outputs = [value_info(v) for v in m.graph.output]
+    return inputs, outputs
+
+
+def check_feeds(case, feeds, inputs):
+    names = [n for n, _, _ in inputs]
+    if sorted(feeds) != sorted(names):
+        raise SystemExit(f"{case}: the generator feeds {sorted(feeds)} but the graph inputs are {names}")
+    for name, dtype, dims in inputs:
+        a = feeds[name]
+        if a.dtype != dtype:
+            raise SystemExit(f"{case}: input {name} is {a.dtype}, the graph wants {dtype}")
+        if dims is not None and (
+            len(dims) != a.ndim or any(d is not None and d > 0 and d != s for d, s in zip(dims, a.shape))
+        ):
+            raise SystemExit(f"{case}: input {name} has shape {list(a.shape)}, the graph declares {dims}")
+
+
+# ---------------------------------------------------------------- generation
+
+
+def session(model_path):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = GRAPH_OPT
+    so.log_severity_level = 3
+    return ort.InferenceSession(model_path, sess_options=so, providers=["CPUExecutionProvider"])
+
+
+def stamp_for(model_sha):
+    return {
+        "model_sha256": model_sha,
+        "script_sha256": SCRIPT_SHA256,
+        "onnxruntime": ort.__version__,
+        "numpy": np.__version__,
+    }
+
+
+def up_to_date(case_dir, stamp):
+    try:
+        with open(os.path.join(case_dir, "stamp.json")) as f:
+            if json.load(f) != stamp:
+                return False
+        with open(os.path.join(case_dir, "case.json")) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return False
+    for k in range(meta["steps"]):
+        step = os.path.join(case_dir, f"step{k}")
+        files = [f"in_{i}.npy" for i in range(len(meta["inputs"]))]
+        files += [f"out_{j}.npy" for j in range(len(meta["outputs"]))]
+        if not all(os.path.isfile(os.path.join(step, f)) for f in files):
+            return False
+    return True
+
+
+def generate(case, model_file, gen, note, model_path, model_sha, case_dir):
+    inputs, outputs = signature(model_path)
+    in_names = [n for n, _, _ in inputs]
+    out_names = [n for n, _, _ in outputs]
+    sess = session(model_path)
+    ort_outs = [o.name for o in sess.get_outputs()]
+    if ort_outs != out_names:
+        raise SystemExit(f"{case}: onnxruntime reports outputs {ort_outs}, the graph lists {out_names}")
+
+    seed = zlib.crc32(case.encode())
+    rng = np.random.default_rng(seed)
+    steps = []
+    it = gen(rng)
+    feeds = next(it)
+    while True:
+        check_feeds(case, feeds, inputs)
+        outs = sess.run(out_names, feeds)
+        steps.append(([feeds[n] for n in in_names], outs))
+        try:
+            feeds = it.send(dict(zip(out_names, outs)))
+        except StopIteration:
+            break
+
+    def describe(names, arrays_per_step, declared):
+        desc = []
+        for j, name in enumerate(names):
+            arrays = [step[j] for step in arrays_per_step]
+            shapes = {a.shape for a in arrays}
+            if len(shapes) != 1:
+                raise SystemExit(f"{case}: {name} changes shape across steps: {shapes}")
+            if arrays[0].dtype != declared[j][1]:
+                raise SystemExit(f"{case}: {name} is {arrays[0].dtype}, the graph declares {declared[j][1]}")
+            desc.append({"name": name, "dtype": str(arrays[0].dtype), "shape": list(arrays[0].shape)})
+        return desc
+
+    meta = {
+        "case": case,
+        "model": model_file,
+        "model_sha256": model_sha,
+        "seed": seed,
+        "steps": len(steps),
+        "note": note,
+        "inputs": describe(in_names, [s[0] for s in steps], inputs),
+        "outputs": describe(out_names, [s[1] for s in steps], outputs),
+        "reference": {
+            "runtime": f"onnxruntime {ort.__version__}",
+            "provider": "CPUExecutionProvider",
+            "intra_op_num_threads": 1,
+            "graph_optimization_level": GRAPH_OPT_NAME,
+        },
+    }
+
+    parent = os.path.dirname(case_dir)
+    tmp = os.path.join(parent, f".{case}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        for k, (ins, outs) in enumerate(steps):
+            step = os.path.join(tmp, f"step{k}")
+            os.makedirs(step)
+            for i, a in enumerate(ins):
+                np.save(os.path.join(step, f"in_{i}.npy"), a, allow_pickle=False)
+            for j, a in enumerate(outs):
+                np.save(os.path.join(step, f"out_{j}.npy"), a, allow_pickle=False)
+        with open(os.path.join(tmp, "case.json"), "w") as f:
+            f.write(to_json(meta))
+        with open(os.path.join(tmp, "stamp.json"), "w") as f:
+            json.dump(stamp_for(model_sha), f, indent=2)
+            f.write("\n")
+        shutil.rmtree(case_dir, ignore_errors=True)
+        os.rename(tmp, case_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return meta
+
+
+def to_json(value):
+    """Indented JSON with lists of scalars (shapes) kept on one line."""
+
+    def one_line(m):
+        return "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]"
+
+    return re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", one_line, json.dumps(value, indent=2)) + "\n"
+
+
+def dir_size(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zoo", required=True, help="directory of the zoo models")
+    ap.add_argument("--out", required=True, help="fixtures directory")
+    ap.add_argument("--force", action="store_true", help="regenerate up-to-date cases too")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("cases", nargs="*", help="only these cases (default: all)")
+    args = ap.parse_args()
+
+    if args.list:
+        for name, (model, _, note) in CASES.items():
+            print(f"{name:<24} {model:<26} {note}")
+        return
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        raise SystemExit(f"unknown case(s) {unknown}; known: {list(CASES)}")
+    selected = args.cases or list(CASES)
+
+    os.makedirs(args.out, exist_ok=True)
+    model_sha = {}
+    started = time.perf_counter()
+    generated = 0
+    for case in selected:
+        model_file, gen, note = CASES[case]
+        model_path = os.path.join(args.zoo, model_file)
+        if not os.path.isfile(model_path):
+            raise SystemExit(f"{case}: missing model {model_path}; run `cargo xtask models` first")
+        if model_file not in model_sha:
+            model_sha[model_file] = sha256_file(model_path)
+        case_dir = os.path.join(args.out, case)
+        if not args.force and up_to_date(case_dir, stamp_for(model_sha[model_file])):
+            print(f"ok         {case}", flush=True)
+            continue
+        t0 = time.perf_counter()
+        meta = generate(case, model_file, gen, note, model_path, model_sha[model_file], case_dir)
+        generated += 1
+        shapes = ", ".join(f"{o['name']}{o['shape']}" for o in meta["outputs"])
+        print(
+            f"generated  {case:<24} {meta['steps']} step(s), {dir_size(case_dir) / 2**20:6.2f} MiB, "
+            f"{time.perf_counter() - t0:5.2f}s -> {shapes}",
+            flush=True,
+        )
+    total = sum(dir_size(os.path.join(args.out, c)) for c in selected)
+    print(
+        f"{len(selected)} case(s), {generated} generated, {total / 2**20:.1f} MiB in {args.out} "
+        f"({time.perf_counter() - started:.1f}s)",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+//! `cargo xtask fixtures`: reference inputs and outputs of the zoo models,
+//! computed by onnxruntime in the managed venv (`xtask/python/fixtures.py`).
+//!
+//! Layout: `<fixtures>/<case>/case.json` and
+//! `<fixtures>/<case>/step<k>/{in_<i>,out_<j>}.npy`, where `i`/`j` are the
+//! positions of the graph inputs (initializers excluded) and outputs in ONNX
+//! order.
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::Context;
+
+use crate::models::zoo_dir;
+use crate::python::{python, repo_root};
+use crate::util::run_inherited;
+
+/// The fixtures directory: `$LELE_FIXTURES`, else `<repo>/target/fixtures`.
+pub fn fixtures_dir() -> PathBuf {
+    std::env::var_os("LELE_FIXTURES")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target").join("fixtures"))
+}
+
+/// The generator script.
+pub fn script() -> PathBuf {
+    repo_root().join("xtask").join("python").join("fixtures.py")
+}
+
+/// Options of `cargo xtask fixtures`.
+#[derive(clap::Args, Debug, Default)]
+pub struct Opts {
+    /// Regenerate even the cases that are up to date.
+    #[arg(long)]
+    pub force: bool,
+    /// List the cases and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Only these cases (default: all).
+    pub cases: Vec<String>,
+}
+
+/// `cargo xtask fixtures`.
+pub fn run(opts: &Opts) -> anyhow::Result<()> {
+    let py = python()?;
+    let out = std::path::absolute(fixtures_dir())?;
+    let zoo = std::path::absolute(zoo_dir())?;
+    let mut cmd = Command::new(py);
+    cmd.arg(script())
+        .arg("--zoo")
+        .arg(&zoo)
+        .arg("--out")
+        .arg(&out);
+    if opts.force {
+        cmd.arg("--force");
+    }
+    if opts.list {
+        cmd.arg("--list");
+    }
+    cmd.args(&opts.cases);
+    run_inherited(&mut cmd).context("generating fixtures")
+}

@@ -1,0 +1,65 @@
+//! `cargo xtask test`: the full check of the repository, as CI runs it.
+//!
+//! Fetches the models, generates the fixtures, then runs rustfmt, clippy and
+//! the tests with `LELE_ZOO` and `LELE_FIXTURES` pointing at them.
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::Context;
+
+use crate::util::run_inherited;
+use crate::{fixtures, models, python};
+
+fn cargo() -> PathBuf {
+    std::env::var_os("CARGO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("cargo"))
+}
+
+fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+    eprintln!("\n==> xtask test: {name}");
+    let started = Instant::now();
+    f().with_context(|| format!("xtask test: step `{name}` failed"))?;
+    eprintln!("==> {name}: ok ({:.1}s)", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// `cargo xtask test [-- ARGS]`; `ARGS` are appended to `cargo test --workspace`.
+pub fn run(extra: &[String]) -> anyhow::Result<()> {
+    step("cargo xtask models", || models::run(false))?;
+    step("cargo xtask fixtures", || {
+        fixtures::run(&fixtures::Opts::default())
+    })?;
+
+    let zoo = std::path::absolute(models::zoo_dir())?;
+    let fixtures = std::path::absolute(fixtures::fixtures_dir())?;
+    let cargo_step = |name: &str, args: &[&str], extra: &[String]| {
+        step(name, || {
+            run_inherited(
+                Command::new(cargo())
+                    .args(args)
+                    .args(extra)
+                    .current_dir(python::repo_root())
+                    .env("LELE_ZOO", &zoo)
+                    .env("LELE_FIXTURES", &fixtures),
+            )
+        })
+    };
+    cargo_step("cargo fmt", &["fmt", "--all", "--", "--check"], &[])?;
+    cargo_step(
+        "cargo clippy",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    cargo_step("cargo test", &["test", "--workspace"], extra)?;
+    eprintln!("\nxtask test: all steps passed");
+    Ok(())
+}
