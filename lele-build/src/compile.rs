@@ -269,6 +269,7 @@ pub fn compile_model(
     drop(proto);
     let dims = resolve_input_dims(&g, toml)?;
     optimize(&mut g, &dims)?;
+    copy_outputs_out_of_inputs_and_weights(&mut g);
     let sizes = passes::size_graph(&g, &sizing_points(&dims))?;
     check_legacy_softmax(&g, &sizes)?;
     let plan = crate::plan::plan(&g, &sizes);
@@ -310,6 +311,43 @@ pub fn compile_model(
         hash,
         arena_bytes: plan.arena_bytes,
     })
+}
+
+/// Model outputs are returned as views of the workspace; an output that is
+/// a model input or a constant (possibly through views) gets a copy node.
+pub fn copy_outputs_out_of_inputs_and_weights(g: &mut Graph) {
+    let mut view_src: HashMap<crate::ir::ValueId, crate::ir::ValueId> = HashMap::new();
+    for n in &g.main.nodes {
+        if let (Op::View(_), Some(Some(src)), Some(&out)) =
+            (&n.op, n.inputs.first(), n.outputs.first())
+        {
+            view_src.insert(out, *src);
+        }
+    }
+    for i in 0..g.outputs.len() {
+        let v = g.outputs[i];
+        let mut root = v;
+        while let Some(&src) = view_src.get(&root) {
+            root = src;
+        }
+        let external = g.inputs.contains(&root) || g.values[root].constant.is_some();
+        if !external {
+            continue;
+        }
+        let name = g.values[v].name.clone();
+        let dtype = g.values[v].dtype;
+        let copy = g.add_value(&name, dtype);
+        g.main.nodes.push(crate::ir::Node {
+            name: format!("{name}::copy"),
+            op_type: "Identity".into(),
+            domain: String::new(),
+            op: Op::Kernel(Box::new(lele_kernels::ops::layout::Identity)),
+            inputs: vec![Some(v)],
+            outputs: vec![copy],
+            out_dtypes: vec![crate::ir::OutDType::Input(0)],
+        });
+        g.outputs[i] = copy;
+    }
 }
 
 fn check_legacy_softmax(g: &Graph, sizes: &passes::Sizes) -> Result<()> {
