@@ -112,11 +112,9 @@ pub fn parse_bound(s: &str) -> std::result::Result<Dim, String> {
     };
     let is_name = |p: &str| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_');
     match parts.as_slice() {
-        [n] => num(n).map(Dim::Fixed).or_else(|_| {
-            Err(format!(
-                "bound `{s}` has no upper limit; write it like \"{n} <= 512\""
-            ))
-        }),
+        [n] => num(n)
+            .map(Dim::Fixed)
+            .map_err(|_| format!("bound `{s}` has no upper limit; write it like \"{n} <= 512\"")),
         [name, max] if is_name(name) => Ok(Dim::Range {
             min: 1,
             max: num(max)?,

@@ -9,6 +9,8 @@
 
 extern crate alloc;
 
+#[macro_use]
+mod macros;
 pub mod arena;
 #[cfg(feature = "codegen")]
 pub mod codegen;
@@ -23,7 +25,7 @@ pub mod ops;
 
 pub use half;
 
-pub use arena::{Arena, carve};
+pub use arena::{Arena, carve_slices};
 pub use dtype::{DType, Elem};
 pub use error::KernelError;
 pub use kernel::Kernel;

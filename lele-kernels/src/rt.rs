@@ -82,18 +82,24 @@ pub struct Ctx<'a, 'i> {
     pub inputs: &'a [TensorRef<'i>],
 }
 
+/// The read-only parts of a [`Ctx`].
+struct Sources<'c, 'i> {
+    weights: &'c [u8],
+    shapes: &'c [Shape],
+    inputs: &'c [TensorRef<'i>],
+}
+
 /// Splits the arena for a node and builds its input tensors.
 fn prepare<'c>(
-    weights: &'c [u8],
+    src: &Sources<'c, '_>,
     arena: &'c mut [u8],
-    shapes: &[Shape],
-    inputs: &'c [TensorRef<'_>],
     srcs: &[Src],
     writes: &[Range<usize>],
     ins: &mut [Option<TensorRef<'c>>],
     outs: &mut [&'c mut [u8]],
 ) -> Result<(), KernelError> {
     const ERR: KernelError = KernelError::Buffer { op: "arena" };
+    let (weights, shapes, inputs) = (src.weights, src.shapes, src.inputs);
     if srcs.len() > MAX_NODE_INPUTS || writes.len() > MAX_NODE_OUTPUTS + 1 {
         return Err(ERR);
     }
@@ -165,12 +171,14 @@ pub fn exec<K: Kernel>(
     let mut outs: [&mut [u8]; MAX_NODE_OUTPUTS + 1] = Default::default();
     let mut out_shapes = [Shape::SCALAR; MAX_NODE_OUTPUTS];
     {
-        let shapes: &[Shape] = ctx.shapes;
+        let sources = Sources {
+            weights: ctx.weights,
+            shapes: ctx.shapes,
+            inputs: ctx.inputs,
+        };
         prepare(
-            ctx.weights,
+            &sources,
             ctx.arena,
-            shapes,
-            ctx.inputs,
             srcs,
             &writes[..n_out + 1],
             &mut ins,
@@ -233,17 +241,12 @@ pub fn view<K: Kernel>(
     let mut outs: [&mut [u8]; MAX_NODE_OUTPUTS + 1] = Default::default();
     let mut out_shape = [Shape::SCALAR; 1];
     {
-        let shapes: &[Shape] = ctx.shapes;
-        prepare(
-            ctx.weights,
-            ctx.arena,
-            shapes,
-            ctx.inputs,
-            srcs,
-            &[],
-            &mut ins,
-            &mut outs[..0],
-        )?;
+        let sources = Sources {
+            weights: ctx.weights,
+            shapes: ctx.shapes,
+            inputs: ctx.inputs,
+        };
+        prepare(&sources, ctx.arena, srcs, &[], &mut ins, &mut outs[..0])?;
         kernel.infer(&ins[..srcs.len()], &mut out_shape)?;
     }
     ctx.shapes[slot] = out_shape[0];
@@ -254,17 +257,12 @@ pub fn view<K: Kernel>(
 pub fn condition(ctx: &mut Ctx<'_, '_>, src: Src) -> Result<bool, KernelError> {
     let mut ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
     let mut outs: [&mut [u8]; MAX_NODE_OUTPUTS + 1] = Default::default();
-    let shapes: &[Shape] = ctx.shapes;
-    prepare(
-        ctx.weights,
-        ctx.arena,
-        shapes,
-        ctx.inputs,
-        &[src],
-        &[],
-        &mut ins,
-        &mut outs[..0],
-    )?;
+    let sources = Sources {
+        weights: ctx.weights,
+        shapes: ctx.shapes,
+        inputs: ctx.inputs,
+    };
+    prepare(&sources, ctx.arena, &[src], &[], &mut ins, &mut outs[..0])?;
     let t = ins[0].ok_or(KernelError::MissingInput { op: "If", index: 0 })?;
     if t.numel() != 1 {
         return Err(KernelError::Shape {

@@ -49,9 +49,9 @@ pub fn assert_close(what: &str, actual: TensorRef<'_>, expected: &Tensor) {
             for (i, (&x, &y)) in a.iter().zip(e).enumerate() {
                 let err = (x - y).abs();
                 let tol = 1e-4 + 1e-3 * y.abs();
-                if !(err <= tol) {
+                if err.is_nan() || err > tol {
                     bad += 1;
-                    if !(err <= worst.3) {
+                    if err.is_nan() || err > worst.3 {
                         worst = (i, x, y, err);
                     }
                 }

@@ -62,7 +62,7 @@ impl Rng {
 fn random_tensor(dtype: DType, dims: &[usize], rng: &mut Rng) -> Result<Tensor> {
     let n: usize = dims.iter().product();
     let bad = || BuildError::Other("cannot build a random tensor".into());
-    Ok(match dtype {
+    match dtype {
         DType::F32 => Tensor::from_values::<f32>(
             dims,
             &(0..n)
@@ -105,7 +105,7 @@ fn random_tensor(dtype: DType, dims: &[usize], rng: &mut Rng) -> Result<Tensor> 
             )));
         }
     }
-    .ok_or_else(bad)?)
+    .ok_or_else(bad)
 }
 
 /// File-system safe version of an ONNX name.

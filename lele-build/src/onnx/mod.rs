@@ -75,7 +75,9 @@ pub fn from_proto(model: &proto::ModelProto, dir: &Path, limits: &Limits) -> Res
     let opset = model
         .opset_import
         .iter()
-        .find(|o| o.domain.as_deref().unwrap_or("") == "" || o.domain.as_deref() == Some("ai.onnx"))
+        .find(|o| {
+            o.domain.as_deref().unwrap_or("").is_empty() || o.domain.as_deref() == Some("ai.onnx")
+        })
         .and_then(|o| o.version)
         .unwrap_or(1);
     let graph_proto = model

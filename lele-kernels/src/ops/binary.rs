@@ -59,7 +59,7 @@ pub enum BinaryOp {
     /// Bitwise xor of integers.
     BitwiseXor,
 }
-crate::ops::broadcast::enum_to_rust!(ops::binary::BinaryOp {
+crate::to_rust_enum!(ops::binary::BinaryOp {
     Add,
     Sub,
     Mul,
@@ -390,7 +390,7 @@ pub enum VariadicOp {
     /// ONNX `Min` (NaN-propagating).
     Min,
 }
-crate::ops::broadcast::enum_to_rust!(ops::binary::VariadicOp {
+crate::to_rust_enum!(ops::binary::VariadicOp {
     Sum,
     Mean,
     Max,

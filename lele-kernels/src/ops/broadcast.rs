@@ -392,25 +392,6 @@ macro_rules! impl_num_half {
 }
 impl_num_half!(f16, bf16);
 
-/// Same as [`crate::to_rust_enum!`] (whose nested repetition does not
-/// compile as of writing): implements `ToRust` for a fieldless enum.
-macro_rules! enum_to_rust {
-    ($($seg:ident)::+ { $($variant:ident),* $(,)? }) => {
-        #[cfg(feature = "codegen")]
-        impl $crate::codegen::ToRust for $crate::$($seg)::+ {
-            fn to_rust(&self) -> ::proc_macro2::TokenStream {
-                use $crate::$($seg)::+ as This;
-                let path = ::quote::quote!(::lele::kernels::$($seg)::+);
-                let variant = match self {
-                    $(This::$variant => ::quote::format_ident!(stringify!($variant)),)*
-                };
-                ::quote::quote!(#path::#variant)
-            }
-        }
-    };
-}
-pub(crate) use enum_to_rust;
-
 /// Matches a dtype against a list of `DType => type` arms, binding the Rust
 /// type to `$T` inside `$body`; other dtypes are `UnsupportedDType`.
 macro_rules! dispatch {

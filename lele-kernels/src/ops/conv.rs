@@ -22,22 +22,12 @@ pub enum AutoPad {
     /// No padding.
     Valid,
 }
-enum_to_rust!(ops::conv::AutoPad);
-
-/// Implements `ToRust` for a fieldless enum deriving `Debug` (stands in for
-/// `crate::to_rust_enum!`, whose nested repetition does not expand).
-macro_rules! enum_to_rust {
-    ($($seg:ident)::+) => {
-        #[cfg(feature = "codegen")]
-        impl $crate::codegen::ToRust for $crate::$($seg)::+ {
-            fn to_rust(&self) -> ::proc_macro2::TokenStream {
-                let v = ::quote::format_ident!("{}", ::alloc::format!("{self:?}"));
-                ::quote::quote!(::lele::kernels::$($seg)::+::#v)
-            }
-        }
-    };
-}
-pub(crate) use enum_to_rust;
+crate::to_rust_enum!(ops::conv::AutoPad {
+    NotSet,
+    SameUpper,
+    SameLower,
+    Valid
+});
 
 /// Floats of im2col buffer we aim for per chunk.
 const COL_BUDGET: usize = 1 << 20;

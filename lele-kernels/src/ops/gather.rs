@@ -371,7 +371,7 @@ pub enum ScatterReduction {
     /// Minimum.
     Min,
 }
-crate::ops::broadcast::enum_to_rust!(ops::gather::ScatterReduction {
+crate::to_rust_enum!(ops::gather::ScatterReduction {
     None,
     Add,
     Mul,

@@ -1,9 +1,7 @@
 //! `Pad` (constant, reflect, edge, wrap; negative pads crop).
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::broadcast::{
-    check_data, check_out, dispatch_size, enum_to_rust, raw, raw_mut, read_list,
-};
+use crate::ops::broadcast::{check_data, check_out, dispatch_size, raw, raw_mut, read_list};
 use crate::shape::{MAX_RANK, Shape, normalize_axis};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -19,7 +17,7 @@ pub enum PadMode {
     /// Wrap around (torus).
     Wrap,
 }
-enum_to_rust!(ops::pad::PadMode {
+crate::to_rust_enum!(ops::pad::PadMode {
     Constant,
     Reflect,
     Edge,

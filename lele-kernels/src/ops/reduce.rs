@@ -7,9 +7,7 @@
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::broadcast::{
-    Num, Rows, check_data, check_out, dispatch_num, enum_to_rust, read_list,
-};
+use crate::ops::broadcast::{Num, Rows, check_data, check_out, dispatch_num, read_list};
 use crate::shape::{MAX_RANK, Shape, normalize_axis};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -37,7 +35,7 @@ pub enum ReduceOp {
     /// Sum of squares.
     SumSquare,
 }
-enum_to_rust!(ops::reduce::ReduceOp {
+crate::to_rust_enum!(ops::reduce::ReduceOp {
     Sum,
     Mean,
     Max,

@@ -8,7 +8,6 @@
 use crate::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::conv::enum_to_rust;
 use crate::ops::gemm::{check_f32, f32_in, f32_out};
 use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
@@ -25,7 +24,11 @@ pub enum ResizeMode {
     /// (Bi)cubic with `cubic_coeff_a`.
     Cubic,
 }
-enum_to_rust!(ops::resize::ResizeMode);
+crate::to_rust_enum!(ops::resize::ResizeMode {
+    Nearest,
+    Linear,
+    Cubic
+});
 
 /// `coordinate_transformation_mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +46,14 @@ pub enum CoordMode {
     /// `half_pixel_symmetric`.
     HalfPixelSymmetric,
 }
-enum_to_rust!(ops::resize::CoordMode);
+crate::to_rust_enum!(ops::resize::CoordMode {
+    HalfPixel,
+    PytorchHalfPixel,
+    AlignCorners,
+    Asymmetric,
+    TfCropAndResize,
+    HalfPixelSymmetric
+});
 
 /// `nearest_mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +67,12 @@ pub enum NearestMode {
     /// `ceil`.
     Ceil,
 }
-enum_to_rust!(ops::resize::NearestMode);
+crate::to_rust_enum!(ops::resize::NearestMode {
+    RoundPreferFloor,
+    RoundPreferCeil,
+    Floor,
+    Ceil
+});
 
 /// ONNX `Resize`.
 ///

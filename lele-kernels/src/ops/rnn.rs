@@ -9,7 +9,6 @@
 use crate::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
-use crate::ops::conv::enum_to_rust;
 use crate::ops::gemm::{MatRef, check_f32, f32_in, scratch_f32, sgemm, sgemm_scratch_len};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
@@ -24,7 +23,11 @@ pub enum Direction {
     /// Both; outputs stack the forward then the reverse direction.
     Bidirectional,
 }
-enum_to_rust!(ops::rnn::Direction);
+crate::to_rust_enum!(ops::rnn::Direction {
+    Forward,
+    Reverse,
+    Bidirectional
+});
 
 impl Direction {
     fn count(self) -> usize {

@@ -11,7 +11,7 @@ use half::{bf16, f16};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::broadcast::{Num, check_data, check_out, dispatch, enum_to_rust};
+use crate::ops::broadcast::{Num, check_data, check_out, dispatch};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -87,7 +87,7 @@ pub enum UnaryOp {
     /// Copy.
     Identity,
 }
-enum_to_rust!(ops::unary::UnaryOp {
+crate::to_rust_enum!(ops::unary::UnaryOp {
     Relu,
     Sigmoid,
     Tanh,
