@@ -1,6 +1,6 @@
 //! lele: ONNX models compiled into plain Rust at build time.
 //!
-//! ```ignore
+//! ```text
 //! #[lele::model("models/silero_vad.toml")]
 //! pub struct SileroVad;
 //!

@@ -23,3 +23,36 @@ fn yolov8n_320_matches_ort() {
 fn yolov8n_640_matches_ort() {
     case("yolov8n_640");
 }
+
+#[test]
+fn sizes_beyond_the_bounds_are_errors() {
+    let model = Yolo::new().unwrap();
+    let mut ws = model.workspace();
+    let data = vec![0f32; 3 * 672 * 320];
+    let x = lele::TensorView::new(&data, &[1, 3, 672, 320]).unwrap();
+    let err = model
+        .forward(&mut ws, x)
+        .err()
+        .expect("h = 672 exceeds h <= 640");
+    assert!(err.to_string().contains("images"), "{err}");
+}
+
+#[test]
+fn model_is_send_and_sync_and_serves_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Yolo>();
+    let model = std::sync::Arc::new(Yolo::new().unwrap());
+    let x = load("yolov8n_320", 0, "in", 0);
+    let expected = load("yolov8n_320", 0, "out", 0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            let model = model.clone();
+            let (x, expected) = (&x, &expected);
+            s.spawn(move || {
+                let mut ws = model.workspace();
+                let out = model.forward(&mut ws, view(x)).unwrap();
+                assert_close("threaded", out.output0.as_untyped(), expected);
+            });
+        }
+    });
+}

@@ -50,12 +50,7 @@ pub fn inspect(path: &Path) -> Result<()> {
     let mut nodes = 0;
     g.for_each_node(&mut |n| {
         nodes += 1;
-        let key = if n.domain.is_empty() {
-            n.op_type.clone()
-        } else {
-            format!("{}.{}", n.domain, n.op_type)
-        };
-        *hist.entry(key).or_default() += 1;
+        *hist.entry(qualified(n)).or_default() += 1;
     });
     let params: usize = g
         .values
@@ -71,21 +66,39 @@ pub fn inspect(path: &Path) -> Result<()> {
     let mut unsupported = Vec::new();
     g.for_each_node(&mut |n| {
         if let Op::Unsupported { reason } = &n.op {
-            let op = if n.domain.is_empty() {
-                n.op_type.clone()
-            } else {
-                format!("{}.{}", n.domain, n.op_type)
-            };
-            unsupported.push(format!("  {op} (node `{}`): {reason}", n.name));
+            unsupported.push(format!("  {} (node `{}`): {reason}", qualified(n), n.name));
         }
     });
     if unsupported.is_empty() {
         println!("unsupported: none");
     } else {
-        println!("unsupported ({}):", unsupported.len());
+        let mut by_op: BTreeMap<String, usize> = BTreeMap::new();
+        g.for_each_node(&mut |n| {
+            if let Op::Unsupported { .. } = &n.op {
+                *by_op.entry(qualified(n)).or_default() += 1;
+            }
+        });
+        println!(
+            "unsupported op types ({}): {}",
+            by_op.len(),
+            by_op
+                .iter()
+                .map(|(k, v)| format!("{k} x{v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!("unsupported nodes ({}):", unsupported.len());
         for u in unsupported {
             println!("{u}");
         }
     }
     Ok(())
+}
+
+fn qualified(n: &crate::ir::Node) -> String {
+    if n.domain.is_empty() {
+        n.op_type.clone()
+    } else {
+        format!("{}.{}", n.domain, n.op_type)
+    }
 }

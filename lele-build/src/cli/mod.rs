@@ -1,6 +1,7 @@
 //! The `lele` CLI: `inspect`, `gen` and `run`.
 mod inspect;
-mod run;
+pub mod run;
+pub use run::file_name;
 
 use std::path::PathBuf;
 

@@ -271,7 +271,7 @@ fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<P
     let root = crate::compile::cache_dir().join("run");
     let dir = root.join(&hash);
     let target = root.join("target");
-    let exe = target.join("release").join(format!("lele-run-{hash}"));
+    let exe = target.join("debug").join(format!("lele-run-{hash}"));
     if exe.exists() {
         return Ok(exe);
     }
@@ -345,7 +345,8 @@ fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<P
     let lele_dir = lele_source_dir();
     let manifest = format!(
         "[package]\nname = \"lele-run-{hash}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [dependencies]\nlele = {{ path = {} }}\nlele-build = {{ path = {} }}\n\n[workspace]\n",
+         [dependencies]\nlele = {{ path = {} }}\nlele-build = {{ path = {} }}\n\n[workspace]\n\n\
+         [profile.dev]\ndebug = false\n\n[profile.dev.package.lele-kernels]\nopt-level = 3\n",
         toml_string(&lele_dir.to_string_lossy()),
         toml_string(&lele_dir.join("lele-build").to_string_lossy())
     );
@@ -355,7 +356,7 @@ fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<P
     })?;
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .arg("build")
-        .arg("--release")
+        .arg("--quiet")
         .arg("--manifest-path")
         .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")

@@ -813,48 +813,6 @@ mod tests {
         }
     }
 
-    /// Rough throughput check: `cargo test -p lele-kernels --lib sgemm_speed -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn sgemm_speed() {
-        for (m, n, k) in [
-            (256, 256, 256),
-            (64, 3136, 576),
-            (1, 1024, 1024),
-            (512, 512, 512),
-        ] {
-            let a = rand_vec(m * k, 1);
-            let b = rand_vec(k * n, 2);
-            let mut c = vec![0f32; m * n];
-            let mut s = vec![0f32; sgemm_scratch_len(m, n, k)];
-            for isa in isas() {
-                let reps = 5;
-                let t0 = std::time::Instant::now();
-                for _ in 0..reps {
-                    sgemm_isa(
-                        isa,
-                        m,
-                        n,
-                        k,
-                        1.0,
-                        MatRef::row_major(&a, k),
-                        MatRef::row_major(&b, n),
-                        0.0,
-                        &mut c,
-                        n,
-                        &mut s,
-                    )
-                    .unwrap();
-                }
-                let dt = t0.elapsed().as_secs_f64() / reps as f64;
-                std::println!(
-                    "{isa:?} {m}x{n}x{k}: {:.2} GFLOP/s",
-                    2.0 * (m * n * k) as f64 / dt / 1e9
-                );
-            }
-        }
-    }
-
     #[test]
     fn beta_zero_ignores_nan_and_k_zero() {
         let a = [1.0f32; 4];
