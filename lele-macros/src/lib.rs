@@ -27,10 +27,11 @@ pub fn model(attr: TokenStream, item: TokenStream) -> TokenStream {
 type Errors = Vec<(Span, String)>;
 
 fn expand(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream2, Errors> {
-    let lit: LitStr = syn::parse2(attr.clone()).map_err(|_| {
+    let lit: LitStr = syn::parse2(attr.clone()).map_err(|e| {
         vec![(
-            Span::call_site(),
-            "expected a path to a model.toml: #[lele::model(\"model.toml\")]".to_string(),
+            e.span(),
+            "expected the path of a model.toml as a string: #[lele::model(\"model.toml\")]"
+                .to_string(),
         )]
     })?;
     let span = lit.span();

@@ -1,0 +1,1 @@
+//! Compile-fail tests of `#[lele::model]` live in `tests/ui`.

@@ -1,0 +1,4 @@
+#[lele::model(model_toml)]
+struct Model;
+
+fn main() {}

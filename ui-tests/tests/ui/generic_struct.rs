@@ -1,0 +1,4 @@
+#[lele::model("model.toml")]
+struct Model<T>;
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[lele::model("model.toml")]
+enum Model {
+    A,
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[lele::model("model.toml")]
+struct Model {
+    x: u32,
+}
+
+fn main() {}
