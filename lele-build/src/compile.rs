@@ -26,6 +26,8 @@ pub struct Compiled {
     pub hash: String,
     /// Arena bytes.
     pub arena_bytes: usize,
+    /// Whether the result came from the artifact cache (no recompilation).
+    pub from_cache: bool,
 }
 
 /// Options of one compilation.
@@ -230,7 +232,23 @@ pub fn compile_toml(toml_path: &Path, opts: &CompileOptions<'_>) -> Result<Compi
     let toml = ModelToml::parse(&toml_text)?;
     let base = toml_path.parent().unwrap_or(Path::new("."));
     let model_path = toml.model_path(base)?;
-    compile_model(&model_path, &toml, &toml_text, opts)
+    let written = toml.model.path.clone().unwrap_or_default();
+    if !model_path.is_file() {
+        return Err(BuildError::Config(format!(
+            "model file `{written}` does not exist (relative paths are relative to the model.toml){}",
+            if written.contains("${LELE_ZOO}") {
+                "; run `cargo xtask models` to fetch the model zoo"
+            } else {
+                ""
+            }
+        )));
+    }
+    compile_model(&model_path, &toml, &toml_text, opts).map_err(|e| match e {
+        BuildError::Config(m) => BuildError::Config(
+            m.replace(&model_path.display().to_string(), &format!("`{written}`")),
+        ),
+        other => other,
+    })
 }
 
 /// Compiles an ONNX file with settings from a parsed toml.
@@ -257,6 +275,26 @@ pub fn compile_model(
         }
     }
     let hash = hash_inputs(&model_bytes, toml_text, opts.name);
+    let out_dir = opts.out_dir.clone().unwrap_or_else(cache_dir);
+    // The artifact cache: generated tokens keyed by everything they depend on.
+    let key = {
+        let mut h = Sha256::new();
+        h.update(hash.as_bytes());
+        h.update(opts.vis.to_string().as_bytes());
+        h.update([0]);
+        h.update(opts.attrs.to_string().as_bytes());
+        h.update([u8::from(opts.relative_weights)]);
+        let d = h.finalize();
+        d.iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let tokens_path = out_dir.join(format!("{key}.tokens"));
+    let use_cache = !opts.relative_weights;
+    if use_cache && let Some(hit) = cached_artifact(&tokens_path, model_path, &hash) {
+        return Ok(hit);
+    }
     let limits = crate::onnx::Limits::default();
     let proto = {
         use prost::Message;
@@ -274,7 +312,6 @@ pub fn compile_model(
     check_legacy_softmax(&g, &sizes)?;
     let plan = crate::plan::plan(&g, &sizes);
 
-    let out_dir = opts.out_dir.clone().unwrap_or_else(cache_dir);
     std::fs::create_dir_all(&out_dir).map_err(|source| BuildError::Io {
         path: out_dir.clone(),
         source,
@@ -304,12 +341,45 @@ pub fn compile_model(
         &opts.vis,
         &opts.attrs,
     );
+    let meta = format!(
+        "{}\n{}\n{}\n{}",
+        weights_path.display(),
+        plan.weights.len(),
+        plan.arena_bytes,
+        tokens
+    );
+    if use_cache {
+        write_atomic(&tokens_path, meta.as_bytes())?;
+    }
     Ok(Compiled {
         tokens,
         weights_path,
         model_path: model_path.to_path_buf(),
         hash,
         arena_bytes: plan.arena_bytes,
+        from_cache: false,
+    })
+}
+
+/// Reads a cached artifact: weights path, weights length, arena bytes, then
+/// the generated tokens. Anything inconsistent is a miss.
+fn cached_artifact(tokens_path: &Path, model_path: &Path, hash: &str) -> Option<Compiled> {
+    let text = std::fs::read_to_string(tokens_path).ok()?;
+    let mut parts = text.splitn(4, '\n');
+    let weights_path = PathBuf::from(parts.next()?);
+    let weights_len: u64 = parts.next()?.parse().ok()?;
+    let arena_bytes: usize = parts.next()?.parse().ok()?;
+    let tokens: TokenStream = parts.next()?.parse().ok()?;
+    if std::fs::metadata(&weights_path).ok()?.len() != weights_len {
+        return None;
+    }
+    Some(Compiled {
+        tokens,
+        weights_path,
+        model_path: model_path.to_path_buf(),
+        hash: hash.to_string(),
+        arena_bytes,
+        from_cache: true,
     })
 }
 

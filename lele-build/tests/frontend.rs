@@ -244,3 +244,55 @@ fn hostile_bytes_give_errors_not_panics() {
         Err(BuildError::Limit(_))
     ));
 }
+
+#[test]
+fn second_compilation_is_served_from_the_artifact_cache() {
+    let cache = std::env::temp_dir().join(format!("lele-cache-test-{}", std::process::id()));
+    let toml = cache.join("m.toml");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::write(
+        &toml,
+        format!(
+            "[model]\npath = {:?}\n[inputs]\nx = [1, 3, 48, 192]\n",
+            lele_build::config::zoo_dir()
+                .join("ppocr_cls.onnx")
+                .display()
+                .to_string()
+        ),
+    )
+    .unwrap();
+    let opts = lele_build::CompileOptions {
+        name: "Cls",
+        vis: quote::quote!(pub),
+        attrs: quote::quote!(),
+        out_dir: Some(cache.clone()),
+        relative_weights: false,
+    };
+    let first = lele_build::compile_toml(&toml, &opts).unwrap();
+    assert!(!first.from_cache);
+    let second = lele_build::compile_toml(&toml, &opts).unwrap();
+    assert!(second.from_cache);
+    assert_eq!(first.tokens.to_string(), second.tokens.to_string());
+    // A changed toml is a different artifact.
+    let original = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        format!("{original}\n[codegen]\nweights = \"mmap\"\n"),
+    )
+    .unwrap();
+    assert!(!lele_build::compile_toml(&toml, &opts).unwrap().from_cache);
+    // A truncated weights file is a miss, never a poisoned hit.
+    std::fs::write(&toml, &original).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&second.weights_path)
+        .unwrap();
+    f.set_len(10).unwrap();
+    let third = lele_build::compile_toml(&toml, &opts).unwrap();
+    assert!(!third.from_cache);
+    assert_eq!(
+        std::fs::metadata(&third.weights_path).unwrap().len(),
+        std::fs::metadata(&first.weights_path).unwrap().len()
+    );
+    let _ = std::fs::remove_dir_all(&cache);
+}

@@ -65,6 +65,15 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream2, Errors
         .map(PathBuf::from)
         .unwrap_or_default();
     let toml_path = manifest.join(lit.value());
+    if !toml_path.is_file() {
+        return Err(vec![(
+            span,
+            format!(
+                "lele: cannot find `{}` (the path is relative to the crate's Cargo.toml)",
+                lit.value()
+            ),
+        )]);
+    }
     let vis = s.vis.to_token_stream();
     let attrs: TokenStream2 = s.attrs.iter().map(|a| a.to_token_stream()).collect();
     let opts = lele_build::CompileOptions {
@@ -83,10 +92,13 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream2, Errors
     let toml_str = toml_path.to_string_lossy().into_owned();
     let model_str = compiled.model_path.to_string_lossy().into_owned();
     let tokens = compiled.tokens;
-    // include_bytes! makes cargo rebuild when the toml or the model changes.
+    // include_bytes! makes cargo rebuild when the toml or the model changes,
+    // option_env! when a variable that changes the result does.
     Ok(quote! {
         const _: &[u8] = include_bytes!(#toml_str);
         const _: &[u8] = include_bytes!(#model_str);
+        const _: ::core::option::Option<&str> = option_env!("LELE_ZOO");
+        const _: ::core::option::Option<&str> = option_env!("LELE_CACHE_DIR");
         #tokens
     })
 }

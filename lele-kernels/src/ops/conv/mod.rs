@@ -1,0 +1,440 @@
+//! `Conv` and `ConvTranspose` over 1-D (`N,C,W`) and 2-D (`N,C,H,W`) inputs.
+//!
+//! Attribute convention: every spatial attribute is given in its 2-D form.
+//! A 1-D operator is a 2-D one with `H = 1`: `kernel = [1, k]`,
+//! `strides = [1, s]`, `pads = [0, begin, 0, end]`, `dilations = [1, d]`,
+//! `output_padding = [0, p]`, `output_shape = Some([1, w])`.
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input, opt_input, output};
+use crate::ops::gemm::{MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_scratch_len};
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+mod depthwise;
+mod im2col;
+#[cfg(test)]
+#[allow(clippy::excessive_precision)]
+mod tests;
+mod transpose;
+
+use depthwise::depthwise_plane;
+use im2col::im2col;
+pub use transpose::ConvTranspose;
+
+/// ONNX `auto_pad`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoPad {
+    /// Use the explicit `pads`.
+    NotSet,
+    /// Output size `ceil(in / stride)`, extra padding at the end.
+    SameUpper,
+    /// Output size `ceil(in / stride)`, extra padding at the beginning.
+    SameLower,
+    /// No padding.
+    Valid,
+}
+crate::to_rust_enum!(ops::conv::AutoPad {
+    NotSet,
+    SameUpper,
+    SameLower,
+    Valid
+});
+
+/// Floats of im2col buffer we aim for per chunk.
+const COL_BUDGET: usize = 1 << 20;
+
+/// `N, C, H, W` of a rank-3 (`H = 1`) or rank-4 tensor.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Nchw {
+    pub n: usize,
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub one_d: bool,
+}
+
+pub(crate) fn nchw(s: &Shape, op: &'static str) -> Result<Nchw, KernelError> {
+    match *s.dims() {
+        [n, c, w] => Ok(Nchw {
+            n,
+            c,
+            h: 1,
+            w,
+            one_d: true,
+        }),
+        [n, c, h, w] => Ok(Nchw {
+            n,
+            c,
+            h,
+            w,
+            one_d: false,
+        }),
+        _ => Err(KernelError::Shape {
+            op,
+            msg: "expected a rank-3 (N,C,W) or rank-4 (N,C,H,W) input",
+        }),
+    }
+}
+
+/// The output shape `[N, C, (H,) W]` matching `x`'s rank.
+pub(crate) fn out_shape(x: Nchw, c: usize, h: usize, w: usize) -> Result<Shape, KernelError> {
+    if x.one_d {
+        Shape::new(&[x.n, c, w])
+    } else {
+        Shape::new(&[x.n, c, h, w])
+    }
+}
+
+/// Output size and `(begin, end)` padding of one spatial axis of a
+/// convolution or pooling window. `ceil` selects pooling's `ceil_mode`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn window_out(
+    len: usize,
+    k: usize,
+    s: usize,
+    d: usize,
+    pad_begin: usize,
+    pad_end: usize,
+    auto_pad: AutoPad,
+    ceil: bool,
+    op: &'static str,
+) -> Result<(usize, usize, usize), KernelError> {
+    if k == 0 || s == 0 || d == 0 {
+        return Err(KernelError::Invalid {
+            op,
+            msg: "kernel, strides and dilations must be positive",
+        });
+    }
+    let eff = (k - 1) * d + 1;
+    let too_small = KernelError::Shape {
+        op,
+        msg: "input smaller than the kernel window",
+    };
+    match auto_pad {
+        AutoPad::SameUpper | AutoPad::SameLower => {
+            let out = len.div_ceil(s);
+            let total = ((out.max(1) - 1) * s + eff).saturating_sub(len);
+            let begin = if auto_pad == AutoPad::SameUpper {
+                total / 2
+            } else {
+                total - total / 2
+            };
+            Ok((out, begin, total - begin))
+        }
+        AutoPad::Valid => {
+            if len < eff {
+                return Err(too_small);
+            }
+            Ok(((len - eff) / s + 1, 0, 0))
+        }
+        AutoPad::NotSet => {
+            let padded = len + pad_begin + pad_end;
+            if padded < eff {
+                return Err(too_small);
+            }
+            let span = padded - eff;
+            let mut out = if ceil { span.div_ceil(s) } else { span / s } + 1;
+            // The last window must start inside the input or the begin padding.
+            if ceil && (out - 1) * s >= len + pad_begin {
+                out -= 1;
+            }
+            Ok((out, pad_begin, pad_end))
+        }
+    }
+}
+
+/// ONNX `Conv` (1-D or 2-D, grouped, dilated).
+///
+/// Inputs: `X` `[N, C, (H,) W]`, `W` `[M, C/group, (kH,) kW]`, optional `B`
+/// `[M]`. Output `Y` `[N, M, (oH,) oW]`. See the module docs for how 1-D
+/// attributes are given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Conv {
+    /// Number of groups.
+    pub group: usize,
+    /// `kernel_shape` (`[kH, kW]`); `[0, 0]` means "read it from `W`".
+    pub kernel: [usize; 2],
+    /// Strides `[sH, sW]`.
+    pub strides: [usize; 2],
+    /// Pads `[top, left, bottom, right]`.
+    pub pads: [usize; 4],
+    /// Dilations `[dH, dW]`.
+    pub dilations: [usize; 2],
+    /// Automatic padding.
+    pub auto_pad: AutoPad,
+}
+crate::to_rust_struct!(ops::conv::Conv {
+    group,
+    kernel,
+    strides,
+    pads,
+    dilations,
+    auto_pad
+});
+
+/// Everything `Conv::run` needs to know about the shapes.
+#[derive(Clone, Copy, Debug)]
+struct ConvGeom {
+    x: Nchw,
+    m: usize,
+    cg: usize,
+    mg: usize,
+    kh: usize,
+    kw: usize,
+    oh: usize,
+    ow: usize,
+    pt: usize,
+    pl: usize,
+}
+
+impl ConvGeom {
+    fn k(&self) -> usize {
+        self.cg * self.kh * self.kw
+    }
+    fn ohw(&self) -> usize {
+        self.oh * self.ow
+    }
+}
+
+/// The kernel size from `W` (`[.., .., (kH,) kW]`), checked against the attribute.
+fn kernel_from_w(
+    w: &Shape,
+    x: Nchw,
+    attr: [usize; 2],
+    op: &'static str,
+) -> Result<(usize, usize), KernelError> {
+    let (kh, kw) = match (x.one_d, w.dims()) {
+        (true, [_, _, kw]) => (1, *kw),
+        (false, [_, _, kh, kw]) => (*kh, *kw),
+        _ => {
+            return Err(KernelError::Shape {
+                op,
+                msg: "weight rank does not match the input rank",
+            });
+        }
+    };
+    if attr != [0, 0] && attr != [kh, kw] {
+        return Err(KernelError::Shape {
+            op,
+            msg: "kernel_shape does not match the weights",
+        });
+    }
+    Ok((kh, kw))
+}
+
+impl Conv {
+    fn geom(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<ConvGeom, KernelError> {
+        const OP: &str = "Conv";
+        let xt = input(inputs, 0, OP)?;
+        let wt = input(inputs, 1, OP)?;
+        check_f32(xt, OP)?;
+        check_f32(wt, OP)?;
+        let x = nchw(&xt.shape, OP)?;
+        let (kh, kw) = kernel_from_w(&wt.shape, x, self.kernel, OP)?;
+        let m = wt.shape.dim(0);
+        let g = self.group;
+        if g == 0 || x.c % g != 0 || m % g != 0 || wt.shape.dim(1) * g != x.c {
+            return Err(KernelError::Shape {
+                op: OP,
+                msg: "channels do not match group and weights",
+            });
+        }
+        if let Some(b) = opt_input(inputs, 2) {
+            check_f32(b, OP)?;
+            if b.shape.numel() != m {
+                return Err(KernelError::Shape {
+                    op: OP,
+                    msg: "bias length differs from output channels",
+                });
+            }
+        }
+        let [sh, sw] = self.strides;
+        let [dh, dw] = self.dilations;
+        let [pt, pl, pb, pr] = self.pads;
+        let (oh, pt, _) = window_out(x.h, kh, sh, dh, pt, pb, self.auto_pad, false, OP)?;
+        let (ow, pl, _) = window_out(x.w, kw, sw, dw, pl, pr, self.auto_pad, false, OP)?;
+        Ok(ConvGeom {
+            x,
+            m,
+            cg: x.c / g,
+            mg: m / g,
+            kh,
+            kw,
+            oh,
+            ow,
+            pt,
+            pl,
+        })
+    }
+
+    fn is_depthwise(&self, g: &ConvGeom) -> bool {
+        g.cg == 1 && g.mg == 1
+    }
+
+    fn is_pointwise(&self, g: &ConvGeom) -> bool {
+        g.kh == 1 && g.kw == 1 && self.strides == [1, 1] && g.oh == g.x.h && g.ow == g.x.w
+    }
+
+    /// Columns of the im2col buffer processed at once.
+    fn chunk(g: &ConvGeom) -> usize {
+        (COL_BUDGET / g.k().max(1)).max(16).min(g.ohw()).max(1)
+    }
+}
+
+impl Kernel for Conv {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let g = self.geom(inputs)?;
+        *outputs.first_mut().ok_or(KernelError::Invalid {
+            op: "Conv",
+            msg: "no output",
+        })? = out_shape(g.x, g.m, g.oh, g.ow)?;
+        Ok(())
+    }
+
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+        let Ok(g) = self.geom(inputs) else { return 0 };
+        if self.is_depthwise(&g) {
+            0
+        } else if self.is_pointwise(&g) {
+            4 * sgemm_scratch_len(g.mg, g.ohw(), g.cg)
+        } else {
+            let ch = Self::chunk(&g);
+            4 * (g.k() * ch + sgemm_scratch_len(g.mg, ch, g.k()))
+        }
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "Conv";
+        let g = self.geom(inputs)?;
+        let x = f32_in(input(inputs, 0, OP)?, OP)?;
+        let w = f32_in(input(inputs, 1, OP)?, OP)?;
+        let bias = match opt_input(inputs, 2) {
+            Some(b) => Some(f32_in(b, OP)?),
+            None => None,
+        };
+        let y = f32_out(output(outputs, 0, OP)?, OP)?;
+        let (ihw, ohw, k) = (g.x.h * g.x.w, g.ohw(), g.k());
+        if y.len() != g.x.n * g.m * ohw || x.len() != g.x.n * g.x.c * ihw || w.len() != g.m * k {
+            return Err(KernelError::Buffer { op: OP });
+        }
+        if ohw == 0 {
+            return Ok(());
+        }
+        // Start from the bias (GEMMs then accumulate with beta = 1).
+        for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
+            plane.fill(bias.map_or(0.0, |b| b[i % g.m]));
+        }
+        let beta = if bias.is_some() { 1.0 } else { 0.0 };
+        if self.is_depthwise(&g) {
+            for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
+                let c = i % g.m;
+                let xp = &x[i * ihw..(i + 1) * ihw];
+                depthwise_plane(self, &g, xp, &w[c * k..(c + 1) * k], plane);
+            }
+            return Ok(());
+        }
+        let groups = self.group;
+        if self.is_pointwise(&g) {
+            let s = scratch_f32(scratch, sgemm_scratch_len(g.mg, ohw, g.cg), OP)?;
+            for n in 0..g.x.n {
+                for gi in 0..groups {
+                    let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
+                    let wg = &w[gi * g.mg * k..][..g.mg * k];
+                    let yg = &mut y[(n * g.m + gi * g.mg) * ohw..][..g.mg * ohw];
+                    sgemm(
+                        g.mg,
+                        ohw,
+                        g.cg,
+                        1.0,
+                        MatRef::row_major(wg, k),
+                        MatRef::row_major(xg, ihw),
+                        beta,
+                        yg,
+                        ohw,
+                        s,
+                    )?;
+                }
+            }
+            return Ok(());
+        }
+        let ch = Self::chunk(&g);
+        let s = scratch_f32(scratch, k * ch + sgemm_scratch_len(g.mg, ch, k), OP)?;
+        let (col, gs) = s.split_at_mut(k * ch);
+        for n in 0..g.x.n {
+            for gi in 0..groups {
+                let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
+                let wg = &w[gi * g.mg * k..][..g.mg * k];
+                let yg = &mut y[(n * g.m + gi * g.mg) * ohw..][..g.mg * ohw];
+                for j0 in (0..ohw).step_by(ch) {
+                    let cw = ch.min(ohw - j0);
+                    let col = &mut col[..k * cw];
+                    im2col(self, &g, xg, j0, cw, col);
+                    sgemm(
+                        g.mg,
+                        cw,
+                        k,
+                        1.0,
+                        MatRef::row_major(wg, k),
+                        MatRef::row_major(col, cw),
+                        beta,
+                        &mut yg[j0..],
+                        ohw,
+                        gs,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "codegen"))]
+mod codegen_tests {
+    use super::*;
+    use crate::codegen::ToRust;
+    use alloc::string::ToString;
+
+    #[test]
+    fn params_print_as_rust() {
+        let op = ConvTranspose {
+            group: 2,
+            kernel: [3, 3],
+            strides: [2, 2],
+            pads: [1, 1, 1, 1],
+            dilations: [1, 1],
+            output_padding: [1, 0],
+            output_shape: Some([8, 9]),
+            auto_pad: AutoPad::SameLower,
+        };
+        let s = op.to_rust().to_string().replace(' ', "");
+        assert!(
+            s.starts_with("::lele::kernels::ops::conv::ConvTranspose{group:2usize"),
+            "{s}"
+        );
+        assert!(
+            s.contains("auto_pad:::lele::kernels::ops::conv::AutoPad::SameLower"),
+            "{s}"
+        );
+        assert!(
+            s.contains("output_shape:::core::option::Option::Some([8usize,9usize])"),
+            "{s}"
+        );
+        let r = crate::ops::resize::CoordMode::TfCropAndResize
+            .to_rust()
+            .to_string()
+            .replace(' ', "");
+        assert_eq!(
+            r,
+            "::lele::kernels::ops::resize::CoordMode::TfCropAndResize"
+        );
+    }
+}

@@ -1,0 +1,531 @@
+use super::*;
+use crate::ops::gemm::testutil::*;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Direct 2-D convolution (1-D inputs as H = 1).
+#[allow(clippy::too_many_arguments)]
+fn naive_conv(
+    x: &[f32],
+    [n, c, h, w]: [usize; 4],
+    wt: &[f32],
+    [m, kh, kw]: [usize; 3],
+    b: Option<&[f32]>,
+    group: usize,
+    [sh, sw]: [usize; 2],
+    [pt, pl]: [usize; 2],
+    [dh, dw]: [usize; 2],
+    [oh, ow]: [usize; 2],
+) -> Vec<f32> {
+    let (cg, mg) = (c / group, m / group);
+    let mut y = vec![0f32; n * m * oh * ow];
+    for ni in 0..n {
+        for mi in 0..m {
+            let gi = mi / mg;
+            for yh in 0..oh {
+                for yw in 0..ow {
+                    let mut s = b.map_or(0.0, |b| b[mi]) as f64;
+                    for ci in 0..cg {
+                        for ki in 0..kh {
+                            for kj in 0..kw {
+                                let hh = (yh * sh + ki * dh) as isize - pt as isize;
+                                let ww = (yw * sw + kj * dw) as isize - pl as isize;
+                                if hh < 0 || ww < 0 || hh >= h as isize || ww >= w as isize {
+                                    continue;
+                                }
+                                let xv = x
+                                    [((ni * c + gi * cg + ci) * h + hh as usize) * w + ww as usize];
+                                let wv = wt[((mi * cg + ci) * kh + ki) * kw + kj];
+                                s += (xv * wv) as f64;
+                            }
+                        }
+                    }
+                    y[((ni * m + mi) * oh + yh) * ow + yw] = s as f32;
+                }
+            }
+        }
+    }
+    y
+}
+
+fn conv(group: usize, strides: [usize; 2], pads: [usize; 4], dilations: [usize; 2]) -> Conv {
+    Conv {
+        group,
+        kernel: [0, 0],
+        strides,
+        pads,
+        dilations,
+        auto_pad: AutoPad::NotSet,
+    }
+}
+
+#[test]
+fn conv_paths_match_naive() {
+    // (n, c, h, w, m, kh, kw, group, strides, pads, dilations)
+    type Case = (
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        [usize; 2],
+        [usize; 4],
+        [usize; 2],
+    );
+    let cases: &[Case] = &[
+        (1, 3, 7, 9, 5, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (2, 4, 8, 5, 6, 3, 2, 2, [2, 1], [0, 1, 2, 0], [1, 2]),
+        (1, 5, 6, 6, 7, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]), // pointwise
+        (2, 6, 5, 7, 4, 1, 1, 2, [1, 1], [0, 0, 0, 0], [1, 1]), // grouped pointwise
+        (1, 3, 6, 6, 2, 1, 1, 1, [2, 2], [0, 0, 0, 0], [1, 1]), // strided 1x1
+        (1, 6, 9, 11, 6, 3, 3, 6, [1, 1], [1, 1, 1, 1], [1, 1]), // depthwise
+        (2, 4, 9, 8, 4, 5, 3, 4, [2, 3], [2, 1, 1, 2], [1, 2]), // depthwise strided
+        (1, 4, 9, 8, 8, 3, 3, 4, [1, 1], [1, 1, 1, 1], [1, 1]), // multiplier 2
+        (1, 3, 5, 5, 2, 5, 5, 1, [1, 1], [0, 0, 0, 0], [1, 1]), // 1x1 output
+    ];
+    for (ci, &(n, c, h, w, m, kh, kw, group, strides, pads, dil)) in cases.iter().enumerate() {
+        let x = rand_vec(n * c * h * w, ci as u64);
+        let wt = rand_vec(m * (c / group) * kh * kw, 100 + ci as u64);
+        let b = rand_vec(m, 200 + ci as u64);
+        let op = conv(group, strides, pads, dil);
+        let out = run(
+            &op,
+            &[
+                Some(t(&x, &[n, c, h, w])),
+                Some(t(&wt, &[m, c / group, kh, kw])),
+                Some(t(&b, &[m])),
+            ],
+            1,
+        )
+        .unwrap();
+        let oh = (h + pads[0] + pads[2] - (kh - 1) * dil[0] - 1) / strides[0] + 1;
+        let ow = (w + pads[1] + pads[3] - (kw - 1) * dil[1] - 1) / strides[1] + 1;
+        assert_eq!(out[0].0, vec![n, m, oh, ow], "case {ci}");
+        let want = naive_conv(
+            &x,
+            [n, c, h, w],
+            &wt,
+            [m, kh, kw],
+            Some(&b),
+            group,
+            strides,
+            [pads[0], pads[1]],
+            dil,
+            [oh, ow],
+        );
+        assert_close(&out[0].1, &want, 1e-5);
+        // Without bias.
+        let out = run(
+            &op,
+            &[
+                Some(t(&x, &[n, c, h, w])),
+                Some(t(&wt, &[m, c / group, kh, kw])),
+                None,
+            ],
+            1,
+        )
+        .unwrap();
+        let want = naive_conv(
+            &x,
+            [n, c, h, w],
+            &wt,
+            [m, kh, kw],
+            None,
+            group,
+            strides,
+            [pads[0], pads[1]],
+            dil,
+            [oh, ow],
+        );
+        assert_close(&out[0].1, &want, 1e-5);
+    }
+}
+
+#[test]
+fn im2col_and_col2im_chunking() {
+    // k = 64 * 9 = 576 rows -> chunks of 1820 columns over 48 * 48 outputs.
+    let (c, h, w, m) = (64, 48, 48, 3);
+    let x = rand_vec(c * h * w, 11);
+    let wt = rand_vec(m * c * 9, 12);
+    let op = conv(1, [1, 1], [1, 1, 1, 1], [1, 1]);
+    let out = run(
+        &op,
+        &[
+            Some(t(&x, &[1, c, h, w])),
+            Some(t(&wt, &[m, c, 3, 3])),
+            None,
+        ],
+        1,
+    )
+    .unwrap();
+    let want = naive_conv(
+        &x,
+        [1, c, h, w],
+        &wt,
+        [m, 3, 3],
+        None,
+        1,
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        [h, w],
+    );
+    assert_close(&out[0].1, &want, 1e-4);
+    // ConvTranspose: 64 rows -> chunks of 16384 input pixels over 130 * 130.
+    let (c, h, w, mg) = (2, 130, 130, 4);
+    let x = rand_vec(c * h * w, 13);
+    let wt = rand_vec(c * mg * 16, 14);
+    let op = ConvTranspose {
+        group: 1,
+        kernel: [4, 4],
+        strides: [2, 2],
+        pads: [1, 1, 1, 1],
+        dilations: [1, 1],
+        output_padding: [0, 0],
+        output_shape: None,
+        auto_pad: AutoPad::NotSet,
+    };
+    let out = run(
+        &op,
+        &[
+            Some(t(&x, &[1, c, h, w])),
+            Some(t(&wt, &[c, mg, 4, 4])),
+            None,
+        ],
+        1,
+    )
+    .unwrap();
+    let (oh, ow) = (2 * h, 2 * w);
+    assert_eq!(out[0].0, vec![1, mg, oh, ow]);
+    let want = naive_convt(
+        &x,
+        [1, c, h, w],
+        &wt,
+        [mg, 4, 4],
+        1,
+        [2, 2],
+        [1, 1],
+        [1, 1],
+        [oh, ow],
+    );
+    assert_close(&out[0].1, &want, 1e-5);
+}
+
+#[test]
+fn conv_1d_and_auto_pad() {
+    let x = rand_vec(2 * 3 * 10, 1);
+    let wt = rand_vec(4 * 3 * 3, 2);
+    let op = Conv {
+        group: 1,
+        kernel: [1, 3],
+        strides: [1, 2],
+        pads: [0, 1, 0, 1],
+        dilations: [1, 1],
+        auto_pad: AutoPad::NotSet,
+    };
+    let out = run(
+        &op,
+        &[Some(t(&x, &[2, 3, 10])), Some(t(&wt, &[4, 3, 3])), None],
+        1,
+    )
+    .unwrap();
+    assert_eq!(out[0].0, vec![2, 4, 5]);
+    let want = naive_conv(
+        &x,
+        [2, 3, 1, 10],
+        &wt,
+        [4, 1, 3],
+        None,
+        1,
+        [1, 2],
+        [0, 1],
+        [1, 1],
+        [1, 5],
+    );
+    assert_close(&out[0].1, &want, 1e-5);
+    // SAME_UPPER on 7x7 with stride 2, kernel 4: out 4, total pad 3 -> begin 1.
+    let x = rand_vec(7 * 7, 3);
+    let wt = rand_vec(16, 4);
+    for (ap, begin) in [(AutoPad::SameUpper, 1), (AutoPad::SameLower, 2)] {
+        let op = Conv {
+            auto_pad: ap,
+            ..conv(1, [2, 2], [0; 4], [1, 1])
+        };
+        let out = run(
+            &op,
+            &[
+                Some(t(&x, &[1, 1, 7, 7])),
+                Some(t(&wt, &[1, 1, 4, 4])),
+                None,
+            ],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0].0, vec![1, 1, 4, 4]);
+        let want = naive_conv(
+            &x,
+            [1, 1, 7, 7],
+            &wt,
+            [1, 4, 4],
+            None,
+            1,
+            [2, 2],
+            [begin, begin],
+            [1, 1],
+            [4, 4],
+        );
+        assert_close(&out[0].1, &want, 1e-5);
+    }
+    let op = Conv {
+        auto_pad: AutoPad::Valid,
+        ..conv(1, [2, 2], [5; 4], [1, 1])
+    };
+    let out = run(
+        &op,
+        &[
+            Some(t(&x, &[1, 1, 7, 7])),
+            Some(t(&wt, &[1, 1, 4, 4])),
+            None,
+        ],
+        1,
+    )
+    .unwrap();
+    assert_eq!(out[0].0, vec![1, 1, 2, 2]);
+    // Errors, not panics.
+    assert!(
+        run(
+            &conv(2, [1, 1], [0; 4], [1, 1]),
+            &[
+                Some(t(&x, &[1, 1, 7, 7])),
+                Some(t(&wt, &[1, 1, 4, 4])),
+                None
+            ],
+            1
+        )
+        .is_err()
+    );
+    assert!(
+        run(
+            &conv(1, [0, 1], [0; 4], [1, 1]),
+            &[
+                Some(t(&x, &[1, 1, 7, 7])),
+                Some(t(&wt, &[1, 1, 4, 4])),
+                None
+            ],
+            1
+        )
+        .is_err()
+    );
+    assert!(
+        run(
+            &conv(1, [1, 1], [0; 4], [1, 1]),
+            &[
+                Some(t(&x, &[1, 1, 7, 7])),
+                Some(t(&wt, &[1, 1, 4, 4, 1])),
+                None
+            ],
+            1
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn conv_onnx_reference_literal() {
+    // import numpy as np, onnx
+    // from onnx.reference.ops.op_conv import Conv  (via ReferenceEvaluator)
+    // x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    // w = np.ones((1, 1, 3, 3), dtype=np.float32)
+    // node = onnx.helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])
+    // -> [12, 27, 24, 63, 108, 81, 72, 117, 84]  (onnx/backend test "test_conv_with_strides_padding")
+    let x: Vec<f32> = (0..25).map(|v| v as f32).collect();
+    let w = [1f32; 9];
+    let op = conv(1, [2, 2], [1, 1, 1, 1], [1, 1]);
+    let out = run(
+        &op,
+        &[Some(t(&x, &[1, 1, 5, 5])), Some(t(&w, &[1, 1, 3, 3])), None],
+        1,
+    )
+    .unwrap();
+    assert_eq!(out[0].0, vec![1, 1, 3, 3]);
+    assert_close(
+        &out[0].1,
+        &[12., 27., 24., 63., 108., 81., 72., 117., 84.],
+        1e-6,
+    );
+}
+
+/// Direct transposed convolution (scatter form).
+#[allow(clippy::too_many_arguments)]
+fn naive_convt(
+    x: &[f32],
+    [n, c, h, w]: [usize; 4],
+    wt: &[f32],
+    [mg, kh, kw]: [usize; 3],
+    group: usize,
+    [sh, sw]: [usize; 2],
+    [pt, pl]: [usize; 2],
+    [dh, dw]: [usize; 2],
+    [oh, ow]: [usize; 2],
+) -> Vec<f32> {
+    let cg = c / group;
+    let m = mg * group;
+    let mut y = vec![0f32; n * m * oh * ow];
+    for ni in 0..n {
+        for ci in 0..c {
+            let gi = ci / cg;
+            for ih in 0..h {
+                for iw in 0..w {
+                    let xv = x[((ni * c + ci) * h + ih) * w + iw];
+                    for mj in 0..mg {
+                        for ki in 0..kh {
+                            for kj in 0..kw {
+                                let yh = (ih * sh + ki * dh) as isize - pt as isize;
+                                let yw = (iw * sw + kj * dw) as isize - pl as isize;
+                                if yh < 0 || yw < 0 || yh >= oh as isize || yw >= ow as isize {
+                                    continue;
+                                }
+                                let mi = gi * mg + mj;
+                                y[((ni * m + mi) * oh + yh as usize) * ow + yw as usize] +=
+                                    xv * wt[((ci * mg + mj) * kh + ki) * kw + kj];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    y
+}
+
+#[test]
+fn conv_transpose_matches_naive() {
+    // (n, c, h, w, mg, kh, kw, group, strides, pads, dilations, output_padding)
+    type Case = (
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        [usize; 2],
+        [usize; 4],
+        [usize; 2],
+        [usize; 2],
+    );
+    let cases: &[Case] = &[
+        (1, 3, 4, 5, 2, 3, 3, 1, [2, 2], [1, 1, 1, 1], [1, 1], [1, 0]),
+        (2, 4, 3, 3, 3, 2, 3, 2, [1, 2], [0, 1, 0, 0], [2, 1], [0, 1]),
+        (1, 2, 5, 4, 1, 4, 4, 1, [2, 2], [1, 1, 1, 1], [1, 1], [0, 0]),
+    ];
+    for (ci, &(n, c, h, w, mg, kh, kw, group, strides, pads, dil, opad)) in cases.iter().enumerate()
+    {
+        let x = rand_vec(n * c * h * w, ci as u64);
+        let wt = rand_vec(c * mg * kh * kw, 50 + ci as u64);
+        let b = rand_vec(mg * group, 70 + ci as u64);
+        let op = ConvTranspose {
+            group,
+            kernel: [kh, kw],
+            strides,
+            pads,
+            dilations: dil,
+            output_padding: opad,
+            output_shape: None,
+            auto_pad: AutoPad::NotSet,
+        };
+        let out = run(
+            &op,
+            &[
+                Some(t(&x, &[n, c, h, w])),
+                Some(t(&wt, &[c, mg, kh, kw])),
+                Some(t(&b, &[mg * group])),
+            ],
+            1,
+        )
+        .unwrap();
+        let oh = strides[0] * (h - 1) + opad[0] + (kh - 1) * dil[0] + 1 - pads[0] - pads[2];
+        let ow = strides[1] * (w - 1) + opad[1] + (kw - 1) * dil[1] + 1 - pads[1] - pads[3];
+        assert_eq!(out[0].0, vec![n, mg * group, oh, ow]);
+        let mut want = naive_convt(
+            &x,
+            [n, c, h, w],
+            &wt,
+            [mg, kh, kw],
+            group,
+            strides,
+            [pads[0], pads[1]],
+            dil,
+            [oh, ow],
+        );
+        for (i, v) in want.iter_mut().enumerate() {
+            *v += b[(i / (oh * ow)) % (mg * group)];
+        }
+        assert_close(&out[0].1, &want, 1e-5);
+    }
+}
+
+#[test]
+fn conv_transpose_onnx_literal_and_output_shape() {
+    // import numpy as np, onnx
+    // from onnx.reference import ReferenceEvaluator
+    // x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    // w = np.ones((1, 2, 3, 3), dtype=np.float32)
+    // (onnx backend test "test_convtranspose": ConvTranspose(x, w), no attributes)
+    // y[0, 0] = [[0,1,3,3,2],[3,8,15,12,7],[9,21,36,27,15],[9,20,33,24,13],[6,13,21,15,8]]
+    let x: Vec<f32> = (0..9).map(|v| v as f32).collect();
+    let w = [1f32; 18];
+    let op = ConvTranspose {
+        group: 1,
+        kernel: [0, 0],
+        strides: [1, 1],
+        pads: [0; 4],
+        dilations: [1, 1],
+        output_padding: [0, 0],
+        output_shape: None,
+        auto_pad: AutoPad::NotSet,
+    };
+    let out = run(
+        &op,
+        &[Some(t(&x, &[1, 1, 3, 3])), Some(t(&w, &[1, 2, 3, 3])), None],
+        1,
+    )
+    .unwrap();
+    assert_eq!(out[0].0, vec![1, 2, 5, 5]);
+    let plane = [
+        0., 1., 3., 3., 2., 3., 8., 15., 12., 7., 9., 21., 36., 27., 15., 9., 20., 33., 24., 13.,
+        6., 13., 21., 15., 8.,
+    ];
+    assert_close(&out[0].1[..25], &plane, 1e-6);
+    assert_close(&out[0].1[25..], &plane, 1e-6);
+    // output_shape [4, 4]: total padding 1 per axis -> begin 1 (NotSet puts the odd one first).
+    let op2 = ConvTranspose {
+        output_shape: Some([4, 4]),
+        ..op
+    };
+    let out = run(
+        &op2,
+        &[Some(t(&x, &[1, 1, 3, 3])), Some(t(&w, &[1, 2, 3, 3])), None],
+        1,
+    )
+    .unwrap();
+    assert_eq!(out[0].0, vec![1, 2, 4, 4]);
+    assert_close(&out[0].1[..4], &[8., 15., 12., 7.], 1e-6);
+    // 1-D.
+    let out = run(
+        &ConvTranspose {
+            strides: [1, 2],
+            ..op
+        },
+        &[Some(t(&x, &[1, 3, 3])), Some(t(&w[..6], &[3, 2, 1])), None],
+        1,
+    )
+    .unwrap();
+    assert_eq!(out[0].0, vec![1, 2, 5]);
+    // y[m, 2i] = sum_c x[c, i]; odd positions are zero.
+    assert_close(&out[0].1[..5], &[9., 0., 12., 0., 15.], 1e-6);
+}

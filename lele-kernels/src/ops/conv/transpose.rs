@@ -1,0 +1,253 @@
+//! `ConvTranspose` as GEMM + col2im.
+use super::{AutoPad, COL_BUDGET, ConvGeom, kernel_from_w, nchw, out_shape};
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input, opt_input, output};
+use crate::ops::gemm::{MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_scratch_len};
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+/// ONNX `ConvTranspose` (1-D or 2-D, grouped, dilated), as GEMM + col2im.
+///
+/// Inputs: `X` `[N, C, (H,) W]`, `W` `[C, M/group, (kH,) kW]`, optional `B`
+/// `[M]`. Output `Y` `[N, M, (oH,) oW]`. When `output_shape` is given the
+/// pads are derived from it (extra padding at the end for `SameUpper`, at
+/// the beginning otherwise), as the ONNX spec says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConvTranspose {
+    /// Number of groups.
+    pub group: usize,
+    /// `kernel_shape` (`[kH, kW]`); `[0, 0]` means "read it from `W`".
+    pub kernel: [usize; 2],
+    /// Strides `[sH, sW]`.
+    pub strides: [usize; 2],
+    /// Pads `[top, left, bottom, right]`.
+    pub pads: [usize; 4],
+    /// Dilations `[dH, dW]`.
+    pub dilations: [usize; 2],
+    /// Extra size added to the end of each output axis.
+    pub output_padding: [usize; 2],
+    /// Explicit spatial output size `[oH, oW]`.
+    pub output_shape: Option<[usize; 2]>,
+    /// Automatic padding.
+    pub auto_pad: AutoPad,
+}
+crate::to_rust_struct!(ops::conv::ConvTranspose {
+    group,
+    kernel,
+    strides,
+    pads,
+    dilations,
+    output_padding,
+    output_shape,
+    auto_pad
+});
+
+/// Output size and begin padding of one ConvTranspose axis.
+#[allow(clippy::too_many_arguments)]
+fn transpose_out(
+    len: usize,
+    k: usize,
+    s: usize,
+    d: usize,
+    pads: (usize, usize),
+    out_pad: usize,
+    explicit: Option<usize>,
+    auto_pad: AutoPad,
+) -> Result<(usize, usize), KernelError> {
+    const OP: &str = "ConvTranspose";
+    if k == 0 || s == 0 || d == 0 || len == 0 {
+        return Err(KernelError::Invalid {
+            op: OP,
+            msg: "kernel, strides, dilations and input size must be positive",
+        });
+    }
+    let full = s * (len - 1) + out_pad + (k - 1) * d + 1;
+    let target = match (explicit, auto_pad) {
+        (Some(o), _) => Some(o),
+        (None, AutoPad::SameUpper | AutoPad::SameLower) => Some(len * s),
+        _ => None,
+    };
+    match target {
+        Some(out) => {
+            let total = full.checked_sub(out).ok_or(KernelError::Invalid {
+                op: OP,
+                msg: "output_shape larger than the full transposed convolution",
+            })?;
+            let begin = if auto_pad == AutoPad::SameUpper {
+                total / 2
+            } else {
+                total - total / 2
+            };
+            Ok((out, begin))
+        }
+        None => {
+            let (b, e) = if auto_pad == AutoPad::Valid {
+                (0, 0)
+            } else {
+                pads
+            };
+            let out = full.checked_sub(b + e).ok_or(KernelError::Shape {
+                op: OP,
+                msg: "pads larger than the output",
+            })?;
+            Ok((out, b))
+        }
+    }
+}
+
+impl ConvTranspose {
+    fn geom(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<ConvGeom, KernelError> {
+        const OP: &str = "ConvTranspose";
+        let xt = input(inputs, 0, OP)?;
+        let wt = input(inputs, 1, OP)?;
+        check_f32(xt, OP)?;
+        check_f32(wt, OP)?;
+        let x = nchw(&xt.shape, OP)?;
+        let (kh, kw) = kernel_from_w(&wt.shape, x, self.kernel, OP)?;
+        let g = self.group;
+        if g == 0 || wt.shape.dim(0) != x.c || x.c % g != 0 {
+            return Err(KernelError::Shape {
+                op: OP,
+                msg: "channels do not match group and weights",
+            });
+        }
+        let mg = wt.shape.dim(1);
+        let m = mg * g;
+        if let Some(b) = opt_input(inputs, 2) {
+            check_f32(b, OP)?;
+            if b.shape.numel() != m {
+                return Err(KernelError::Shape {
+                    op: OP,
+                    msg: "bias length differs from output channels",
+                });
+            }
+        }
+        let [sh, sw] = self.strides;
+        let [dh, dw] = self.dilations;
+        let [pt, pl, pb, pr] = self.pads;
+        let [oph, opw] = self.output_padding;
+        let (eh, ew) = match self.output_shape {
+            Some([h, w]) => (Some(h), Some(w)),
+            None => (None, None),
+        };
+        let (oh, pt) = transpose_out(x.h, kh, sh, dh, (pt, pb), oph, eh, self.auto_pad)?;
+        let (ow, pl) = transpose_out(x.w, kw, sw, dw, (pl, pr), opw, ew, self.auto_pad)?;
+        Ok(ConvGeom {
+            x,
+            m,
+            cg: x.c / g,
+            mg,
+            kh,
+            kw,
+            oh,
+            ow,
+            pt,
+            pl,
+        })
+    }
+
+    /// Rows of the column buffer (`M/group · kH · kW`).
+    fn rows(g: &ConvGeom) -> usize {
+        g.mg * g.kh * g.kw
+    }
+
+    fn chunk(g: &ConvGeom) -> usize {
+        let ihw = g.x.h * g.x.w;
+        (COL_BUDGET / Self::rows(g).max(1)).max(16).min(ihw).max(1)
+    }
+}
+
+impl Kernel for ConvTranspose {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let g = self.geom(inputs)?;
+        *outputs.first_mut().ok_or(KernelError::Invalid {
+            op: "ConvTranspose",
+            msg: "no output",
+        })? = out_shape(g.x, g.m, g.oh, g.ow)?;
+        Ok(())
+    }
+
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+        let Ok(g) = self.geom(inputs) else { return 0 };
+        let (rows, ch) = (Self::rows(&g), Self::chunk(&g));
+        4 * (rows * ch + sgemm_scratch_len(rows, ch, g.cg))
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "ConvTranspose";
+        let g = self.geom(inputs)?;
+        let x = f32_in(input(inputs, 0, OP)?, OP)?;
+        let w = f32_in(input(inputs, 1, OP)?, OP)?;
+        let bias = match opt_input(inputs, 2) {
+            Some(b) => Some(f32_in(b, OP)?),
+            None => None,
+        };
+        let y = f32_out(output(outputs, 0, OP)?, OP)?;
+        let (ihw, ohw) = (g.x.h * g.x.w, g.ohw());
+        let rows = Self::rows(&g);
+        if y.len() != g.x.n * g.m * ohw || x.len() != g.x.n * g.x.c * ihw || w.len() != g.x.c * rows
+        {
+            return Err(KernelError::Buffer { op: OP });
+        }
+        if ohw == 0 {
+            return Ok(());
+        }
+        for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
+            plane.fill(bias.map_or(0.0, |b| b[i % g.m]));
+        }
+        let ch = Self::chunk(&g);
+        let s = scratch_f32(scratch, rows * ch + sgemm_scratch_len(rows, ch, g.cg), OP)?;
+        let (col, gs) = s.split_at_mut(rows * ch);
+        let [sh, sw] = self.strides;
+        let [dh, dw] = self.dilations;
+        for n in 0..g.x.n {
+            for gi in 0..self.group {
+                let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
+                let wg = &w[gi * g.cg * rows..][..g.cg * rows];
+                let yg = &mut y[(n * g.m + gi * g.mg) * ohw..][..g.mg * ohw];
+                for j0 in (0..ihw).step_by(ch) {
+                    let cw = ch.min(ihw - j0);
+                    let col = &mut col[..rows * cw];
+                    // col = W_gᵀ · X_g[:, j0..j0+cw]
+                    sgemm(
+                        rows,
+                        cw,
+                        g.cg,
+                        1.0,
+                        MatRef::transposed(wg, rows),
+                        MatRef::row_major(&xg[j0..], ihw),
+                        0.0,
+                        col,
+                        cw,
+                        gs,
+                    )?;
+                    // col2im
+                    for (r, crow) in col.chunks_exact(cw).enumerate() {
+                        let m = r / (g.kh * g.kw);
+                        let ki = (r / g.kw) % g.kh;
+                        let kj = r % g.kw;
+                        let yp = &mut yg[m * ohw..(m + 1) * ohw];
+                        for (t, &v) in crow.iter().enumerate() {
+                            let (ih, iw) = ((j0 + t) / g.x.w, (j0 + t) % g.x.w);
+                            let oh = (ih * sh + ki * dh) as isize - g.pt as isize;
+                            let ow = (iw * sw + kj * dw) as isize - g.pl as isize;
+                            if oh >= 0 && (oh as usize) < g.oh && ow >= 0 && (ow as usize) < g.ow {
+                                yp[oh as usize * g.ow + ow as usize] += v;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,151 @@
+//! Micro-kernel selection (run-time ISA detection) and the portable
+//! scalar micro-kernel.
+use core::sync::atomic::{AtomicU8, Ordering};
+
+#[cfg(target_arch = "x86_64")]
+use super::x86;
+
+/// Instruction set of the micro-kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Isa {
+    Scalar,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    Avx2,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    Avx512,
+}
+
+static ISA: AtomicU8 = AtomicU8::new(0);
+
+fn detect_isa() -> Isa {
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            return Isa::Avx512;
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            return Isa::Avx2;
+        }
+    }
+    #[cfg(all(
+        target_arch = "x86_64",
+        not(feature = "std"),
+        target_feature = "avx2",
+        target_feature = "fma"
+    ))]
+    {
+        return Isa::Avx2;
+    }
+    #[allow(unreachable_code)]
+    Isa::Scalar
+}
+
+/// The micro-kernel chosen for this CPU (detected once, then cached).
+pub(crate) fn best_isa() -> Isa {
+    match ISA.load(Ordering::Relaxed) {
+        1 => Isa::Scalar,
+        2 => Isa::Avx2,
+        3 => Isa::Avx512,
+        _ => {
+            let isa = detect_isa();
+            let code = match isa {
+                Isa::Scalar => 1,
+                Isa::Avx2 => 2,
+                Isa::Avx512 => 3,
+            };
+            ISA.store(code, Ordering::Relaxed);
+            isa
+        }
+    }
+}
+
+/// Whether `isa` can run on this CPU.
+#[cfg(test)]
+pub(crate) fn isa_available(isa: Isa) -> bool {
+    match isa {
+        Isa::Scalar => true,
+        Isa::Avx2 => matches!(best_isa(), Isa::Avx2 | Isa::Avx512),
+        Isa::Avx512 => best_isa() == Isa::Avx512,
+    }
+}
+
+/// A micro-kernel: multiplies a packed `MR × kc` panel of `A` by a packed
+/// `kc × NR` panel of `B` and stores `alpha·AB + beta·C` into the full tile at
+/// `c` (row stride `ldc`); `beta == 0` never reads `C`.
+type MicroFn = unsafe fn(usize, *const f32, *const f32, *mut f32, usize, f32, f32);
+
+#[derive(Clone, Copy)]
+pub(super) struct Micro {
+    pub(super) mr: usize,
+    pub(super) nr: usize,
+    pub(super) f: MicroFn,
+}
+
+pub(super) fn micro_for(isa: Isa) -> Micro {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => Micro {
+            mr: x86::AVX2_MR,
+            nr: x86::AVX2_NR,
+            f: x86::kernel_avx2,
+        },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => Micro {
+            mr: x86::AVX512_MR,
+            nr: x86::AVX512_NR,
+            f: x86::kernel_avx512,
+        },
+        _ => Micro {
+            mr: SCALAR_MR,
+            nr: SCALAR_NR,
+            f: kernel_scalar,
+        },
+    }
+}
+
+const SCALAR_MR: usize = 4;
+const SCALAR_NR: usize = 8;
+
+/// Portable micro-kernel.
+///
+/// # Safety
+/// `a` holds `kc * 4` floats, `b` holds `kc * 8`, and the `4 × 8` tile at
+/// `c` with row stride `ldc` is writable (and readable when `beta != 0`).
+unsafe fn kernel_scalar(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+) {
+    // SAFETY: the caller guarantees the packed panel lengths.
+    let (a, b) = unsafe {
+        (
+            core::slice::from_raw_parts(a, kc * SCALAR_MR),
+            core::slice::from_raw_parts(b, kc * SCALAR_NR),
+        )
+    };
+    let mut acc = [[0f32; SCALAR_NR]; SCALAR_MR];
+    for (ap, bp) in a.chunks_exact(SCALAR_MR).zip(b.chunks_exact(SCALAR_NR)) {
+        for (row, &av) in acc.iter_mut().zip(ap) {
+            for (x, &bv) in row.iter_mut().zip(bp) {
+                *x += av * bv;
+            }
+        }
+    }
+    for (i, row) in acc.iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            // SAFETY: (i, j) is inside the tile the caller vouched for.
+            unsafe {
+                let p = c.add(i * ldc + j);
+                *p = if beta == 0.0 {
+                    alpha * v
+                } else {
+                    alpha * v + beta * *p
+                };
+            }
+        }
+    }
+}

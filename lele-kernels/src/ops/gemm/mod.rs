@@ -1,0 +1,369 @@
+//! Single-precision matrix multiply (`C = alpha·A·B + beta·C`), BLIS style.
+//!
+//! `A` and `B` are read through arbitrary row/column strides ([`MatRef`]), so
+//! transposed operands cost nothing extra. Blocks of `A` and `B` are packed
+//! into a caller-provided scratch slice (no allocation) and multiplied by an
+//! `MR×NR` register micro-kernel: scalar everywhere, AVX2+FMA and AVX-512 on
+//! x86_64 (chosen once at run time and cached).
+use crate::DType;
+use crate::error::KernelError;
+use crate::tensor::{TensorMut, TensorRef};
+
+mod micro;
+#[cfg(test)]
+#[allow(clippy::excessive_precision)]
+mod tests;
+#[cfg(test)]
+pub(crate) mod testutil;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use micro::micro_for;
+pub(crate) use micro::{Isa, best_isa};
+
+/// Rows of `A` packed per block.
+const MC: usize = 96;
+/// Depth of one packed block.
+const KC: usize = 256;
+/// Columns of `B` packed per block.
+const NC: usize = 512;
+/// A multiple of every micro-kernel's `MR`.
+const MR_LCM: usize = 24;
+/// A multiple of every micro-kernel's `NR`.
+const NR_LCM: usize = 32;
+/// Largest `MR × NR` of any micro-kernel (edge tiles go through a stack tile).
+const MAX_TILE: usize = 8 * 32;
+
+/// A read-only strided matrix: element `(i, j)` is `data[i * rs + j * cs]`.
+#[derive(Clone, Copy, Debug)]
+pub struct MatRef<'a> {
+    /// The elements.
+    pub data: &'a [f32],
+    /// Row stride in elements.
+    pub rs: usize,
+    /// Column stride in elements.
+    pub cs: usize,
+}
+
+impl<'a> MatRef<'a> {
+    /// A row-major matrix with leading dimension `ld`.
+    pub fn row_major(data: &'a [f32], ld: usize) -> Self {
+        MatRef {
+            data,
+            rs: ld,
+            cs: 1,
+        }
+    }
+
+    /// The transpose of a row-major matrix with leading dimension `ld`.
+    pub fn transposed(data: &'a [f32], ld: usize) -> Self {
+        MatRef {
+            data,
+            rs: 1,
+            cs: ld,
+        }
+    }
+
+    /// Whether a `rows × cols` matrix fits in `data`.
+    fn fits(&self, rows: usize, cols: usize) -> bool {
+        if rows == 0 || cols == 0 {
+            return true;
+        }
+        (rows - 1)
+            .checked_mul(self.rs)
+            .and_then(|r| {
+                (cols - 1)
+                    .checked_mul(self.cs)
+                    .and_then(|c| r.checked_add(c))
+            })
+            .is_some_and(|last| last < self.data.len())
+    }
+
+    #[inline(always)]
+    fn at(&self, i: usize, j: usize) -> f32 {
+        self.data[i * self.rs + j * self.cs]
+    }
+}
+
+/// Number of `f32`s of scratch [`sgemm`] needs for an `m × n × k` product.
+pub fn sgemm_scratch_len(m: usize, n: usize, k: usize) -> usize {
+    if m == 0 || n == 0 || k == 0 {
+        return 0;
+    }
+    let kc = k.min(KC);
+    m.min(MC).next_multiple_of(MR_LCM) * kc + n.min(NC).next_multiple_of(NR_LCM) * kc
+}
+
+/// `C = alpha·A·B + beta·C` where `A` is `m × k`, `B` is `k × n` and `C` is
+/// row-major `m × n` with row stride `ldc`. When `beta == 0`, `C` is only
+/// written (NaNs in it do not propagate). `scratch` must hold at least
+/// [`sgemm_scratch_len`]`(m, n, k)` floats.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    sgemm_isa(best_isa(), m, n, k, alpha, a, b, beta, c, ldc, scratch)
+}
+
+/// [`sgemm`] with an explicit micro-kernel (tests compare them).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm_isa(
+    isa: Isa,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    const OP: &str = "sgemm";
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let c_fits = ldc >= n
+        && (m - 1)
+            .checked_mul(ldc)
+            .and_then(|x| x.checked_add(n))
+            .is_some_and(|end| end <= c.len());
+    if !c_fits || !a.fits(m, k) || !b.fits(k, n) {
+        return Err(KernelError::Buffer { op: OP });
+    }
+    if k == 0 || alpha == 0.0 {
+        for i in 0..m {
+            let row = &mut c[i * ldc..i * ldc + n];
+            if beta == 0.0 {
+                row.fill(0.0);
+            } else if beta != 1.0 {
+                row.iter_mut().for_each(|x| *x *= beta);
+            }
+        }
+        return Ok(());
+    }
+    if m == 1 {
+        gemv_row(n, k, alpha, a, b, beta, &mut c[..n]);
+        return Ok(());
+    }
+    if scratch.len() < sgemm_scratch_len(m, n, k) {
+        return Err(KernelError::Buffer { op: OP });
+    }
+    let micro = micro_for(isa);
+    let (mr, nr) = (micro.mr, micro.nr);
+    let kc_max = k.min(KC);
+    let (pack_a, rest) = scratch.split_at_mut(m.min(MC).next_multiple_of(MR_LCM) * kc_max);
+    let pack_b = &mut rest[..n.min(NC).next_multiple_of(NR_LCM) * kc_max];
+    let mut tile = [0f32; MAX_TILE];
+
+    for jc in (0..n).step_by(NC) {
+        let nc = NC.min(n - jc);
+        for pc in (0..k).step_by(KC) {
+            let kc = KC.min(k - pc);
+            let beta_eff = if pc == 0 { beta } else { 1.0 };
+            // Pack B[pc.., jc..] into NR-wide panels, zero padded.
+            for (pj, panel) in pack_b
+                .chunks_exact_mut(nr * kc)
+                .take(nc.div_ceil(nr))
+                .enumerate()
+            {
+                let j0 = jc + pj * nr;
+                let w = nr.min(jc + nc - j0);
+                for (p, dst) in panel.chunks_exact_mut(nr).enumerate() {
+                    if b.cs == 1 {
+                        let s = (pc + p) * b.rs + j0;
+                        dst[..w].copy_from_slice(&b.data[s..s + w]);
+                    } else {
+                        for (jj, d) in dst[..w].iter_mut().enumerate() {
+                            *d = b.at(pc + p, j0 + jj);
+                        }
+                    }
+                    dst[w..].fill(0.0);
+                }
+            }
+            for ic in (0..m).step_by(MC) {
+                let mc = MC.min(m - ic);
+                // Pack A[ic.., pc..] into MR-tall panels, zero padded.
+                for (pi, panel) in pack_a
+                    .chunks_exact_mut(mr * kc)
+                    .take(mc.div_ceil(mr))
+                    .enumerate()
+                {
+                    let i0 = ic + pi * mr;
+                    let h = mr.min(ic + mc - i0);
+                    if a.rs == 1 {
+                        for (p, dst) in panel.chunks_exact_mut(mr).enumerate() {
+                            let s = (pc + p) * a.cs + i0;
+                            dst[..h].copy_from_slice(&a.data[s..s + h]);
+                            dst[h..].fill(0.0);
+                        }
+                    } else {
+                        for ii in 0..mr {
+                            if ii < h {
+                                let row = (i0 + ii) * a.rs + pc * a.cs;
+                                for p in 0..kc {
+                                    panel[p * mr + ii] = a.data[row + p * a.cs];
+                                }
+                            } else {
+                                for p in 0..kc {
+                                    panel[p * mr + ii] = 0.0;
+                                }
+                            }
+                        }
+                    }
+                }
+                for jr in (0..nc).step_by(nr) {
+                    let w = nr.min(nc - jr);
+                    let bp = &pack_b[(jr / nr) * nr * kc..][..nr * kc];
+                    for ir in (0..mc).step_by(mr) {
+                        let h = mr.min(mc - ir);
+                        let ap = &pack_a[(ir / mr) * mr * kc..][..mr * kc];
+                        let c0 = (ic + ir) * ldc + jc + jr;
+                        if h == mr && w == nr {
+                            // Full tile: rows c0 + i*ldc .. + nr are all in C
+                            // (checked above: (m-1)*ldc + n <= c.len()).
+                            let c_tile = &mut c[c0..c0 + (mr - 1) * ldc + nr];
+                            // SAFETY: `ap`/`bp` hold mr*kc / nr*kc floats, the
+                            // tile lies inside `c_tile`, and `isa` was detected
+                            // (or is scalar).
+                            unsafe {
+                                (micro.f)(
+                                    kc,
+                                    ap.as_ptr(),
+                                    bp.as_ptr(),
+                                    c_tile.as_mut_ptr(),
+                                    ldc,
+                                    alpha,
+                                    beta_eff,
+                                );
+                            }
+                        } else {
+                            // SAFETY: as above, with the stack tile of
+                            // MAX_TILE >= mr*nr floats and row stride nr.
+                            unsafe {
+                                (micro.f)(
+                                    kc,
+                                    ap.as_ptr(),
+                                    bp.as_ptr(),
+                                    tile.as_mut_ptr(),
+                                    nr,
+                                    alpha,
+                                    0.0,
+                                );
+                            }
+                            for i in 0..h {
+                                let dst = &mut c[c0 + i * ldc..c0 + i * ldc + w];
+                                let src = &tile[i * nr..i * nr + w];
+                                if beta_eff == 0.0 {
+                                    dst.copy_from_slice(src);
+                                } else {
+                                    for (d, &s) in dst.iter_mut().zip(src) {
+                                        *d = s + beta_eff * *d;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `c = alpha·a·B + beta·c` for a single row `a` (no packing).
+fn gemv_row(
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    beta: f32,
+    c: &mut [f32],
+) {
+    if b.cs == 1 {
+        if beta == 0.0 {
+            c.fill(0.0);
+        } else if beta != 1.0 {
+            c.iter_mut().for_each(|x| *x *= beta);
+        }
+        for p in 0..k {
+            let s = alpha * a.at(0, p);
+            let row = &b.data[p * b.rs..p * b.rs + n];
+            for (x, &bv) in c.iter_mut().zip(row) {
+                *x += s * bv;
+            }
+        }
+    } else {
+        for (j, x) in c.iter_mut().enumerate() {
+            let mut acc = [0f32; 8];
+            let mut p = 0;
+            if b.rs == 1 && a.cs == 1 {
+                let col = &b.data[j * b.cs..j * b.cs + k];
+                let row = &a.data[..k];
+                let mut cc = col.chunks_exact(8);
+                let mut rc = row.chunks_exact(8);
+                for (cv, rv) in (&mut cc).zip(&mut rc) {
+                    for l in 0..8 {
+                        acc[l] += cv[l] * rv[l];
+                    }
+                }
+                p = k - cc.remainder().len();
+            }
+            let mut s: f32 = acc.iter().sum();
+            while p < k {
+                s += a.at(0, p) * b.at(p, j);
+                p += 1;
+            }
+            *x = if beta == 0.0 {
+                alpha * s
+            } else {
+                alpha * s + beta * *x
+            };
+        }
+    }
+}
+
+/// The `f32` elements of an input (other dtypes are unsupported).
+pub(crate) fn f32_in<'a>(t: &TensorRef<'a>, op: &'static str) -> Result<&'a [f32], KernelError> {
+    if t.dtype != DType::F32 {
+        return Err(KernelError::UnsupportedDType { op, dtype: t.dtype });
+    }
+    t.typed::<f32>(op)
+}
+
+/// Checks that an input is `f32` (shape inference).
+pub(crate) fn check_f32(t: &TensorRef<'_>, op: &'static str) -> Result<(), KernelError> {
+    if t.dtype != DType::F32 {
+        return Err(KernelError::UnsupportedDType { op, dtype: t.dtype });
+    }
+    Ok(())
+}
+
+/// The `f32` elements of an output.
+pub(crate) fn f32_out<'a, 'b>(
+    t: &'b mut TensorMut<'a>,
+    op: &'static str,
+) -> Result<&'b mut [f32], KernelError> {
+    t.typed::<f32>(op)
+}
+
+/// The first `n` floats of the scratch buffer.
+pub(crate) fn scratch_f32<'a>(
+    scratch: &'a mut [u8],
+    n: usize,
+    op: &'static str,
+) -> Result<&'a mut [f32], KernelError> {
+    let bytes = scratch.get_mut(..n * 4).ok_or(KernelError::Buffer { op })?;
+    bytemuck::try_cast_slice_mut(bytes).map_err(|_| KernelError::Buffer { op })
+}

@@ -1,0 +1,190 @@
+use super::micro::isa_available;
+use super::testutil::*;
+use super::*;
+use alloc::vec;
+use alloc::vec::Vec;
+
+#[allow(clippy::too_many_arguments)]
+fn naive(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    for i in 0..m {
+        for j in 0..n {
+            let mut s = 0f64;
+            for p in 0..k {
+                s += a.at(i, p) as f64 * b.at(p, j) as f64;
+            }
+            let old = if beta == 0.0 {
+                0.0
+            } else {
+                beta * c[i * ldc + j]
+            };
+            c[i * ldc + j] = alpha * s as f32 + old;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check(isa: Isa, m: usize, n: usize, k: usize, ta: bool, tb: bool, alpha: f32, beta: f32) {
+    let av = rand_vec(m * k + 3, (m * 31 + k) as u64);
+    let bv = rand_vec(k * n + 3, (n * 17 + k * 5) as u64);
+    let a = if ta {
+        MatRef::transposed(&av, m)
+    } else {
+        MatRef::row_major(&av, k)
+    };
+    let b = if tb {
+        MatRef::transposed(&bv, k)
+    } else {
+        MatRef::row_major(&bv, n)
+    };
+    let ldc = n + 2;
+    let c0 = rand_vec(m * ldc, 99);
+    let mut want = c0.clone();
+    naive(m, n, k, alpha, a, b, beta, &mut want, ldc);
+    let mut got = c0.clone();
+    let mut scratch = vec![0f32; sgemm_scratch_len(m, n, k)];
+    sgemm_isa(isa, m, n, k, alpha, a, b, beta, &mut got, ldc, &mut scratch).unwrap();
+    for i in 0..m {
+        for j in 0..ldc {
+            let (g, w) = (got[i * ldc + j], want[i * ldc + j]);
+            if j >= n {
+                assert_eq!(g, c0[i * ldc + j], "wrote outside C");
+            } else {
+                assert!(
+                    (g - w).abs() <= 1e-4 * (1.0 + k as f32).sqrt(),
+                    "{isa:?} m={m} n={n} k={k} ta={ta} tb={tb}: ({i},{j}) {g} vs {w}"
+                );
+            }
+        }
+    }
+}
+
+fn isas() -> Vec<Isa> {
+    [Isa::Scalar, Isa::Avx2, Isa::Avx512]
+        .into_iter()
+        .filter(|&i| isa_available(i))
+        .collect()
+}
+
+#[test]
+fn small_sizes_all_isas() {
+    for isa in isas() {
+        for m in 1..=37 {
+            for n in [1, 2, 7, 8, 15, 16, 17, 31, 33, 37] {
+                for k in [1, 3, 8, 37] {
+                    check(isa, m, n, k, false, false, 1.0, 0.0);
+                }
+            }
+        }
+        for n in 1..=37 {
+            check(isa, 9, n, 5, false, false, 1.0, 0.0);
+            check(isa, 13, n, 29, true, true, 0.5, 1.5);
+        }
+        for k in 1..=37 {
+            check(isa, 7, 19, k, true, false, -1.0, 0.25);
+            check(isa, 1, 19, k, false, true, 2.0, 1.0);
+        }
+    }
+}
+
+#[test]
+fn block_tails_all_isas() {
+    for isa in isas() {
+        check(isa, 97, 513, 259, false, false, 1.0, 0.0);
+        check(isa, 101, 35, 300, true, true, 1.0, 1.0);
+        check(isa, 200, 600, 17, false, true, 0.7, -0.3);
+    }
+}
+
+#[test]
+fn simd_matches_scalar() {
+    for isa in isas() {
+        for (m, n, k) in [(37, 37, 37), (6, 16, 1), (23, 45, 67), (2, 100, 9)] {
+            let av = rand_vec(m * k, 1);
+            let bv = rand_vec(k * n, 2);
+            let mut s = vec![0f32; sgemm_scratch_len(m, n, k)];
+            let mut c1 = vec![0f32; m * n];
+            let mut c2 = vec![0f32; m * n];
+            let (a, b) = (MatRef::row_major(&av, k), MatRef::row_major(&bv, n));
+            sgemm_isa(Isa::Scalar, m, n, k, 1.0, a, b, 0.0, &mut c1, n, &mut s).unwrap();
+            sgemm_isa(isa, m, n, k, 1.0, a, b, 0.0, &mut c2, n, &mut s).unwrap();
+            assert_close(&c2, &c1, 1e-5);
+        }
+    }
+}
+
+#[test]
+fn beta_zero_ignores_nan_and_k_zero() {
+    let a = [1.0f32; 4];
+    let b = [2.0f32; 4];
+    let mut c = [f32::NAN; 4];
+    let mut s = vec![0f32; sgemm_scratch_len(2, 2, 2)];
+    sgemm(
+        2,
+        2,
+        2,
+        1.0,
+        MatRef::row_major(&a, 2),
+        MatRef::row_major(&b, 2),
+        0.0,
+        &mut c,
+        2,
+        &mut s,
+    )
+    .unwrap();
+    assert_eq!(c, [4.0; 4]);
+    sgemm(
+        2,
+        2,
+        0,
+        1.0,
+        MatRef::row_major(&a, 2),
+        MatRef::row_major(&b, 2),
+        0.5,
+        &mut c,
+        2,
+        &mut s,
+    )
+    .unwrap();
+    assert_eq!(c, [2.0; 4]);
+    // Too small buffers are errors, not panics.
+    assert!(
+        sgemm(
+            3,
+            2,
+            2,
+            1.0,
+            MatRef::row_major(&a, 2),
+            MatRef::row_major(&b, 2),
+            0.0,
+            &mut c,
+            2,
+            &mut s
+        )
+        .is_err()
+    );
+    assert!(
+        sgemm(
+            2,
+            2,
+            2,
+            1.0,
+            MatRef::row_major(&a, 2),
+            MatRef::row_major(&b, 2),
+            0.0,
+            &mut c,
+            2,
+            &mut []
+        )
+        .is_err()
+    );
+}

@@ -1,0 +1,360 @@
+//! `Resize` (opset 13+ inputs: `X`, `roi`, `scales`, `sizes`).
+//!
+//! Supported: nearest, linear and cubic interpolation over the last two
+//! axes of a tensor of rank >= 2 (every other axis must keep its size), all
+//! coordinate transformation modes, `exclude_outside` and
+//! `extrapolation_value`. Anything else (resizing a leading axis, antialias
+//! when downsampling) is rejected with [`KernelError::Invalid`].
+use crate::DType;
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input, opt_input, output};
+use crate::ops::gemm::{check_f32, f32_in, f32_out};
+use crate::shape::{MAX_RANK, Shape};
+use crate::tensor::{TensorMut, TensorRef};
+
+mod coords;
+#[cfg(test)]
+#[allow(clippy::excessive_precision)]
+mod tests;
+
+use coords::{EXTRAPOLATE, taps};
+
+const OP: &str = "Resize";
+
+/// Interpolation `mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResizeMode {
+    /// Nearest neighbour (see [`NearestMode`]).
+    Nearest,
+    /// (Bi)linear.
+    Linear,
+    /// (Bi)cubic with `cubic_coeff_a`.
+    Cubic,
+}
+crate::to_rust_enum!(ops::resize::ResizeMode {
+    Nearest,
+    Linear,
+    Cubic
+});
+
+/// `coordinate_transformation_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoordMode {
+    /// `half_pixel` (the default).
+    HalfPixel,
+    /// `pytorch_half_pixel`.
+    PytorchHalfPixel,
+    /// `align_corners`.
+    AlignCorners,
+    /// `asymmetric`.
+    Asymmetric,
+    /// `tf_crop_and_resize` (uses `roi` and `extrapolation_value`).
+    TfCropAndResize,
+    /// `half_pixel_symmetric`.
+    HalfPixelSymmetric,
+}
+crate::to_rust_enum!(ops::resize::CoordMode {
+    HalfPixel,
+    PytorchHalfPixel,
+    AlignCorners,
+    Asymmetric,
+    TfCropAndResize,
+    HalfPixelSymmetric
+});
+
+/// `nearest_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NearestMode {
+    /// `round_prefer_floor` (the default).
+    RoundPreferFloor,
+    /// `round_prefer_ceil`.
+    RoundPreferCeil,
+    /// `floor`.
+    Floor,
+    /// `ceil`.
+    Ceil,
+}
+crate::to_rust_enum!(ops::resize::NearestMode {
+    RoundPreferFloor,
+    RoundPreferCeil,
+    Floor,
+    Ceil
+});
+
+/// ONNX `Resize`.
+///
+/// Inputs: `X`, optional `roi` (f32, `2·rank` values, only read for
+/// `TfCropAndResize`), optional `scales` (f32, one per axis), optional
+/// `sizes` (i64, one per axis). An empty `scales`/`sizes` tensor counts as
+/// absent; exactly one of them must be given. Output: `Y`. The `axes` and
+/// `keep_aspect_ratio_policy` attributes are not supported (the compiler
+/// must expand `axes` into full-rank `scales`/`sizes`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Resize {
+    /// Interpolation mode.
+    pub mode: ResizeMode,
+    /// Coordinate transformation.
+    pub coord: CoordMode,
+    /// Rounding of nearest mode.
+    pub nearest: NearestMode,
+    /// Cubic coefficient `A` (ONNX default -0.75).
+    pub cubic_coeff_a: f32,
+    /// Zero (and renormalize) the cubic weights of taps outside the input.
+    pub exclude_outside: bool,
+    /// Value of outputs mapping outside the input in `TfCropAndResize`.
+    pub extrapolation_value: f32,
+    /// Antialiasing filter when downsampling (only accepted when no axis is
+    /// downsampled, where it changes nothing).
+    pub antialias: bool,
+}
+crate::to_rust_struct!(ops::resize::Resize {
+    mode,
+    coord,
+    nearest,
+    cubic_coeff_a,
+    exclude_outside,
+    extrapolation_value,
+    antialias
+});
+
+/// An optional input that is present and non-empty.
+fn present<'a, 'b>(inputs: &'b [Option<TensorRef<'a>>], i: usize) -> Option<&'b TensorRef<'a>> {
+    opt_input(inputs, i).filter(|t| t.numel() > 0)
+}
+
+/// Output dims and per-axis scale factors.
+fn plan(inputs: &[Option<TensorRef<'_>>]) -> Result<(Shape, Shape, [f64; MAX_RANK]), KernelError> {
+    let x = input(inputs, 0, OP)?;
+    check_f32(x, OP)?;
+    let r = x.shape.rank();
+    let mut scales = [1f64; MAX_RANK];
+    let mut out = x.shape;
+    if let Some(sz) = present(inputs, 3) {
+        if sz.numel() != r {
+            return Err(KernelError::Shape {
+                op: OP,
+                msg: "sizes must have one value per axis",
+            });
+        }
+        if !sz.has_data() {
+            return Err(KernelError::NeedsData { op: OP });
+        }
+        let mut v = [0i64; MAX_RANK];
+        sz.read_i64s(OP, &mut v)?;
+        for i in 0..r {
+            if v[i] < 0 {
+                return Err(KernelError::Invalid {
+                    op: OP,
+                    msg: "negative size",
+                });
+            }
+            out.dims_mut()[i] = v[i] as usize;
+            scales[i] = v[i] as f64 / x.shape.dim(i) as f64;
+        }
+    } else if let Some(sc) = present(inputs, 2) {
+        if sc.numel() != r {
+            return Err(KernelError::Shape {
+                op: OP,
+                msg: "scales must have one value per axis",
+            });
+        }
+        if sc.dtype != DType::F32 {
+            return Err(KernelError::UnsupportedDType {
+                op: OP,
+                dtype: sc.dtype,
+            });
+        }
+        if !sc.has_data() {
+            return Err(KernelError::NeedsData { op: OP });
+        }
+        let v = sc.typed::<f32>(OP)?;
+        for i in 0..r {
+            let s = v[i] as f64;
+            if !s.is_finite() || s <= 0.0 {
+                return Err(KernelError::Invalid {
+                    op: OP,
+                    msg: "scales must be positive",
+                });
+            }
+            scales[i] = s;
+            out.dims_mut()[i] = (s * x.shape.dim(i) as f64).floor() as usize;
+        }
+    } else {
+        return Err(KernelError::Invalid {
+            op: OP,
+            msg: "one of scales or sizes is required",
+        });
+    }
+    Ok((x.shape, out, scales))
+}
+
+impl Resize {
+    /// Checks what this implementation supports; returns `(in, out, scales)`.
+    fn check(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+    ) -> Result<(Shape, Shape, [f64; MAX_RANK]), KernelError> {
+        let (xs, ys, scales) = plan(inputs)?;
+        let r = xs.rank();
+        if r < 2 {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "Resize needs a tensor of rank >= 2",
+            });
+        }
+        for (i, sc) in scales.iter().enumerate().take(r - 2) {
+            if xs.dim(i) != ys.dim(i) || (sc - 1.0).abs() > 1e-6 {
+                return Err(KernelError::Invalid {
+                    op: OP,
+                    msg: "only the last two axes may be resized",
+                });
+            }
+        }
+        if self.antialias
+            && (scales[r - 2] < 1.0 || scales[r - 1] < 1.0 || self.mode == ResizeMode::Nearest)
+        {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "antialias is not supported",
+            });
+        }
+        Ok((xs, ys, scales))
+    }
+}
+
+/// Reads `roi` (start, end) of the last two axes.
+fn roi_of(inputs: &[Option<TensorRef<'_>>], rank: usize) -> Result<[(f64, f64); 2], KernelError> {
+    let roi = present(inputs, 1).ok_or(KernelError::Invalid {
+        op: OP,
+        msg: "tf_crop_and_resize needs roi",
+    })?;
+    let v = f32_in(roi, OP)?;
+    if v.len() != 2 * rank {
+        return Err(KernelError::Shape {
+            op: OP,
+            msg: "roi must have 2 * rank values",
+        });
+    }
+    for i in 0..rank - 2 {
+        if v[i] != 0.0 || v[rank + i] != 1.0 {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "only the last two axes may be cropped",
+            });
+        }
+    }
+    let h = (v[rank - 2] as f64, v[2 * rank - 2] as f64);
+    let w = (v[rank - 1] as f64, v[2 * rank - 1] as f64);
+    Ok([h, w])
+}
+
+impl Kernel for Resize {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let (_, ys, _) = self.check(inputs)?;
+        *outputs.first_mut().ok_or(KernelError::Invalid {
+            op: OP,
+            msg: "no output",
+        })? = ys;
+        Ok(())
+    }
+
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+        match self.check(inputs) {
+            Ok((_, ys, _)) => {
+                let r = ys.rank();
+                8 * taps(self.mode) * (ys.dim(r - 2) + ys.dim(r - 1))
+            }
+            Err(_) => 0,
+        }
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        let (xs, ys, scales) = self.check(inputs)?;
+        let r = xs.rank();
+        let x = f32_in(input(inputs, 0, OP)?, OP)?;
+        let y = f32_out(output(outputs, 0, OP)?, OP)?;
+        if y.len() != ys.numel() || x.len() != xs.numel() {
+            return Err(KernelError::Buffer { op: OP });
+        }
+        let (ih, iw) = (xs.dim(r - 2), xs.dim(r - 1));
+        let (oh, ow) = (ys.dim(r - 2), ys.dim(r - 1));
+        if y.is_empty() {
+            return Ok(());
+        }
+        if ih == 0 || iw == 0 {
+            return Err(KernelError::Shape {
+                op: OP,
+                msg: "cannot resize an empty input to a non-empty output",
+            });
+        }
+        let rois = if self.coord == CoordMode::TfCropAndResize {
+            roi_of(inputs, r)?
+        } else {
+            [(0.0, 1.0); 2]
+        };
+        let t = taps(self.mode);
+        let n = t * (oh + ow);
+        let bytes = scratch
+            .get_mut(..8 * n)
+            .ok_or(KernelError::Buffer { op: OP })?;
+        let (ib, wb) = bytes.split_at_mut(4 * n);
+        let idx: &mut [u32] =
+            bytemuck::try_cast_slice_mut(ib).map_err(|_| KernelError::Buffer { op: OP })?;
+        let wts: &mut [f32] =
+            bytemuck::try_cast_slice_mut(wb).map_err(|_| KernelError::Buffer { op: OP })?;
+        let (hi, wi) = idx.split_at_mut(t * oh);
+        let (hw, ww) = wts.split_at_mut(t * oh);
+        self.axis_taps(scales[r - 2], ih, oh, rois[0], hi, hw);
+        self.axis_taps(scales[r - 1], iw, ow, rois[1], wi, ww);
+        let ext = self.extrapolation_value;
+        for (xp, yp) in x.chunks_exact(ih * iw).zip(y.chunks_exact_mut(oh * ow)) {
+            for (o_h, yr) in yp.chunks_exact_mut(ow).enumerate() {
+                let th = &hi[o_h * t..(o_h + 1) * t];
+                let tw = &hw[o_h * t..(o_h + 1) * t];
+                if th[0] == EXTRAPOLATE {
+                    yr.fill(ext);
+                    continue;
+                }
+                if t == 1 {
+                    let row = &xp[th[0] as usize * iw..(th[0] as usize + 1) * iw];
+                    for (o, &c) in yr.iter_mut().zip(wi.iter()) {
+                        *o = if c == EXTRAPOLATE {
+                            ext
+                        } else {
+                            row[c as usize]
+                        };
+                    }
+                    continue;
+                }
+                for (o_w, o) in yr.iter_mut().enumerate() {
+                    let cw = &wi[o_w * t..(o_w + 1) * t];
+                    if cw[0] == EXTRAPOLATE {
+                        *o = ext;
+                        continue;
+                    }
+                    let cwt = &ww[o_w * t..(o_w + 1) * t];
+                    let mut acc = 0f32;
+                    for (&rh, &wh) in th.iter().zip(tw) {
+                        let row = &xp[rh as usize * iw..(rh as usize + 1) * iw];
+                        let mut s = 0f32;
+                        for (&c, &wv) in cw.iter().zip(cwt) {
+                            s += wv * row[c as usize];
+                        }
+                        acc += wh * s;
+                    }
+                    *o = acc;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,221 @@
+//! `Gru`.
+use super::{Dims, Direction, infer_rnn, prepare_outputs, rnn_dims, seq_len, sigmoid};
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input, opt_input};
+use crate::ops::gemm::{MatRef, f32_in, scratch_f32, sgemm, sgemm_scratch_len};
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+/// ONNX `GRU` with the default activations (gate order `z, r, h`).
+///
+/// Inputs: `X`, `W` `[dirs, 3H, input]`, `R` `[dirs, 3H, H]`, optional `B`
+/// `[dirs, 6H]`, optional `sequence_lens`, optional `initial_h`; layouts as
+/// for [`Lstm`](super::Lstm). Outputs (any prefix of): `Y`, `Y_h`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gru {
+    /// `hidden_size` (0: take it from `R`).
+    pub hidden_size: usize,
+    /// Direction(s) to run.
+    pub direction: Direction,
+    /// Apply the reset gate after multiplying by `R_h`.
+    pub linear_before_reset: bool,
+    /// 0: sequence-major tensors; 1: batch-major.
+    pub layout: i64,
+}
+crate::to_rust_struct!(ops::rnn::Gru {
+    hidden_size,
+    direction,
+    linear_before_reset,
+    layout
+});
+
+impl Gru {
+    fn dims(&self, inputs: &[Option<TensorRef<'_>>], n_out: usize) -> Result<Dims, KernelError> {
+        rnn_dims(
+            inputs,
+            n_out,
+            self.hidden_size,
+            self.direction,
+            self.layout,
+            3,
+            2,
+            "GRU",
+        )
+    }
+
+    /// `(xw, gates, h, rh, bias, gemm)` scratch lengths in floats.
+    fn scratch_parts(d: &Dims) -> [usize; 6] {
+        let g = 3 * d.hidden;
+        [
+            d.seq * d.batch * g,
+            d.batch * g,
+            d.batch * d.hidden,
+            d.batch * d.hidden,
+            2 * g,
+            sgemm_scratch_len(d.seq * d.batch, g, d.input)
+                .max(sgemm_scratch_len(d.batch, g, d.hidden)),
+        ]
+    }
+}
+
+impl Kernel for Gru {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let d = self.dims(inputs, outputs.len())?;
+        infer_rnn(&d, outputs)
+    }
+
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
+        match self.dims(inputs, outputs.len()) {
+            Ok(d) => 4 * Self::scratch_parts(&d).iter().sum::<usize>(),
+            Err(_) => 0,
+        }
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "GRU";
+        let d = self.dims(inputs, outputs.len())?;
+        let x = f32_in(input(inputs, 0, OP)?, OP)?;
+        let w = f32_in(input(inputs, 1, OP)?, OP)?;
+        let r = f32_in(input(inputs, 2, OP)?, OP)?;
+        let opt = |i| -> Result<Option<&[f32]>, KernelError> {
+            opt_input(inputs, i).map(|t| f32_in(t, OP)).transpose()
+        };
+        let (bias, h0) = (opt(3)?, opt(5)?);
+        for b in 0..d.batch {
+            seq_len(inputs, &d, b, OP)?;
+        }
+        let [mut y, mut yh, _] = prepare_outputs(outputs, &d, OP)?;
+        let parts = Self::scratch_parts(&d);
+        let s = scratch_f32(scratch, parts.iter().sum(), OP)?;
+        let (xw, s) = s.split_at_mut(parts[0]);
+        let (gates, s) = s.split_at_mut(parts[1]);
+        let (hs, s) = s.split_at_mut(parts[2]);
+        let (rh, s) = s.split_at_mut(parts[3]);
+        let (bd, gs) = s.split_at_mut(parts[4]);
+        let (h, g3, inp) = (d.hidden, 3 * d.hidden, d.input);
+        let lbr = self.linear_before_reset;
+        for dir in 0..d.dirs {
+            let reverse = self.direction == Direction::Reverse || dir == 1;
+            let wd = &w[dir * g3 * inp..(dir + 1) * g3 * inp];
+            let rd = &r[dir * g3 * h..(dir + 1) * g3 * h];
+            match bias {
+                Some(bv) => bd.copy_from_slice(&bv[dir * 2 * g3..(dir + 1) * 2 * g3]),
+                None => bd.fill(0.0),
+            }
+            let (wb, rb) = bd.split_at(g3);
+            for b in 0..d.batch {
+                let off = d.state_off(dir, b);
+                let hb = &mut hs[b * h..(b + 1) * h];
+                match h0 {
+                    Some(v) => hb.copy_from_slice(&v[off..off + h]),
+                    None => hb.fill(0.0),
+                }
+            }
+            let rows = d.seq * d.batch;
+            sgemm(
+                rows,
+                g3,
+                inp,
+                1.0,
+                MatRef::row_major(x, inp),
+                MatRef::transposed(wd, inp),
+                0.0,
+                xw,
+                g3,
+                gs,
+            )?;
+            for step in 0..d.seq {
+                // z and r (and h when linear_before_reset) from H · Rᵀ.
+                let ncols = if lbr { g3 } else { 2 * h };
+                sgemm(
+                    d.batch,
+                    ncols,
+                    h,
+                    1.0,
+                    MatRef::row_major(hs, h),
+                    MatRef::transposed(rd, h),
+                    0.0,
+                    gates,
+                    g3,
+                    gs,
+                )?;
+                for b in 0..d.batch {
+                    let len = seq_len(inputs, &d, b, OP)?;
+                    let t = if step >= len {
+                        continue;
+                    } else if reverse {
+                        len - 1 - step
+                    } else {
+                        step
+                    };
+                    let xr = &xw[d.x_row(t, b) * g3..][..g3];
+                    let gr = &mut gates[b * g3..(b + 1) * g3];
+                    let hb = &hs[b * h..(b + 1) * h];
+                    let rhb = &mut rh[b * h..(b + 1) * h];
+                    for k in 0..h {
+                        let z = sigmoid(gr[k] + xr[k] + wb[k] + rb[k]);
+                        let rg = sigmoid(gr[h + k] + xr[h + k] + wb[h + k] + rb[h + k]);
+                        gr[k] = z;
+                        gr[h + k] = rg;
+                        rhb[k] = rg * hb[k];
+                    }
+                }
+                if !lbr {
+                    // (r ⊙ H) · R_hᵀ into the third gate block.
+                    sgemm(
+                        d.batch,
+                        h,
+                        h,
+                        1.0,
+                        MatRef::row_major(rh, h),
+                        MatRef::transposed(&rd[2 * h * h..], h),
+                        0.0,
+                        &mut gates[2 * h..],
+                        g3,
+                        gs,
+                    )?;
+                }
+                for b in 0..d.batch {
+                    let len = seq_len(inputs, &d, b, OP)?;
+                    let t = if step >= len {
+                        continue;
+                    } else if reverse {
+                        len - 1 - step
+                    } else {
+                        step
+                    };
+                    let xr = &xw[d.x_row(t, b) * g3..][..g3];
+                    let gr = &gates[b * g3..(b + 1) * g3];
+                    let hb = &mut hs[b * h..(b + 1) * h];
+                    for k in 0..h {
+                        let (z, rg) = (gr[k], gr[h + k]);
+                        let rec = gr[2 * h + k] + rb[2 * h + k];
+                        let n_in = xr[2 * h + k] + wb[2 * h + k] + if lbr { rg * rec } else { rec };
+                        let n = n_in.tanh();
+                        hb[k] = (1.0 - z) * n + z * hb[k];
+                    }
+                    if let Some(y) = y.as_deref_mut() {
+                        let o = d.y_off(t, dir, b);
+                        y[o..o + h].copy_from_slice(hb);
+                    }
+                }
+            }
+            if let Some(yh) = yh.as_deref_mut() {
+                for b in 0..d.batch {
+                    let o = d.state_off(dir, b);
+                    yh[o..o + h].copy_from_slice(&hs[b * h..(b + 1) * h]);
+                }
+            }
+        }
+        Ok(())
+    }
+}

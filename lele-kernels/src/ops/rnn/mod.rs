@@ -1,0 +1,273 @@
+//! Recurrent layers: `Lstm` and `Gru` with the default activations
+//! (sigmoid / tanh / tanh for LSTM, sigmoid / tanh for GRU).
+//!
+//! The input projection of every time step is one GEMM before the loop;
+//! each step then multiplies the hidden state by `Rᵀ` for the whole batch.
+//! `sequence_lens` is honoured: steps past a sequence's length leave its
+//! state unchanged and write zeros to `Y`; the reverse direction of a short
+//! sequence starts at its last valid step.
+use crate::DType;
+use crate::error::KernelError;
+use crate::kernel::{input, opt_input};
+use crate::ops::gemm::check_f32;
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+mod gru;
+mod lstm;
+#[cfg(test)]
+#[allow(clippy::excessive_precision, clippy::needless_range_loop)]
+mod tests;
+
+pub use gru::Gru;
+pub use lstm::Lstm;
+
+/// `direction` of a recurrent layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Time steps in order.
+    Forward,
+    /// Time steps in reverse order.
+    Reverse,
+    /// Both; outputs stack the forward then the reverse direction.
+    Bidirectional,
+}
+crate::to_rust_enum!(ops::rnn::Direction {
+    Forward,
+    Reverse,
+    Bidirectional
+});
+
+impl Direction {
+    fn count(self) -> usize {
+        if self == Direction::Bidirectional {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// Sizes shared by LSTM and GRU.
+#[derive(Clone, Copy, Debug)]
+struct Dims {
+    seq: usize,
+    batch: usize,
+    input: usize,
+    hidden: usize,
+    dirs: usize,
+    layout1: bool,
+}
+
+impl Dims {
+    /// Row of `X` (viewed as `[rows, input]`) holding step `t` of batch `b`.
+    fn x_row(&self, t: usize, b: usize) -> usize {
+        if self.layout1 {
+            b * self.seq + t
+        } else {
+            t * self.batch + b
+        }
+    }
+
+    /// Offset of `Y[t, d, b, :]` (layout 0) or `Y[b, t, d, :]` (layout 1).
+    fn y_off(&self, t: usize, d: usize, b: usize) -> usize {
+        let h = self.hidden;
+        if self.layout1 {
+            ((b * self.seq + t) * self.dirs + d) * h
+        } else {
+            ((t * self.dirs + d) * self.batch + b) * h
+        }
+    }
+
+    /// Offset of `Y_h[d, b, :]` (layout 0) or `Y_h[b, d, :]` (layout 1);
+    /// also the layout of `initial_h`/`initial_c`.
+    fn state_off(&self, d: usize, b: usize) -> usize {
+        if self.layout1 {
+            (b * self.dirs + d) * self.hidden
+        } else {
+            (d * self.batch + b) * self.hidden
+        }
+    }
+
+    fn y_shape(&self) -> Result<Shape, KernelError> {
+        if self.layout1 {
+            Shape::new(&[self.batch, self.seq, self.dirs, self.hidden])
+        } else {
+            Shape::new(&[self.seq, self.dirs, self.batch, self.hidden])
+        }
+    }
+
+    fn state_shape(&self) -> Result<Shape, KernelError> {
+        if self.layout1 {
+            Shape::new(&[self.batch, self.dirs, self.hidden])
+        } else {
+            Shape::new(&[self.dirs, self.batch, self.hidden])
+        }
+    }
+}
+
+/// Validates the shared inputs; `gates` is 4 (LSTM) or 3 (GRU).
+#[allow(clippy::too_many_arguments)]
+fn rnn_dims(
+    inputs: &[Option<TensorRef<'_>>],
+    n_outputs: usize,
+    hidden_size: usize,
+    direction: Direction,
+    layout: i64,
+    gates: usize,
+    n_outputs_max: usize,
+    op: &'static str,
+) -> Result<Dims, KernelError> {
+    let bad = |msg| KernelError::Shape { op, msg };
+    if n_outputs == 0 || n_outputs > n_outputs_max {
+        return Err(KernelError::Invalid {
+            op,
+            msg: "unexpected number of outputs",
+        });
+    }
+    if layout != 0 && layout != 1 {
+        return Err(KernelError::Invalid {
+            op,
+            msg: "layout must be 0 or 1",
+        });
+    }
+    let x = input(inputs, 0, op)?;
+    let w = input(inputs, 1, op)?;
+    let r = input(inputs, 2, op)?;
+    for t in [x, w, r] {
+        check_f32(t, op)?;
+    }
+    let [a, b, input_size] = *x.shape.dims() else {
+        return Err(bad("X must have rank 3"));
+    };
+    let (seq, batch) = if layout == 1 { (b, a) } else { (a, b) };
+    let dirs = direction.count();
+    let &[rd, rg, hidden] = r.shape.dims() else {
+        return Err(bad("R must have rank 3"));
+    };
+    if hidden_size != 0 && hidden_size != hidden {
+        return Err(bad("hidden_size does not match R"));
+    }
+    if rd != dirs || rg != gates * hidden {
+        return Err(bad("R has the wrong shape"));
+    }
+    if w.shape.dims() != [dirs, gates * hidden, input_size] {
+        return Err(bad("W has the wrong shape"));
+    }
+    let d = Dims {
+        seq,
+        batch,
+        input: input_size,
+        hidden,
+        dirs,
+        layout1: layout == 1,
+    };
+    if let Some(bias) = opt_input(inputs, 3) {
+        check_f32(bias, op)?;
+        if bias.shape.dims() != [dirs, 2 * gates * hidden] {
+            return Err(bad("B has the wrong shape"));
+        }
+    }
+    if let Some(sl) = opt_input(inputs, 4) {
+        if !matches!(sl.dtype, DType::I32 | DType::I64) {
+            return Err(KernelError::UnsupportedDType {
+                op,
+                dtype: sl.dtype,
+            });
+        }
+        if sl.shape.dims() != [batch] {
+            return Err(bad("sequence_lens must have shape [batch]"));
+        }
+    }
+    let state = d.state_shape()?;
+    for i in [5, 6] {
+        if i == 6 && gates != 4 {
+            break;
+        }
+        if let Some(s) = opt_input(inputs, i) {
+            check_f32(s, op)?;
+            if s.shape != state {
+                return Err(bad("initial state has the wrong shape"));
+            }
+        }
+    }
+    if gates == 4
+        && let Some(p) = opt_input(inputs, 7)
+    {
+        check_f32(p, op)?;
+        if p.shape.dims() != [dirs, 3 * hidden] {
+            return Err(bad("P has the wrong shape"));
+        }
+    }
+    Ok(d)
+}
+
+/// Reads `sequence_lens[b]` (all steps when absent), checked against `seq`.
+fn seq_len(
+    inputs: &[Option<TensorRef<'_>>],
+    d: &Dims,
+    b: usize,
+    op: &'static str,
+) -> Result<usize, KernelError> {
+    let Some(sl) = opt_input(inputs, 4) else {
+        return Ok(d.seq);
+    };
+    let v = match sl.dtype {
+        DType::I32 => *sl
+            .typed::<i32>(op)?
+            .get(b)
+            .ok_or(KernelError::Buffer { op })? as i64,
+        DType::I64 => *sl
+            .typed::<i64>(op)?
+            .get(b)
+            .ok_or(KernelError::Buffer { op })?,
+        dtype => return Err(KernelError::UnsupportedDType { op, dtype }),
+    };
+    if v < 0 || v as usize > d.seq {
+        return Err(KernelError::Invalid {
+            op,
+            msg: "sequence_lens value out of range",
+        });
+    }
+    Ok(v as usize)
+}
+
+#[inline]
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+fn infer_rnn(d: &Dims, outputs: &mut [Shape]) -> Result<(), KernelError> {
+    for (i, o) in outputs.iter_mut().enumerate() {
+        *o = if i == 0 {
+            d.y_shape()?
+        } else {
+            d.state_shape()?
+        };
+    }
+    Ok(())
+}
+
+/// Checks output buffers and zero-fills them (`Y` stays zero at padded steps).
+fn prepare_outputs<'o>(
+    outputs: &'o mut [TensorMut<'_>],
+    d: &Dims,
+    op: &'static str,
+) -> Result<[Option<&'o mut [f32]>; 3], KernelError> {
+    let mut outs: [Option<&'o mut [f32]>; 3] = [None, None, None];
+    for (i, t) in outputs.iter_mut().enumerate().take(3) {
+        let want = if i == 0 {
+            d.y_shape()?
+        } else {
+            d.state_shape()?
+        }
+        .numel();
+        let s = t.typed::<f32>(op)?;
+        if s.len() != want {
+            return Err(KernelError::Buffer { op });
+        }
+        s.fill(0.0);
+        outs[i] = Some(s);
+    }
+    Ok(outs)
+}

@@ -1,0 +1,198 @@
+use super::math::erf_f64;
+use super::*;
+use crate::ops::broadcast::test_util::{Owned, run1};
+use alloc::vec::Vec;
+
+fn un(op: UnaryOp, x: &Owned) -> Owned {
+    run1(&Unary { op }, &[Some(x)], op.output_dtype(x.dtype)).unwrap()
+}
+
+fn close(a: f64, b: f64, rtol: f64, atol: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= atol + rtol * b.abs()
+}
+
+#[test]
+#[allow(clippy::type_complexity)]
+fn f32_fast_paths_match_f64_reference() {
+    // Odd length to exercise loop tails; includes extremes and NaN.
+    let mut xs: Vec<f32> = (0..2001).map(|i| (i as f32 - 1000.0) * 0.0123).collect();
+    xs.extend([
+        -120.0,
+        -88.5,
+        -87.1,
+        -1e-6,
+        1e-7,
+        0.0,
+        -0.0,
+        87.9,
+        88.5,
+        100.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]);
+    let x = Owned::new(&[xs.len()], &xs);
+    let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let checks: [(UnaryOp, fn(f64) -> f64, f64); 5] = [
+        (UnaryOp::Exp, f64::exp, 3e-7),
+        (UnaryOp::Sigmoid, sig, 3e-7),
+        (UnaryOp::Tanh, f64::tanh, 5e-7),
+        (UnaryOp::Erf, erf_f64, 2.5e-7),
+        (UnaryOp::Gelu, gelu_f64, 5e-7),
+    ];
+    for (op, f, rtol) in checks {
+        let got = un(op, &x).to::<f32>();
+        for (&g, &v) in got.iter().zip(&xs) {
+            let want = f(v as f64) as f32 as f64;
+            assert!(
+                close(g as f64, want, rtol, 1e-37),
+                "{op:?}({v}) = {g}, want {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn erf_f64_accuracy() {
+    // math.erf values
+    let cases = [
+        (0.1, 0.1124629160182849),
+        (0.5, 0.5204998778130465),
+        (1.0, 0.8427007929497149),
+        (2.0, 0.9953222650189527),
+        (2.6, 0.9997639655834707),
+        (3.5, 0.9999992569016276),
+        (-1.3, -0.9340079449406524),
+        (1e-10, 1.1283791670955126e-10),
+    ];
+    for (x, want) in cases {
+        let got = erf_f64(x);
+        assert!(
+            (got - want).abs() <= 3e-15 * want.abs(),
+            "erf({x}) = {got}, want {want}"
+        );
+    }
+}
+
+#[test]
+fn misc_ops() {
+    let xs = [-2.5f64, -1.5, -0.5, 0.5, 1.5, 2.5, 0.0, f64::NAN];
+    let x = Owned::new(&[8], &xs);
+    let round = un(UnaryOp::Round, &x).to::<f64>();
+    assert_eq!(&round[..7], &[-2.0, -2.0, -0.0, 0.0, 2.0, 2.0, 0.0]);
+    let sign = un(UnaryOp::Sign, &x).to::<f64>();
+    assert_eq!(&sign[..7], &[-1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 0.0]);
+    assert!(sign[7].is_nan());
+    assert_eq!(un(UnaryOp::IsNaN, &x).to::<u8>(), [0, 0, 0, 0, 0, 0, 0, 1]);
+    let relu = un(UnaryOp::Relu, &x).to::<f64>();
+    assert_eq!(&relu[..7], &[0.0, 0.0, 0.0, 0.5, 1.5, 2.5, 0.0]);
+    let inf = Owned::new(&[3], &[f32::INFINITY, f32::NEG_INFINITY, 1.0]);
+    assert_eq!(un(UnaryOp::IsInf, &inf).to::<u8>(), [1, 1, 0]);
+    let sp = un(
+        UnaryOp::Softplus,
+        &Owned::new(&[3], &[0.0f32, 100.0, -100.0]),
+    )
+    .to::<f32>();
+    assert!((sp[0] - 2f32.ln()).abs() < 1e-7 && sp[1] == 100.0 && sp[2] > 0.0);
+    let hs = un(UnaryOp::HardSwish, &Owned::new(&[3], &[-4.0f32, 1.0, 4.0])).to::<f32>();
+    assert_eq!(hs, [0.0, 1.0 * (1.0 / 6.0 + 0.5), 4.0]);
+    let ints = Owned::new(&[4], &[-3i64, 0, 5, i64::MIN]);
+    assert_eq!(un(UnaryOp::Abs, &ints).to::<i64>(), [3, 0, 5, i64::MIN]);
+    assert_eq!(un(UnaryOp::Neg, &ints).to::<i64>(), [3, 0, -5, i64::MIN]);
+    assert_eq!(un(UnaryOp::Sign, &ints).to::<i64>(), [-1, 0, 1, -1]);
+    assert_eq!(un(UnaryOp::Relu, &ints).to::<i64>(), [0, 0, 5, 0]);
+    let b = Owned::boolean(&[2], &[true, false]);
+    assert_eq!(un(UnaryOp::Not, &b).to::<u8>(), [0, 1]);
+    assert!(run1(&Unary { op: UnaryOp::Exp }, &[Some(&ints)], DType::I64).is_err());
+    let h = Owned::new(
+        &[3],
+        &[f16::from_f32(0.0), f16::from_f32(1.0), f16::from_f32(-2.0)],
+    );
+    let e: Vec<f32> = un(UnaryOp::Exp, &h)
+        .to::<f16>()
+        .iter()
+        .map(|v| v.to_f32())
+        .collect();
+    assert_eq!(
+        e,
+        [
+            1.0,
+            f16::from_f32(1f32.exp()).to_f32(),
+            f16::from_f32((-2f32).exp()).to_f32()
+        ]
+    );
+}
+
+#[test]
+fn parameterised() {
+    let xs = [-2.0f32, -0.5, 0.0, 0.3, 2.0];
+    let x = Owned::new(&[5], &xs);
+    let r = |k: &dyn Fn(&Owned) -> Owned| k(&x).to::<f32>();
+    let lr = r(&|x| run1(&LeakyRelu { alpha: 0.1 }, &[Some(x)], DType::F32).unwrap());
+    assert_eq!(lr, [-0.2, -0.05, 0.0, 0.3, 2.0]);
+    let hs = r(&|x| {
+        run1(
+            &HardSigmoid {
+                alpha: 0.2,
+                beta: 0.5,
+            },
+            &[Some(x)],
+            DType::F32,
+        )
+        .unwrap()
+    });
+    let want: Vec<f32> = xs
+        .iter()
+        .map(|v| (0.2 * v + 0.5f32).clamp(0.0, 1.0))
+        .collect();
+    assert_eq!(hs, want);
+    let elu = r(&|x| run1(&Elu { alpha: 1.0 }, &[Some(x)], DType::F32).unwrap());
+    assert!((elu[0] - ((-2f32).exp() - 1.0)).abs() < 1e-7 && elu[4] == 2.0);
+    let tr = r(&|x| run1(&ThresholdedRelu { alpha: 0.2 }, &[Some(x)], DType::F32).unwrap());
+    assert_eq!(tr, [0.0, 0.0, 0.0, 0.3, 2.0]);
+    let celu = r(&|x| run1(&Celu { alpha: 2.0 }, &[Some(x)], DType::F32).unwrap());
+    assert!((celu[0] - 2.0 * ((-1f32).exp() - 1.0)).abs() < 1e-6 && celu[3] == 0.3);
+    let selu = r(&|x| {
+        run1(
+            &Selu {
+                alpha: 1.5,
+                gamma: 2.0,
+            },
+            &[Some(x)],
+            DType::F32,
+        )
+        .unwrap()
+    });
+    assert!((selu[1] - 2.0 * 1.5 * ((-0.5f32).exp() - 1.0)).abs() < 1e-6 && selu[4] == 4.0);
+    let gt = r(&|x| run1(&GeluTanh {}, &[Some(x)], DType::F32).unwrap());
+    for (g, v) in gt.iter().zip(xs) {
+        let v = v as f64;
+        let w = 0.5
+            * v
+            * (1.0 + ((2.0 / core::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v)).tanh());
+        assert!((*g as f64 - w).abs() < 1e-6);
+    }
+    let sh = r(&|x| {
+        run1(
+            &Shrink {
+                bias: 0.5,
+                lambd: 1.0,
+            },
+            &[Some(x)],
+            DType::F32,
+        )
+        .unwrap()
+    });
+    assert_eq!(sh, [-1.5, 0.0, 0.0, 0.0, 1.5]);
+    // Clip with scalars, one bound, none; ints.
+    let lo = Owned::new(&[], &[-1.0f32]);
+    let hi = Owned::new(&[], &[1.0f32]);
+    let c = run1(&Clip, &[Some(&x), Some(&lo), Some(&hi)], DType::F32).unwrap();
+    assert_eq!(c.to::<f32>(), [-1.0, -0.5, 0.0, 0.3, 1.0]);
+    let c = run1(&Clip, &[Some(&x), None, Some(&hi)], DType::F32).unwrap();
+    assert_eq!(c.to::<f32>(), [-2.0, -0.5, 0.0, 0.3, 1.0]);
+    let xi = Owned::new(&[3], &[-5i32, 3, 9]);
+    let loi = Owned::new(&[], &[0i32]);
+    let c = run1(&Clip, &[Some(&xi), Some(&loi)], DType::I32).unwrap();
+    assert_eq!(c.to::<i32>(), [0, 3, 9]);
+}

@@ -1,0 +1,4 @@
+#[lele::model("no/such/model.toml")]
+struct Model;
+
+fn main() {}

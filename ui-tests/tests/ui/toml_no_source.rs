@@ -1,0 +1,4 @@
+#[lele::model("../../../../ui-tests/tests/ui/models/no_source.toml")]
+struct Model;
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[lele::model("../../../../ui-tests/tests/ui/models/syntax_error.toml")]
+struct Model;
+
+fn main() {}
