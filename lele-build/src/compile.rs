@@ -167,9 +167,13 @@ pub fn resolve_input_dims(g: &Graph, toml: &ModelToml) -> Result<Vec<Vec<Dim>>> 
     Ok(all)
 }
 
+/// Fingerprint of the compiler's sources, part of every cache key.
+pub const COMPILER_FINGERPRINT: &str = env!("LELE_BUILD_FINGERPRINT");
+
 fn hash_inputs(model_bytes: &[u8], toml_text: &str, name: &str) -> String {
     let mut h = Sha256::new();
     h.update(COMPILER_VERSION.as_bytes());
+    h.update(COMPILER_FINGERPRINT.as_bytes());
     h.update([0]);
     h.update(toml_text.as_bytes());
     h.update([0]);

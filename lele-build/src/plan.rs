@@ -36,6 +36,8 @@ pub struct Plan {
     pub weights: Vec<u8>,
     /// Runtime shape slot of each value.
     pub slots: HashMap<ValueId, usize>,
+    /// Outputs of elementwise nodes that overwrite their input 0 in place.
+    pub in_place: std::collections::HashSet<ValueId>,
 }
 
 impl Plan {
@@ -52,6 +54,8 @@ struct Live {
 
 struct Planner<'g> {
     g: &'g Graph,
+    sizes: &'g Sizes,
+    uses: Uses,
     plan: Plan,
     index: usize,
     live: HashMap<ValueId, Live>,
@@ -69,7 +73,105 @@ fn hash_bytes(b: &[u8]) -> u64 {
     h
 }
 
+/// Where each value is last read, per group of values sharing bytes through
+/// view nodes (keyed by the group's first value), in the planner's linear
+/// order.
+#[derive(Default)]
+struct Uses {
+    view_root: HashMap<ValueId, ValueId>,
+    last: HashMap<ValueId, usize>,
+    index: usize,
+}
+
+impl Uses {
+    fn root(&self, v: ValueId) -> ValueId {
+        let mut r = v;
+        while let Some(&p) = self.view_root.get(&r) {
+            r = p;
+        }
+        r
+    }
+
+    fn read(&mut self, v: ValueId) {
+        let r = self.root(v);
+        let e = self.last.entry(r).or_insert(0);
+        *e = (*e).max(self.index);
+    }
+
+    fn block(&mut self, b: &Block) {
+        for n in &b.nodes {
+            self.index += 1;
+            for &i in n.inputs.iter().flatten() {
+                self.read(i);
+            }
+            match &n.op {
+                Op::View(_) => {
+                    if let (Some(Some(src)), Some(&out)) = (n.inputs.first(), n.outputs.first()) {
+                        self.view_root.insert(out, *src);
+                    }
+                }
+                Op::If {
+                    then_branch,
+                    else_branch,
+                } => {
+                    for br in [then_branch, else_branch] {
+                        self.block(br);
+                        self.index += 1;
+                        for &o in &br.outputs {
+                            self.read(o);
+                        }
+                    }
+                    self.index += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 impl Planner<'_> {
+    /// An elementwise node may overwrite input 0 when nothing reads input 0
+    /// (or a view of it) afterwards, it is not a model output, it lives in
+    /// the arena, and the output has its dtype and shape.
+    fn can_run_in_place(&self, n: &Node, k: &dyn crate::ops::OpKernel) -> bool {
+        if !k.elementwise() || n.outputs.len() != 1 {
+            return false;
+        }
+        let Some(Some(src)) = n.inputs.first().copied() else {
+            return false;
+        };
+        let out = n.outputs[0];
+        let group = self.uses.root(src);
+        let g = self.g;
+        let is_output = g.outputs.iter().any(|&o| self.uses.root(o) == group);
+        let in_arena = matches!(self.plan.storage.get(&src), Some(Storage::Arena(_)));
+        let same_type = g.values[src].dtype == g.values[out].dtype;
+        let same_shape = match (self.sizes.shapes.get(&src), self.sizes.shapes.get(&out)) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        };
+        let same_bytes = self.sizes.max_bytes.get(&src) == self.sizes.max_bytes.get(&out);
+        // Every other operand must be same-shaped or a single element.
+        let others_ok = n.inputs[1..].iter().flatten().all(|&v| {
+            if self.uses.root(v) == group {
+                return false;
+            }
+            let s = self.sizes.shapes.get(&v);
+            let c = g.values[v].constant.as_ref().and_then(|t| t.shape().ok());
+            match s.copied().or(c) {
+                Some(shape) => Some(&shape) == self.sizes.shapes.get(&out) || shape.numel() == 1,
+                None => false,
+            }
+        });
+        in_arena
+            && !is_output
+            && same_type
+            && same_shape
+            && same_bytes
+            && others_ok
+            && self.uses.last.get(&group).copied() == Some(self.index)
+    }
+
     fn root(&self, v: ValueId) -> Option<ValueId> {
         match self.plan.storage.get(&v) {
             Some(Storage::Arena(r)) => Some(*r),
@@ -159,6 +261,17 @@ impl Planner<'_> {
                     self.slot(out);
                 }
             }
+            Op::Kernel(k) if self.can_run_in_place(n, k.as_ref()) => {
+                for &i in n.inputs.iter().flatten() {
+                    self.use_value(i);
+                }
+                let (src, out) = (n.inputs[0].unwrap_or_default(), n.outputs[0]);
+                if let Some(st) = self.plan.storage.get(&src).copied() {
+                    self.plan.storage.insert(out, st);
+                }
+                self.slot(out);
+                self.plan.in_place.insert(out);
+            }
             Op::Kernel(_) | Op::Unsupported { .. } => {
                 for &i in n.inputs.iter().flatten() {
                     self.use_value(i);
@@ -200,8 +313,12 @@ impl Planner<'_> {
 
 /// Plans storage for a graph whose nodes are final.
 pub fn plan(g: &Graph, sizes: &Sizes) -> Plan {
+    let mut uses = Uses::default();
+    uses.block(&g.main);
     let mut p = Planner {
         g,
+        sizes,
+        uses,
         plan: Plan::default(),
         index: 0,
         live: HashMap::new(),

@@ -19,6 +19,14 @@ pub trait Kernel {
         outputs: &mut [Shape],
     ) -> Result<(), KernelError>;
 
+    /// Whether output element `i` depends only on element `i` of each
+    /// same-shaped input (and on scalar inputs), with output 0 of the same
+    /// dtype as input 0. Such kernels may run in place over input 0 (see
+    /// [`crate::rt::exec_in_place`]).
+    fn elementwise(&self) -> bool {
+        false
+    }
+
     /// Bytes of scratch memory `run` needs for these shapes (default none).
     fn scratch_bytes(&self, _inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
         0

@@ -334,3 +334,194 @@ impl Kernel for CopyKernel {
         Ok(())
     }
 }
+
+/// Bytes per chunk of [`exec_in_place`].
+const IN_PLACE_CHUNK: usize = 4096;
+
+/// Runs an elementwise kernel ([`Kernel::elementwise`]) whose output 0
+/// overwrites input 0 in the arena (`srcs[0]` lives at `dst.off`).
+///
+/// The data goes through a small stack buffer chunk by chunk: input 0's
+/// chunk is copied out, then the kernel writes the same range, so no
+/// reference ever aliases another. Every other input must have the
+/// output's shape or hold one element; anything else is an error (the
+/// compiler only plans in-place execution where that holds).
+pub fn exec_in_place<K: Kernel>(
+    ctx: &mut Ctx<'_, '_>,
+    kernel: &K,
+    srcs: &[Src],
+    dst: Dst,
+) -> Result<(), KernelError> {
+    const ERR: KernelError = KernelError::Shape {
+        op: "in-place",
+        msg: "operand shapes do not allow in-place execution",
+    };
+    if !kernel.elementwise() || srcs.is_empty() || srcs.len() > MAX_NODE_INPUTS {
+        return Err(ERR);
+    }
+    let in_shape = match srcs[0] {
+        Src::Arena { off, slot, dtype } if off == dst.off && dtype == dst.dtype => ctx.shapes[slot],
+        _ => return Err(ERR),
+    };
+    let mut ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
+    let mut outs: [&mut [u8]; MAX_NODE_OUTPUTS + 1] = Default::default();
+    let mut out_shape = [Shape::SCALAR; 1];
+    {
+        let sources = Sources {
+            weights: ctx.weights,
+            shapes: ctx.shapes,
+            inputs: ctx.inputs,
+        };
+        // Input 0 is read through the written region; the others are carved
+        // as usual.
+        let mut rest = [Src::Absent; MAX_NODE_INPUTS];
+        rest[..srcs.len() - 1].copy_from_slice(&srcs[1..]);
+        let mut others: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
+        prepare(
+            &sources,
+            ctx.arena,
+            &rest[..srcs.len() - 1],
+            core::slice::from_ref(&(dst.off..dst.off + dst.cap)),
+            &mut others,
+            &mut outs[..1],
+        )?;
+        let n_bytes = in_shape.numel() * dst.dtype.size();
+        let region = core::mem::take(&mut outs[0]);
+        if region.len() < n_bytes {
+            return Err(KernelError::CapacityExceeded {
+                value: dst.name,
+                needed: n_bytes,
+                planned: region.len(),
+            });
+        }
+        let region = &mut region[..n_bytes];
+        ins[0] = Some(TensorRef {
+            dtype: dst.dtype,
+            shape: in_shape,
+            data: region,
+        });
+        ins[1..srcs.len()].copy_from_slice(&others[..srcs.len() - 1]);
+        kernel.infer(&ins[..srcs.len()], &mut out_shape)?;
+        if out_shape[0] != in_shape {
+            return Err(ERR);
+        }
+        for t in ins[1..srcs.len()].iter().flatten() {
+            if t.shape != in_shape && t.numel() != 1 {
+                return Err(ERR);
+            }
+        }
+        let elem = dst.dtype.size();
+        let mut tmp = [0u64; IN_PLACE_CHUNK / 8];
+        let mut start = 0usize;
+        while start < n_bytes {
+            let end = (start + IN_PLACE_CHUNK).min(n_bytes);
+            let len = end - start;
+            let chunk_shape = Shape::new(&[len / elem])?;
+            let tmp_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut tmp[..]);
+            tmp_bytes[..len].copy_from_slice(&region[start..end]);
+            let tmp_bytes: &[u8] = &tmp_bytes[..len];
+            let mut chunk_ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
+            chunk_ins[0] = Some(TensorRef {
+                dtype: dst.dtype,
+                shape: chunk_shape,
+                data: tmp_bytes,
+            });
+            for (c, t) in chunk_ins[1..srcs.len()]
+                .iter_mut()
+                .zip(&others[..srcs.len() - 1])
+            {
+                *c = t.map(|t| {
+                    if t.shape == in_shape {
+                        let size = t.dtype.size();
+                        TensorRef {
+                            dtype: t.dtype,
+                            shape: chunk_shape,
+                            data: &t.data[start / elem * size..end / elem * size],
+                        }
+                    } else {
+                        TensorRef {
+                            dtype: t.dtype,
+                            shape: Shape::SCALAR,
+                            data: t.data,
+                        }
+                    }
+                });
+            }
+            let mut out = [TensorMut {
+                dtype: dst.dtype,
+                shape: chunk_shape,
+                data: &mut region[start..end],
+            }];
+            kernel.run(&chunk_ins[..srcs.len()], &mut out, &mut [])?;
+            start = end;
+        }
+    }
+    ctx.shapes[dst.slot] = out_shape[0];
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::binary::{Binary, BinaryOp};
+    use crate::ops::unary::{Unary, UnaryOp};
+
+    #[test]
+    fn in_place_unary_and_binary_match_out_of_place() {
+        // 3001 floats: several chunks plus a ragged tail.
+        let n = 3001;
+        let vals: Vec<f32> = (0..n)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+            .collect();
+        let (mut arena, mut shapes) = (crate::Arena::new(64 * 1024), [Shape::SCALAR; 4]);
+        let bytes: &[u8] = bytemuck::cast_slice(&vals);
+        arena.bytes_mut()[..bytes.len()].copy_from_slice(bytes);
+        let other: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+        arena.bytes_mut()[16384..16384 + bytes.len()].copy_from_slice(bytemuck::cast_slice(&other));
+        let shape = Shape::new(&[1, n]).unwrap();
+        shapes[0] = shape;
+        shapes[2] = shape;
+        let two = [2.0f32];
+        let inputs =
+            [TensorRef::new(DType::F32, Shape::SCALAR, bytemuck::cast_slice(&two)).unwrap()];
+        let dst = Dst {
+            off: 0,
+            cap: 16384,
+            slot: 1,
+            dtype: DType::F32,
+            name: "x",
+        };
+        let a = Src::Arena {
+            off: 0,
+            slot: 0,
+            dtype: DType::F32,
+        };
+        let mut ctx = Ctx {
+            weights: &[],
+            arena: arena.bytes_mut(),
+            shapes: &mut shapes,
+            inputs: &inputs,
+        };
+        exec_in_place(&mut ctx, &Unary { op: UnaryOp::Relu }, &[a], dst).unwrap();
+        // x = relu(x) + other, then x = x * 2 (scalar model input).
+        let b = Src::Arena {
+            off: 16384,
+            slot: 2,
+            dtype: DType::F32,
+        };
+        exec_in_place(&mut ctx, &Binary { op: BinaryOp::Add }, &[a, b], dst).unwrap();
+        let s = Src::Input { index: 0, slot: 3 };
+        ctx.shapes[3] = Shape::SCALAR;
+        exec_in_place(&mut ctx, &Binary { op: BinaryOp::Mul }, &[a, s], dst).unwrap();
+        assert_eq!(ctx.shapes[1], shape);
+        let got: &[f32] = bytemuck::cast_slice(&ctx.arena[..n * 4]);
+        for i in 0..n {
+            let want = (vals[i].max(0.0) + other[i]) * 2.0;
+            assert_eq!(got[i], want, "element {i}");
+        }
+        // An operand in the written region is refused, never aliased.
+        assert!(exec_in_place(&mut ctx, &Binary { op: BinaryOp::Add }, &[a, a], dst).is_err());
+        // Comparisons change the dtype: not elementwise-in-place.
+        assert!(exec_in_place(&mut ctx, &Binary { op: BinaryOp::Less }, &[a, b], dst).is_err());
+    }
+}

@@ -115,7 +115,11 @@ impl Emitter<'_> {
     }
 
     fn dst(&self, v: ValueId) -> TokenStream {
-        let (off, cap) = self.inp.plan.regions.get(&v).copied().unwrap_or((0, 0));
+        let root = match self.inp.plan.storage.get(&v) {
+            Some(Storage::Arena(r)) => *r,
+            _ => v,
+        };
+        let (off, cap) = self.inp.plan.regions.get(&root).copied().unwrap_or((0, 0));
         let slot = self.slot(v);
         let dtype = self.dtype(v).to_rust();
         let name = Literal::string(&self.g().values[v].name);
@@ -124,6 +128,14 @@ impl Emitter<'_> {
 
     fn node_stmt(&mut self, n: &Node) -> TokenStream {
         match &n.op {
+            Op::Kernel(k)
+                if n.outputs.len() == 1 && self.inp.plan.in_place.contains(&n.outputs[0]) =>
+            {
+                let k = k.to_rust();
+                let srcs = n.inputs.iter().map(|i| self.src(*i)).collect::<Vec<_>>();
+                let dst = self.dst(n.outputs[0]);
+                quote!(::lele::kernels::rt::exec_in_place(ctx, &#k, &[#(#srcs),*], #dst)?;)
+            }
             Op::Kernel(k) => {
                 let k = k.to_rust();
                 let srcs = n.inputs.iter().map(|i| self.src(*i)).collect::<Vec<_>>();

@@ -118,6 +118,12 @@ crate::to_rust_struct!(ops::binary::Binary { op });
 const OP: &str = "Binary";
 
 impl Kernel for Binary {
+    fn elementwise(&self) -> bool {
+        // Comparisons and logic ops produce booleans; Pow may mix dtypes but
+        // its output has input 0's dtype.
+        !self.op.bool_output()
+    }
+
     fn infer(
         &self,
         inputs: &[Option<TensorRef<'_>>],

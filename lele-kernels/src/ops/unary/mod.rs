@@ -165,6 +165,11 @@ fn same_shape(
 }
 
 impl Kernel for Unary {
+    fn elementwise(&self) -> bool {
+        // Not, IsNaN and IsInf change the dtype.
+        !matches!(self.op, UnaryOp::Not | UnaryOp::IsNaN | UnaryOp::IsInf)
+    }
+
     fn infer(
         &self,
         inputs: &[Option<TensorRef<'_>>],

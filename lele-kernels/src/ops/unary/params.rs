@@ -103,6 +103,10 @@ macro_rules! param_kernel {
         crate::to_rust_struct!(ops::unary::$name { $($field),* });
 
         impl Kernel for $name {
+            fn elementwise(&self) -> bool {
+                true
+            }
+
             fn infer(
                 &self,
                 inputs: &[Option<TensorRef<'_>>],
@@ -183,6 +187,10 @@ pub struct Clip;
 crate::to_rust_struct!(ops::unary::Clip {});
 
 impl Kernel for Clip {
+    fn elementwise(&self) -> bool {
+        true
+    }
+
     fn infer(
         &self,
         inputs: &[Option<TensorRef<'_>>],
@@ -248,6 +256,10 @@ pub struct Shrink {
 crate::to_rust_struct!(ops::unary::Shrink { bias, lambd });
 
 impl Kernel for Shrink {
+    fn elementwise(&self) -> bool {
+        true
+    }
+
     fn infer(
         &self,
         inputs: &[Option<TensorRef<'_>>],
