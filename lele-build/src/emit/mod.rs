@@ -94,10 +94,9 @@ impl Emitter<'_> {
                         t.shape().unwrap_or(lele_kernels::Shape::SCALAR).to_rust(),
                         quote!(usize::MAX),
                     ),
-                    None => {
-                        let root_shape = self.weight_shape_of(v);
-                        (root_shape, quote!(#slot))
-                    }
+                    // A view of a constant: the shape comes from its runtime slot
+                    // (`rt` ignores this placeholder).
+                    None => (lele_kernels::Shape::SCALAR.to_rust(), quote!(#slot)),
                 };
                 quote!(::lele::kernels::rt::Src::Weight { off: #off, dtype: #dtype, shape: #shape, slot: #slot })
             }
@@ -108,10 +107,6 @@ impl Emitter<'_> {
             }
             None => quote!(::lele::kernels::rt::Src::Absent),
         }
-    }
-
-    fn weight_shape_of(&self, _v: ValueId) -> TokenStream {
-        lele_kernels::Shape::SCALAR.to_rust()
     }
 
     fn dst(&self, v: ValueId) -> TokenStream {
@@ -267,11 +262,6 @@ pub fn emit(inp: &EmitInput<'_>, vis: &TokenStream, attrs: &TokenStream) -> Toke
             Dim::Range { .. } => quote!(None),
         });
         let maxs = dims.iter().map(|d| d.max());
-        let mins_check = dims.iter().enumerate().filter_map(|(i, d)| match d {
-            Dim::Range { min, .. } if *min > 1 => Some(quote!(#i => #min,)),
-            _ => None,
-        });
-        let _ = mins_check;
         let onnx_name = Literal::string(&in_names[k]);
         let expected = Literal::string(&format!("{} {}", dt.name(), dims_text(dims)));
         let dtype = dt.to_rust();
