@@ -265,8 +265,11 @@ impl Planner<'_> {
                 for &i in n.inputs.iter().flatten() {
                     self.use_value(i);
                 }
-                let (src, out) = (n.inputs[0].unwrap_or_default(), n.outputs[0]);
-                if let Some(st) = self.plan.storage.get(&src).copied() {
+                // can_run_in_place checked that input 0 exists and lives in the arena.
+                let out = n.outputs[0];
+                if let Some(Some(src)) = n.inputs.first()
+                    && let Some(st) = self.plan.storage.get(src).copied()
+                {
                     self.plan.storage.insert(out, st);
                 }
                 self.slot(out);

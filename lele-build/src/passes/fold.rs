@@ -57,19 +57,7 @@ fn fold_block(
                     .and_then(|c| g.values[c].constant.clone());
                 if let Some(c) = cond {
                     let taken = c.bytes().first().copied().unwrap_or(0) != 0;
-                    let Op::If {
-                        then_branch,
-                        else_branch,
-                    } = std::mem::replace(
-                        &mut n.op,
-                        Op::Unsupported {
-                            reason: String::new(),
-                        },
-                    )
-                    else {
-                        unreachable!()
-                    };
-                    let branch = if taken { then_branch } else { else_branch };
+                    let branch = std::mem::take(if taken { then_branch } else { else_branch });
                     out.extend(branch.nodes);
                     for (&src, &dst) in branch.outputs.iter().zip(&n.outputs) {
                         out.push(identity_node(&n.name, src, dst));
