@@ -26,6 +26,10 @@ pub enum Error {
     Kernel(kernels::KernelError),
     /// The weights file could not be opened or does not belong to the model.
     Weights(String),
+    /// The build had no generated code for this model (an offline build
+    /// with `LELE_SKIP_MODEL_GEN=1` and neither a cached nor a vendored
+    /// artifact); the message says how to get one.
+    NotGenerated(&'static str),
 }
 
 impl std::fmt::Display for Error {
@@ -33,6 +37,7 @@ impl std::fmt::Display for Error {
         match self {
             Error::Kernel(e) => write!(f, "{e}"),
             Error::Weights(m) => write!(f, "weights: {m}"),
+            Error::NotGenerated(m) => write!(f, "model not generated: {m}"),
         }
     }
 }

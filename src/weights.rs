@@ -50,6 +50,19 @@ impl Weights {
         })
     }
 
+    /// `relative` resolved against the directory of the running executable
+    /// (absolute paths are returned as they are).
+    pub fn beside_executable(relative: &str) -> Result<std::path::PathBuf, Error> {
+        let rel = Path::new(relative);
+        if rel.is_absolute() {
+            return Ok(rel.to_path_buf());
+        }
+        let exe = std::env::current_exe()
+            .map_err(|e| Error::Weights(format!("cannot locate the executable: {e}")))?;
+        let dir = exe.parent().unwrap_or(Path::new("."));
+        Ok(dir.join(rel))
+    }
+
     /// The bytes.
     pub fn bytes(&self) -> &[u8] {
         match &self.inner {

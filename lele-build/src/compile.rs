@@ -1,61 +1,17 @@
 //! The compiler pipeline: model.toml → ONNX → IR → passes → plan → Rust.
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use proc_macro2::TokenStream;
-use sha2::{Digest, Sha256};
-
+use crate::artifact::Artifact;
 use crate::config::{Dim, ModelToml};
-use crate::emit::{EmitInput, WeightsMode};
+use crate::emit::EmitInput;
 use crate::error::{BuildError, Result, Unsupported};
+use crate::extend::Extensions;
 use crate::ir::{DeclaredDim, Graph, Op};
 use crate::passes;
 
 /// Version of the compiler, part of every cache key.
 pub const COMPILER_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// A compiled model.
-pub struct Compiled {
-    /// The items replacing the annotated struct.
-    pub tokens: TokenStream,
-    /// The weights file the tokens reference.
-    pub weights_path: PathBuf,
-    /// The ONNX file that was compiled.
-    pub model_path: PathBuf,
-    /// Content hash (model, toml, compiler version).
-    pub hash: String,
-    /// Arena bytes.
-    pub arena_bytes: usize,
-    /// Whether the result came from the artifact cache (no recompilation).
-    pub from_cache: bool,
-}
-
-/// Options of one compilation.
-pub struct CompileOptions<'a> {
-    /// Name of the generated struct.
-    pub name: &'a str,
-    /// Visibility tokens (`pub`, `pub(crate)`, nothing).
-    pub vis: TokenStream,
-    /// Attributes (doc comments…) of the user's struct.
-    pub attrs: TokenStream,
-    /// Directory for the weights file (default: [`cache_dir`]).
-    pub out_dir: Option<PathBuf>,
-    /// Name the weights file after the struct and reference it relative to
-    /// the generated source (for `lele gen`), instead of by absolute path.
-    pub relative_weights: bool,
-}
-
-/// Directory of build artifacts (`$LELE_CACHE_DIR`, else the user cache).
-pub fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("LELE_CACHE_DIR") {
-        return PathBuf::from(d);
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    cache.join("lele").join("build")
-}
 
 /// Every unsupported node of the graph.
 pub fn unsupported_nodes(g: &Graph) -> Vec<Unsupported> {
@@ -170,22 +126,8 @@ pub fn resolve_input_dims(g: &Graph, toml: &ModelToml) -> Result<Vec<Vec<Dim>>> 
 /// Fingerprint of the compiler's sources, part of every cache key.
 pub const COMPILER_FINGERPRINT: &str = env!("LELE_BUILD_FINGERPRINT");
 
-fn hash_inputs(model_bytes: &[u8], toml_text: &str, name: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(COMPILER_VERSION.as_bytes());
-    h.update(COMPILER_FINGERPRINT.as_bytes());
-    h.update([0]);
-    h.update(toml_text.as_bytes());
-    h.update([0]);
-    h.update(name.as_bytes());
-    h.update([0]);
-    h.update(model_bytes);
-    let d = h.finalize();
-    d.iter().take(16).map(|b| format!("{b:02x}")).collect()
-}
-
 /// Runs the passes on a loaded graph.
-pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>]) -> Result<()> {
+pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) -> Result<()> {
     let unsupported = unsupported_nodes(g);
     if !unsupported.is_empty() {
         return Err(BuildError::Unsupported(unsupported));
@@ -194,6 +136,11 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>]) -> Result<()> {
     let fully_static = dims
         .iter()
         .all(|d| d.iter().all(|x| matches!(x, Dim::Fixed(_))));
+    ext.apply_patterns(g)?;
+    if !fold {
+        passes::eliminate_dead_code(g);
+        return Ok(());
+    }
     for _ in 0..8 {
         let mut changed = passes::fold_constants(g, None)?;
         passes::eliminate_dead_code(g);
@@ -227,78 +174,19 @@ pub fn sizing_points(dims: &[Vec<Dim>]) -> Vec<Vec<Vec<usize>>> {
     pts
 }
 
-/// Compiles a model from its toml.
-pub fn compile_toml(toml_path: &Path, opts: &CompileOptions<'_>) -> Result<Compiled> {
-    let toml_text = std::fs::read_to_string(toml_path).map_err(|source| BuildError::Io {
-        path: toml_path.to_path_buf(),
-        source,
-    })?;
-    let toml = ModelToml::parse(&toml_text)?;
-    let base = toml_path.parent().unwrap_or(Path::new("."));
-    let model_path = toml.model_path(base)?;
-    let written = toml.model.path.clone().unwrap_or_default();
-    if !model_path.is_file() {
-        return Err(BuildError::Config(format!(
-            "model file `{written}` does not exist (relative paths are relative to the model.toml){}",
-            if written.contains("${LELE_ZOO}") {
-                "; run `cargo xtask models` to fetch the model zoo"
-            } else {
-                ""
-            }
-        )));
-    }
-    compile_model(&model_path, &toml, &toml_text, opts).map_err(|e| match e {
-        BuildError::Config(m) => BuildError::Config(
-            m.replace(&model_path.display().to_string(), &format!("`{written}`")),
-        ),
-        other => other,
-    })
-}
-
-/// Compiles an ONNX file with settings from a parsed toml.
-pub fn compile_model(
+/// Compiles an ONNX file into an [`Artifact`] whose weights are written to
+/// `weights_path` (the artifact is not stored).
+pub fn compile_artifact(
     model_path: &Path,
     toml: &ModelToml,
-    toml_text: &str,
-    opts: &CompileOptions<'_>,
-) -> Result<Compiled> {
+    key: &str,
+    weights_path: &Path,
+    ext: &Extensions,
+) -> Result<Artifact> {
     let model_bytes = std::fs::read(model_path).map_err(|source| BuildError::Io {
         path: model_path.to_path_buf(),
         source,
     })?;
-    if let Some(expected) = &toml.model.sha256 {
-        let actual: String = Sha256::digest(&model_bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        if !actual.eq_ignore_ascii_case(expected.trim()) {
-            return Err(BuildError::Config(format!(
-                "sha256 mismatch for {}: model.toml expects {expected}, the file has {actual}",
-                model_path.display()
-            )));
-        }
-    }
-    let hash = hash_inputs(&model_bytes, toml_text, opts.name);
-    let out_dir = opts.out_dir.clone().unwrap_or_else(cache_dir);
-    // The artifact cache: generated tokens keyed by everything they depend on.
-    let key = {
-        let mut h = Sha256::new();
-        h.update(hash.as_bytes());
-        h.update(opts.vis.to_string().as_bytes());
-        h.update([0]);
-        h.update(opts.attrs.to_string().as_bytes());
-        h.update([u8::from(opts.relative_weights)]);
-        let d = h.finalize();
-        d.iter()
-            .take(16)
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    };
-    let tokens_path = out_dir.join(format!("{key}.tokens"));
-    let use_cache = !opts.relative_weights;
-    if use_cache && let Some(hit) = cached_artifact(&tokens_path, model_path, &hash) {
-        return Ok(hit);
-    }
     let limits = crate::onnx::Limits::default();
     let proto = {
         use prost::Message;
@@ -307,83 +195,35 @@ pub fn compile_model(
     };
     drop(model_bytes);
     let dir = model_path.parent().unwrap_or(Path::new("."));
-    let mut g = crate::onnx::from_proto(&proto, dir, &limits)?;
+    let mut g = crate::onnx::from_proto_with(&proto, dir, &limits, ext)?;
     drop(proto);
     let dims = resolve_input_dims(&g, toml)?;
-    optimize(&mut g, &dims)?;
+    optimize(&mut g, &dims, toml.codegen.constant_folding, ext)?;
     copy_outputs_out_of_inputs_and_weights(&mut g);
     let sizes = passes::size_graph(&g, &sizing_points(&dims))?;
     check_legacy_softmax(&g, &sizes)?;
     let plan = crate::plan::plan(&g, &sizes);
-
-    std::fs::create_dir_all(&out_dir).map_err(|source| BuildError::Io {
-        path: out_dir.clone(),
-        source,
-    })?;
-    let (weights_path, wpath) = if opts.relative_weights {
-        let file = format!("{}.weights", crate::emit::names::snake_ident(opts.name));
-        (out_dir.join(&file), file)
-    } else {
-        let p = out_dir.join(format!("{hash}.weights"));
-        let s = p.to_string_lossy().into_owned();
-        (p, s)
-    };
-    write_atomic(&weights_path, &plan.weights)?;
-    let weights = match toml.codegen.weights.as_str() {
-        "mmap" => WeightsMode::Mmap(wpath),
-        _ => WeightsMode::Embed(wpath),
-    };
-    let tokens = crate::emit::emit(
-        &EmitInput {
-            name: opts.name,
-            graph: &g,
-            plan: &plan,
-            input_dims: &dims,
-            weights,
-            hash: &hash,
-        },
-        &opts.vis,
-        &opts.attrs,
-    );
-    let meta = format!(
-        "{}\n{}\n{}\n{}",
-        weights_path.display(),
-        plan.weights.len(),
-        plan.arena_bytes,
-        tokens
-    );
-    if use_cache {
-        write_atomic(&tokens_path, meta.as_bytes())?;
+    if let Some(dir) = weights_path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
     }
-    Ok(Compiled {
-        tokens,
-        weights_path,
-        model_path: model_path.to_path_buf(),
-        hash,
-        arena_bytes: plan.arena_bytes,
-        from_cache: false,
-    })
-}
-
-/// Reads a cached artifact: weights path, weights length, arena bytes, then
-/// the generated tokens. Anything inconsistent is a miss.
-fn cached_artifact(tokens_path: &Path, model_path: &Path, hash: &str) -> Option<Compiled> {
-    let text = std::fs::read_to_string(tokens_path).ok()?;
-    let mut parts = text.splitn(4, '\n');
-    let weights_path = PathBuf::from(parts.next()?);
-    let weights_len: u64 = parts.next()?.parse().ok()?;
-    let arena_bytes: usize = parts.next()?.parse().ok()?;
-    let tokens: TokenStream = parts.next()?.parse().ok()?;
-    if std::fs::metadata(&weights_path).ok()?.len() != weights_len {
-        return None;
-    }
-    Some(Compiled {
-        tokens,
-        weights_path,
-        model_path: model_path.to_path_buf(),
-        hash: hash.to_string(),
-        arena_bytes,
-        from_cache: true,
+    write_atomic(weights_path, &plan.weights)?;
+    let (core, signature, layout) = crate::emit::emit_core(&EmitInput {
+        graph: &g,
+        plan: &plan,
+        input_dims: &dims,
+        hash: key,
+    });
+    Ok(Artifact {
+        key: key.to_string(),
+        signature,
+        layout,
+        core,
+        weights_path: weights_path.to_path_buf(),
+        weights_mode: toml.codegen.weights.clone(),
+        weights_file: toml.codegen.weights_file.clone(),
     })
 }
 

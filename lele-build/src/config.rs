@@ -28,8 +28,79 @@ pub struct ModelSection {
     /// Path of the ONNX file, relative to the toml's directory; `${VAR}`
     /// expands environment variables (`${LELE_ZOO}` defaults to the model zoo).
     pub path: Option<String>,
-    /// Expected sha256 of the ONNX file (hex).
+    /// URL of the ONNX file (http or https).
+    pub url: Option<String>,
+    /// A file of a Hugging Face Hub repository.
+    pub hf: Option<HfSource>,
+    /// Expected sha256 of the ONNX file (hex). Required for `url` and `hf`
+    /// unless `allow_unpinned = true`.
     pub sha256: Option<String>,
+    /// Accept an unpinned `url`/`hf` model (development only).
+    #[serde(default)]
+    pub allow_unpinned: bool,
+    /// Extra files fetched next to the model (external data, tokenizers).
+    #[serde(default)]
+    pub files: Vec<ExtraFile>,
+}
+
+/// `hf = { repo = "owner/name", file = "model.onnx", revision = "main" }`.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HfSource {
+    /// Repository id, `owner/name`.
+    pub repo: String,
+    /// Path of the ONNX file inside the repository.
+    pub file: String,
+    /// Branch, tag or commit (default `main`).
+    #[serde(default = "default_revision")]
+    pub revision: String,
+}
+
+fn default_revision() -> String {
+    "main".into()
+}
+
+/// An extra file: `"tokenizer.json"` or `{ name = "...", sha256 = "..." }`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum ExtraFile {
+    /// Unpinned (pinned only by the source's revision).
+    Name(String),
+    /// Pinned by its own hash.
+    Pinned {
+        /// Path relative to the model (same directory, repository or URL folder).
+        name: String,
+        /// Expected sha256 (hex).
+        sha256: String,
+    },
+}
+
+impl ExtraFile {
+    /// The relative name.
+    pub fn name(&self) -> &str {
+        match self {
+            ExtraFile::Name(n) | ExtraFile::Pinned { name: n, .. } => n,
+        }
+    }
+
+    /// The pinned hash, if any.
+    pub fn sha256(&self) -> Option<&str> {
+        match self {
+            ExtraFile::Name(_) => None,
+            ExtraFile::Pinned { sha256, .. } => Some(sha256),
+        }
+    }
+}
+
+/// Where the model comes from, resolved from `[model]`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A local file (`${VAR}` expanded, relative to the toml's directory).
+    Path(PathBuf),
+    /// An http(s) URL.
+    Url(String),
+    /// A Hugging Face Hub file.
+    Hf(HfSource),
 }
 
 /// `[codegen]`.
@@ -39,18 +110,31 @@ pub struct CodegenSection {
     /// `"embed"` (default) or `"mmap"`.
     #[serde(default = "default_weights")]
     pub weights: String,
+    /// With `weights = "mmap"`: the file `new()` maps at run time (relative
+    /// paths are relative to the running executable's directory). Default:
+    /// the weights file in the build cache.
+    pub weights_file: Option<String>,
     /// `"f32"` (default).
     #[serde(default = "default_precision")]
     pub precision: String,
+    /// Evaluate constant subgraphs at build time (default true).
+    #[serde(default = "default_true")]
+    pub constant_folding: bool,
 }
 
 impl Default for CodegenSection {
     fn default() -> Self {
         CodegenSection {
             weights: default_weights(),
+            weights_file: None,
             precision: default_precision(),
+            constant_folding: true,
         }
     }
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_weights() -> String {
@@ -137,13 +221,17 @@ impl ModelToml {
     pub fn parse(text: &str) -> Result<ModelToml> {
         let t: ModelToml =
             toml::from_str(text).map_err(|e| BuildError::Config(format!("model.toml: {e}")))?;
-        let mut problems = Vec::new();
-        if t.model.path.is_none() {
-            problems.push("[model] needs a source: `path = \"...\"`".to_string());
-        }
+        let mut problems = t.model.problems();
         if !matches!(t.codegen.weights.as_str(), "embed" | "mmap") {
             problems.push(format!(
                 "[codegen] weights = \"{}\" is not one of \"embed\", \"mmap\"",
+                t.codegen.weights
+            ));
+        }
+        if t.codegen.weights_file.is_some() && t.codegen.weights != "mmap" {
+            problems.push(format!(
+                "[codegen] weights_file only applies to weights = \"mmap\", but weights = \"{}\"; \
+                 remove one of them",
                 t.codegen.weights
             ));
         }
@@ -177,16 +265,28 @@ impl ModelToml {
         ModelToml::parse(&text)
     }
 
-    /// The resolved ONNX path (relative paths are relative to `base`).
+    /// The model's source; relative paths are relative to `base`.
+    pub fn source(&self, base: &Path) -> Result<Source> {
+        let m = &self.model;
+        if let Some(raw) = &m.path {
+            let p = PathBuf::from(expand_vars(raw)?);
+            return Ok(Source::Path(if p.is_absolute() { p } else { base.join(p) }));
+        }
+        if let Some(url) = &m.url {
+            return Ok(Source::Url(expand_vars(url)?));
+        }
+        if let Some(hf) = &m.hf {
+            return Ok(Source::Hf(hf.clone()));
+        }
+        Err(BuildError::Config("[model] has no source".into()))
+    }
+
+    /// The resolved ONNX path of a `path` source.
     pub fn model_path(&self, base: &Path) -> Result<PathBuf> {
-        let raw = self
-            .model
-            .path
-            .as_deref()
-            .ok_or_else(|| BuildError::Config("[model] has no path".into()))?;
-        let expanded = expand_vars(raw)?;
-        let p = PathBuf::from(expanded);
-        Ok(if p.is_absolute() { p } else { base.join(p) })
+        match self.source(base)? {
+            Source::Path(p) => Ok(p),
+            _ => Err(BuildError::Config("[model] is not a local path".into())),
+        }
     }
 
     /// The resolved dims of input `name`, if given.
@@ -199,6 +299,121 @@ impl ModelToml {
                 })
                 .collect()
         })
+    }
+}
+
+impl ModelSection {
+    /// Everything wrong with the section (all problems, not just the first).
+    fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let given: Vec<&str> = [
+            ("path", self.path.is_some()),
+            ("url", self.url.is_some()),
+            ("hf", self.hf.is_some()),
+        ]
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(k, _)| *k)
+        .collect();
+        match given.as_slice() {
+            [] => problems.push(
+                "[model] needs a source: `path = \"model.onnx\"`, `url = \"https://...\"` or \
+                 `hf = { repo = \"owner/name\", file = \"model.onnx\" }`"
+                    .to_string(),
+            ),
+            [_] => {}
+            many => problems.push(format!(
+                "[model] has {} sources (`{}`); keep exactly one",
+                many.len(),
+                many.join("` and `")
+            )),
+        }
+        let remote = self.url.is_some() || self.hf.is_some();
+        match (&self.sha256, self.allow_unpinned) {
+            (Some(_), true) => problems.push(
+                "[model] sets both `sha256` and `allow_unpinned = true`; remove one of them".into(),
+            ),
+            (None, false) if remote => problems.push(
+                "[model] a `url` or `hf` model needs `sha256 = \"<64 hex digits>\"` to pin it \
+                 (`lele fetch model.toml` prints it); for development only, \
+                 `allow_unpinned = true` accepts whatever the server sends"
+                    .into(),
+            ),
+            _ => {}
+        }
+        if let Some(sha) = &self.sha256
+            && !is_sha256(sha)
+        {
+            problems.push(format!(
+                "[model] sha256 = \"{sha}\" is not 64 hexadecimal digits"
+            ));
+        }
+        if let Some(url) = &self.url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            problems.push(format!("[model] url = \"{url}\" is not an http(s) URL"));
+        }
+        if let Some(hf) = &self.hf {
+            let ok = |s: &str| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                    && !s.starts_with('.')
+            };
+            let parts: Vec<&str> = hf.repo.split('/').collect();
+            if parts.is_empty() || parts.len() > 2 || !parts.iter().all(|p| ok(p)) {
+                problems.push(format!(
+                    "[model] hf.repo = \"{}\" is not a repository id like \"owner/name\"",
+                    hf.repo
+                ));
+            }
+            if let Err(e) = check_relative(&hf.file) {
+                problems.push(format!("[model] hf.file: {e}"));
+            }
+            if hf.revision.is_empty() || hf.revision.contains("..") {
+                problems.push(format!(
+                    "[model] hf.revision = \"{}\" is not a branch, tag or commit",
+                    hf.revision
+                ));
+            }
+        }
+        for f in &self.files {
+            if let Err(e) = check_relative(f.name()) {
+                problems.push(format!("[model] files: {e}"));
+            }
+            if let Some(sha) = f.sha256()
+                && !is_sha256(sha)
+            {
+                problems.push(format!(
+                    "[model] files: sha256 of `{}` is not 64 hexadecimal digits",
+                    f.name()
+                ));
+            }
+        }
+        problems
+    }
+}
+
+/// Whether `s` is 64 hex digits.
+pub fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// A relative path that stays inside its directory.
+fn check_relative(name: &str) -> std::result::Result<(), String> {
+    let p = Path::new(name);
+    let bad = name.is_empty()
+        || p.is_absolute()
+        || name.starts_with('/')
+        || name.contains('\\')
+        || p.components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)));
+    if bad {
+        Err(format!(
+            "`{name}` must be a relative path inside the model's folder (no `..`)"
+        ))
+    } else {
+        Ok(())
     }
 }
 

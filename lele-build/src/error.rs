@@ -53,6 +53,17 @@ pub enum BuildError {
         /// What happened.
         msg: String,
     },
+    /// Downloading a model file failed.
+    #[error("cannot fetch {what}: {msg}")]
+    Fetch {
+        /// The URL or Hub file.
+        what: String,
+        /// What went wrong.
+        msg: String,
+    },
+    /// An offline build needed something that is not available locally.
+    #[error("{0}")]
+    Offline(String),
     /// Anything else, with a message.
     #[error("{0}")]
     Other(String),

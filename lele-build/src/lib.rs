@@ -3,18 +3,26 @@
 //! `build.rs` scripts and by the `lele` CLI.
 #![warn(missing_docs)]
 
+pub mod artifact;
+pub mod builder;
 pub mod cli;
 pub mod compile;
 pub mod config;
+pub mod driver;
 pub mod emit;
 pub mod error;
+pub mod extend;
+pub mod fetch;
 pub mod ir;
 pub mod npy;
 pub mod onnx;
 pub mod ops;
 pub mod passes;
 pub mod plan;
+pub mod signature;
 
-pub use compile::{CompileOptions, Compiled, compile_model, compile_toml};
+pub use builder::Compiler;
 pub use config::ModelToml;
+pub use driver::{CompileOptions, Compiled, compile_model, compile_toml, prepare};
 pub use error::{BuildError, Result};
+pub use extend::{GraphView, NodeInfo, PatternMatch, Replacement};

@@ -123,7 +123,7 @@ fn cast_and_unsqueeze_of_a_graph_input_are_never_folded() {
     let mut g = load(&m).unwrap();
     let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
     let dims = resolve_input_dims(&g, &toml).unwrap();
-    optimize(&mut g, &dims).unwrap();
+    optimize(&mut g, &dims, true, &Default::default()).unwrap();
     let ops = op_types(&g);
     assert_eq!(
         ops,
@@ -154,7 +154,7 @@ fn every_unsupported_op_is_listed_at_once() {
     let mut g = load(&m).unwrap();
     let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
     let dims = resolve_input_dims(&g, &toml).unwrap();
-    match optimize(&mut g, &dims) {
+    match optimize(&mut g, &dims, true, &Default::default()) {
         Err(BuildError::Unsupported(list)) => {
             let names: Vec<_> = list
                 .iter()
@@ -261,13 +261,9 @@ fn second_compilation_is_served_from_the_artifact_cache() {
         ),
     )
     .unwrap();
-    let opts = lele_build::CompileOptions {
-        name: "Cls",
-        vis: quote::quote!(pub),
-        attrs: quote::quote!(),
-        out_dir: Some(cache.clone()),
-        relative_weights: false,
-    };
+    let mut opts = lele_build::CompileOptions::new("Cls");
+    opts.offline = false;
+    opts.cache_root = Some(cache.clone());
     let first = lele_build::compile_toml(&toml, &opts).unwrap();
     assert!(!first.from_cache);
     let second = lele_build::compile_toml(&toml, &opts).unwrap();
@@ -285,14 +281,18 @@ fn second_compilation_is_served_from_the_artifact_cache() {
     std::fs::write(&toml, &original).unwrap();
     let f = std::fs::OpenOptions::new()
         .write(true)
-        .open(&second.weights_path)
+        .open(second.weights_path.as_ref().unwrap())
         .unwrap();
     f.set_len(10).unwrap();
     let third = lele_build::compile_toml(&toml, &opts).unwrap();
     assert!(!third.from_cache);
     assert_eq!(
-        std::fs::metadata(&third.weights_path).unwrap().len(),
-        std::fs::metadata(&first.weights_path).unwrap().len()
+        std::fs::metadata(third.weights_path.as_ref().unwrap())
+            .unwrap()
+            .len(),
+        std::fs::metadata(first.weights_path.as_ref().unwrap())
+            .unwrap()
+            .len()
     );
     let _ = std::fs::remove_dir_all(&cache);
 }

@@ -107,6 +107,28 @@ impl DType {
         }
     }
 
+    /// Every dtype.
+    pub const ALL: [DType; 13] = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::F64,
+        DType::I8,
+        DType::U8,
+        DType::I16,
+        DType::U16,
+        DType::I32,
+        DType::U32,
+        DType::I64,
+        DType::U64,
+        DType::Bool,
+    ];
+
+    /// The dtype called `name` (the inverse of [`DType::name`]).
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == name)
+    }
+
     /// Lower-case short name (`f32`, `i64`, `bool`…).
     pub const fn name(self) -> &'static str {
         match self {

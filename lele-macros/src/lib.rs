@@ -76,29 +76,31 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream2, Errors
     }
     let vis = s.vis.to_token_stream();
     let attrs: TokenStream2 = s.attrs.iter().map(|a| a.to_token_stream()).collect();
-    let opts = lele_build::CompileOptions {
-        name: &s.ident.to_string(),
-        vis,
-        attrs,
-        out_dir: None,
-        relative_weights: false,
-    };
+    let name = s.ident.to_string();
+    let mut opts = lele_build::CompileOptions::new(&name);
+    opts.vis = vis;
+    opts.attrs = attrs;
     let compiled = lele_build::compile_toml(&toml_path, &opts).map_err(|e| {
         e.to_string()
             .split("\n\n")
             .map(|m| (span, format!("lele: {m}")))
             .collect::<Vec<_>>()
     })?;
-    let toml_str = toml_path.to_string_lossy().into_owned();
-    let model_str = compiled.model_path.to_string_lossy().into_owned();
+    // include_bytes! makes cargo rebuild when the toml, the model or a lock
+    // file changes, option_env! when a variable that changes the result does.
+    let files = compiled
+        .tracked
+        .iter()
+        .filter(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned());
+    let vars = lele_build::driver::TRACKED_ENV
+        .iter()
+        .map(|v| v.to_string())
+        .chain(compiled.env_vars.iter().cloned());
     let tokens = compiled.tokens;
-    // include_bytes! makes cargo rebuild when the toml or the model changes,
-    // option_env! when a variable that changes the result does.
     Ok(quote! {
-        const _: &[u8] = include_bytes!(#toml_str);
-        const _: &[u8] = include_bytes!(#model_str);
-        const _: ::core::option::Option<&str> = option_env!("LELE_ZOO");
-        const _: ::core::option::Option<&str> = option_env!("LELE_CACHE_DIR");
+        #(const _: &[u8] = include_bytes!(#files);)*
+        #(const _: ::core::option::Option<&str> = option_env!(#vars);)*
         #tokens
     })
 }

@@ -273,7 +273,7 @@ fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<P
         .take(12)
         .map(|b| format!("{b:02x}"))
         .collect();
-    let root = crate::compile::cache_dir().join("run");
+    let root = crate::fetch::cache_root().join("run");
     let dir = root.join(&hash);
     let target = root.join("target");
     let exe = target.join("debug").join(format!("lele-run-{hash}"));
@@ -288,14 +288,9 @@ fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<P
         source,
     })?;
     let cfg = crate::ModelToml::parse(toml_text)?;
-    let opts = crate::CompileOptions {
-        name: "Model",
-        vis: quote!(pub),
-        attrs: quote!(),
-        out_dir: Some(src.clone()),
-        relative_weights: true,
-    };
-    let compiled = crate::compile_model(model, &cfg, toml_text, &opts)?;
+    let mut opts = crate::CompileOptions::new("Model");
+    opts.offline = false;
+    let compiled = crate::compile_model(model, &cfg, toml_text, &src, &opts)?;
     std::fs::write(src.join("model.rs"), format_tokens(compiled.tokens)?).map_err(|source| {
         BuildError::Io {
             path: src.join("model.rs"),

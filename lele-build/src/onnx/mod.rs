@@ -11,6 +11,7 @@ use lele_kernels::DType;
 use prost::Message;
 
 use crate::error::{BuildError, Result};
+use crate::extend::Extensions;
 use crate::ir::{Block, DeclaredDim, Graph, Node, Op, ValueId};
 
 pub use tensor::tensor_from_proto;
@@ -72,6 +73,16 @@ pub fn load(path: &Path) -> Result<Graph> {
 
 /// Builds the IR from a decoded model; external data is read from `dir`.
 pub fn from_proto(model: &proto::ModelProto, dir: &Path, limits: &Limits) -> Result<Graph> {
+    from_proto_with(model, dir, limits, &Extensions::default())
+}
+
+/// [`from_proto`] with user op overrides.
+pub fn from_proto_with(
+    model: &proto::ModelProto,
+    dir: &Path,
+    limits: &Limits,
+    ext: &Extensions,
+) -> Result<Graph> {
     let opset = model
         .opset_import
         .iter()
@@ -106,6 +117,7 @@ pub fn from_proto(model: &proto::ModelProto, dir: &Path, limits: &Limits) -> Res
         ..Graph::default()
     };
     let mut loader = Loader {
+        ext,
         dir: dir.to_path_buf(),
         limits: limits.clone(),
         scopes: vec![HashMap::new()],
@@ -170,14 +182,15 @@ fn value_type(v: &proto::ValueInfoProto) -> (Option<DType>, Option<Vec<DeclaredD
     (dtype, dims)
 }
 
-struct Loader {
+struct Loader<'e> {
+    ext: &'e Extensions,
     dir: PathBuf,
     limits: Limits,
     scopes: Vec<HashMap<String, ValueId>>,
     node_count: usize,
 }
 
-impl Loader {
+impl Loader<'_> {
     fn bind(&mut self, name: &str, id: ValueId) {
         if let Some(s) = self.scopes.last_mut() {
             s.insert(name.to_string(), id);
@@ -245,6 +258,15 @@ impl Loader {
             let (op, out_dtypes) = if op_type == "If" && domain.is_empty() {
                 (self.if_op(g, np, depth)?, Vec::new())
             } else {
+                let info = crate::extend::NodeInfo {
+                    op_type: &op_type,
+                    domain: &domain,
+                    name: &name,
+                    attrs: crate::ops::Attrs::new(np),
+                    n_inputs: inputs.len(),
+                    n_outputs: outputs.len(),
+                };
+                let overridden = self.ext.lower(&info);
                 let opset = g_opset(g);
                 let mut ctx = crate::ops::LowerCtx {
                     graph: g,
@@ -254,8 +276,13 @@ impl Loader {
                     inputs: &mut inputs,
                     outputs: &outputs,
                 };
-                let l = crate::ops::lower(&mut ctx);
-                (l.op, l.dtypes)
+                match overridden {
+                    Some(o) => o,
+                    None => {
+                        let l = crate::ops::lower(&mut ctx);
+                        (l.op, l.dtypes)
+                    }
+                }
             };
             for (o, id) in out_names.iter().zip(&outputs) {
                 if !o.is_empty() {

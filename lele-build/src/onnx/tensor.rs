@@ -135,7 +135,13 @@ fn read_external(t: &proto::TensorProto, dir: &Path, nbytes: u64) -> Result<Vec<
     // Symlinks could still escape: compare canonical paths.
     let canon_dir = dir.canonicalize().map_err(|e| err(&e.to_string()))?;
     let canon = path.canonicalize().map_err(|e| err(&e.to_string()))?;
-    if !canon.starts_with(&canon_dir) {
+    // A Hugging Face Hub snapshot links its files to `../../blobs/`.
+    let hub_blobs =
+        dir.join("../../blobs").canonicalize().ok().filter(|b| {
+            b.ends_with("blobs") && dir.parent().is_some_and(|p| p.ends_with("snapshots"))
+        });
+    let in_blobs = hub_blobs.is_some_and(|b| canon.starts_with(b));
+    if !canon.starts_with(&canon_dir) && !in_blobs {
         return Err(err("it resolves outside the model's directory"));
     }
     if let Some(l) = length

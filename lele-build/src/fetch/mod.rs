@@ -1,0 +1,206 @@
+//! Getting the model files named by `[model]`: a local path, a URL or a
+//! Hugging Face Hub file, each pinned by sha256 and checked on every
+//! resolution. Downloads land in a temporary file that is hashed while it
+//! streams and renamed into place only when complete and correct, under a
+//! file lock, so concurrent builds share one download and an interrupted
+//! one never becomes a cache hit.
+mod hf;
+mod url;
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::config::{ExtraFile, ModelToml, Source};
+use crate::error::{BuildError, Result};
+
+pub use hf::hub_cache_dir;
+
+/// The files of a resolved model.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The ONNX file.
+    pub model: PathBuf,
+    /// Its sha256 (lower-case hex), as computed from the file.
+    pub sha256: String,
+    /// The extra files, in `files` order.
+    pub files: Vec<PathBuf>,
+}
+
+/// How to resolve.
+#[derive(Debug, Clone, Default)]
+pub struct FetchOptions {
+    /// Never touch the network: only local files and caches.
+    pub offline: bool,
+    /// Show a progress bar for downloads (the CLI).
+    pub progress: bool,
+    /// lele's cache root (default [`cache_root`]).
+    pub cache_root: Option<PathBuf>,
+}
+
+impl FetchOptions {
+    /// The cache root to use.
+    pub fn root(&self) -> PathBuf {
+        self.cache_root.clone().unwrap_or_else(cache_root)
+    }
+}
+
+/// Whether the environment asks for offline builds: `LELE_SKIP_MODEL_GEN`
+/// or `CARGO_NET_OFFLINE` set to `1`/`true`/`yes`.
+pub fn offline_from_env() -> bool {
+    ["LELE_SKIP_MODEL_GEN", "CARGO_NET_OFFLINE"]
+        .iter()
+        .any(|v| {
+            std::env::var(v)
+                .map(|s| matches!(s.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+                .unwrap_or(false)
+        })
+}
+
+/// Root of lele's caches (`$LELE_CACHE_DIR`, else `<user cache>/lele`).
+pub fn cache_root() -> PathBuf {
+    if let Some(d) = std::env::var_os("LELE_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    user_cache_dir().join("lele")
+}
+
+/// `$XDG_CACHE_HOME`, else `~/.cache`, else the temp dir.
+pub(crate) fn user_cache_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// Resolves the model and its extra files, downloading what is missing.
+pub fn resolve(toml: &ModelToml, base: &Path, opts: &FetchOptions) -> Result<Fetched> {
+    let pinned = toml.model.sha256.as_deref();
+    let files = &toml.model.files;
+    match toml.source(base)? {
+        Source::Path(p) => {
+            resolve_local(&p, toml.model.path.as_deref().unwrap_or(""), pinned, files)
+        }
+        Source::Url(u) => url::resolve(&u, pinned, files, opts),
+        Source::Hf(h) => hf::resolve(&h, pinned, files, opts),
+    }
+}
+
+fn resolve_local(
+    model: &Path,
+    written: &str,
+    pinned: Option<&str>,
+    files: &[ExtraFile],
+) -> Result<Fetched> {
+    if !model.is_file() {
+        return Err(BuildError::Config(format!(
+            "model file `{written}` does not exist (relative paths are relative to the model.toml){}",
+            if written.contains("${LELE_ZOO}") {
+                "; run `cargo xtask models` to fetch the model zoo"
+            } else {
+                ""
+            }
+        )));
+    }
+    let sha256 = sha256_file(model)?;
+    check_pin(&format!("`{written}`"), pinned, &sha256)?;
+    let dir = model.parent().unwrap_or(Path::new("."));
+    let mut out = Vec::new();
+    for f in files {
+        let p = dir.join(f.name());
+        if !p.is_file() {
+            return Err(BuildError::Config(format!(
+                "[model] files: `{}` does not exist next to the model",
+                f.name()
+            )));
+        }
+        if let Some(pin) = f.sha256() {
+            check_pin(&format!("`{}`", f.name()), Some(pin), &sha256_file(&p)?)?;
+        }
+        out.push(p);
+    }
+    Ok(Fetched {
+        model: model.to_path_buf(),
+        sha256,
+        files: out,
+    })
+}
+
+/// Errors unless `actual` matches the pin (when there is one).
+pub(crate) fn check_pin(what: &str, pinned: Option<&str>, actual: &str) -> Result<()> {
+    match pinned {
+        Some(p) if !p.trim().eq_ignore_ascii_case(actual) => Err(BuildError::Config(format!(
+            "sha256 mismatch for {what}: model.toml expects {}, the file has {actual}",
+            p.trim().to_ascii_lowercase()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// sha256 of a file, streamed.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let io = |source| BuildError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = File::open(path).map_err(io)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+/// Lower-case hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// An exclusive lock on `path` (created if needed), held until dropped.
+pub(crate) fn lock_file(path: &Path) -> Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|source| BuildError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    f.lock().map_err(|source| BuildError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(f)
+}
+
+/// A progress bar, hidden unless asked for.
+pub(crate) fn progress_bar(show: bool, name: &str, total: Option<u64>) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = match total {
+        Some(t) => indicatif::ProgressBar::new(t),
+        None => indicatif::ProgressBar::new_spinner(),
+    };
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{msg:30!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+    ) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(name.to_string());
+    pb
+}

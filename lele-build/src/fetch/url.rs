@@ -1,0 +1,196 @@
+//! `url = "https://..."`: downloads into `<cache root>/downloads/`, in a
+//! folder named by the pinned hash (or by the URL when unpinned), with the
+//! extra files fetched from the same URL folder.
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::{FetchOptions, Fetched, check_pin, hex, lock_file, progress_bar, sha256_file};
+use crate::config::ExtraFile;
+use crate::error::{BuildError, Result};
+
+/// The download folder of a URL model.
+pub fn download_dir(root: &Path, url: &str, pinned: Option<&str>) -> PathBuf {
+    let name = match pinned {
+        Some(p) => format!("sha256-{}", p.trim().to_ascii_lowercase()),
+        None => format!("url-{}", &hex(&Sha256::digest(url.as_bytes()))[..16]),
+    };
+    root.join("downloads").join(name)
+}
+
+/// The file name a URL is stored under (its last path segment, cleaned).
+fn file_name(url: &str) -> String {
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    let last = path.rsplit('/').next().unwrap_or("");
+    let clean: String = last
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        .collect();
+    if clean.is_empty() || clean.starts_with('.') {
+        "model.onnx".into()
+    } else {
+        clean
+    }
+}
+
+/// `name` resolved against the folder of `url`.
+fn sibling_url(url: &str, name: &str) -> String {
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    match path.rfind('/') {
+        Some(i) => format!("{}/{name}", &path[..i]),
+        None => format!("{path}/{name}"),
+    }
+}
+
+pub(super) fn resolve(
+    url: &str,
+    pinned: Option<&str>,
+    files: &[ExtraFile],
+    opts: &FetchOptions,
+) -> Result<Fetched> {
+    let dir = download_dir(&opts.root(), url, pinned);
+    let _lock = lock_file(&dir.join(".lock"))?;
+    let model = dir.join(file_name(url));
+    let sha256 = fetch_one(url, &model, pinned, opts)?;
+    let mut out = Vec::new();
+    for f in files {
+        let dest = dir.join(f.name());
+        fetch_one(&sibling_url(url, f.name()), &dest, f.sha256(), opts)?;
+        out.push(dest);
+    }
+    Ok(Fetched {
+        model,
+        sha256,
+        files: out,
+    })
+}
+
+/// Makes `dest` hold the (pinned) content of `url`; returns its sha256.
+/// A cached file is re-hashed; a wrong one is replaced (online) or an
+/// error (offline).
+fn fetch_one(url: &str, dest: &Path, pinned: Option<&str>, opts: &FetchOptions) -> Result<String> {
+    if dest.is_file() {
+        let have = sha256_file(dest)?;
+        if check_pin(url, pinned, &have).is_ok() {
+            return Ok(have);
+        }
+        // Content that does not match the pin is not a cache entry.
+        std::fs::remove_file(dest).map_err(|source| BuildError::Io {
+            path: dest.to_path_buf(),
+            source,
+        })?;
+    }
+    if opts.offline {
+        return Err(BuildError::Offline(format!(
+            "{url} is not in the download cache ({}) and this build is offline",
+            dest.display()
+        )));
+    }
+    download(url, dest, pinned, opts.progress)
+}
+
+fn fetch_err(url: &str, msg: impl std::fmt::Display) -> BuildError {
+    BuildError::Fetch {
+        what: url.to_string(),
+        msg: msg.to_string(),
+    }
+}
+
+fn download(url: &str, dest: &Path, pinned: Option<&str>, progress: bool) -> Result<String> {
+    let client = reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        .timeout(None)
+        .build()
+        .map_err(|e| fetch_err(url, e))?;
+    let mut resp = client.get(url).send().map_err(|e| fetch_err(url, e))?;
+    let status = resp.status();
+    if !status.is_success() {
+        let hint = match status.as_u16() {
+            401 | 403 => " (the server wants credentials)",
+            404 => " (no such file)",
+            _ => "",
+        };
+        return Err(fetch_err(url, format!("HTTP {status}{hint}")));
+    }
+    let total = resp.content_length();
+    let tmp = dest.with_file_name(format!(
+        ".{}.part-{}",
+        dest.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("download"),
+        std::process::id()
+    ));
+    if let Some(dir) = dest.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let result = (|| -> Result<String> {
+        let io = |source| BuildError::Io {
+            path: tmp.clone(),
+            source,
+        };
+        let mut file = std::fs::File::create(&tmp).map_err(io)?;
+        let pb = progress_bar(progress, &file_name(url), total);
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut written: u64 = 0;
+        loop {
+            let n = resp.read(&mut buf).map_err(|e| {
+                fetch_err(url, format!("connection failed after {written} bytes: {e}"))
+            })?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            file.write_all(&buf[..n]).map_err(io)?;
+            written += n as u64;
+            pb.inc(n as u64);
+        }
+        pb.finish_and_clear();
+        if let Some(t) = total
+            && written != t
+        {
+            return Err(fetch_err(
+                url,
+                format!("download incomplete: got {written} of {t} bytes"),
+            ));
+        }
+        let sha = hex(&hasher.finalize());
+        check_pin(url, pinned, &sha)?;
+        file.sync_all().map_err(io)?;
+        Ok(sha)
+    })();
+    match result {
+        Ok(sha) => {
+            std::fs::rename(&tmp, dest).map_err(|source| BuildError::Io {
+                path: dest.to_path_buf(),
+                source,
+            })?;
+            Ok(sha)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(file_name("https://h/a/b/model.onnx?x=1"), "model.onnx");
+        assert_eq!(file_name("https://h/a/"), "model.onnx");
+        assert_eq!(file_name("https://h/a/..%2F"), "model.onnx");
+        assert_eq!(
+            sibling_url("https://h/a/model.onnx?dl=1", "model.onnx_data"),
+            "https://h/a/model.onnx_data"
+        );
+    }
+}
