@@ -482,4 +482,54 @@ mod tests {
             .to_string();
         assert!(e.contains("foo") && e.contains("sha256"), "{e}");
     }
+
+    fn problems(text: &str) -> String {
+        ModelToml::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn sources() {
+        let sha = "a".repeat(64);
+        let ok = ModelToml::parse(&format!(
+            "[model]\nhf = {{ repo = \"o/n\", file = \"onnx/m.onnx\" }}\nsha256 = \"{sha}\"\n"
+        ))
+        .unwrap();
+        let hf = ok.model.hf.clone().unwrap();
+        assert_eq!(
+            (hf.revision.as_str(), hf.file.as_str()),
+            ("main", "onnx/m.onnx")
+        );
+        assert!(matches!(ok.source(Path::new(".")).unwrap(), Source::Hf(_)));
+        let url = ModelToml::parse("[model]\nurl = \"https://h/m.onnx\"\nallow_unpinned = true\n")
+            .unwrap();
+        assert_eq!(
+            url.source(Path::new(".")).unwrap(),
+            Source::Url("https://h/m.onnx".into())
+        );
+        let e = problems("[model]\npath = \"a\"\nurl = \"https://h/m\"\nsha256 = \"x\"\n");
+        assert!(
+            e.contains("2 sources") && e.contains("64 hexadecimal"),
+            "{e}"
+        );
+        let e = problems("[model]\nurl = \"ftp://h/m\"\n");
+        assert!(
+            e.contains("needs `sha256") && e.contains("not an http(s) URL"),
+            "{e}"
+        );
+        let e = problems(&format!(
+            "[model]\nurl = \"https://h/m\"\nsha256 = \"{sha}\"\nallow_unpinned = true\n"
+        ));
+        assert!(e.contains("both `sha256` and `allow_unpinned"), "{e}");
+        let e = problems(&format!(
+            "[model]\nhf = {{ repo = \"a/b/c\", file = \"../x\" }}\nsha256 = \"{sha}\"\n\
+             files = [\"/etc/passwd\", {{ name = \"t.json\", sha256 = \"zz\" }}]\n"
+        ));
+        assert!(
+            e.contains("hf.repo")
+                && e.contains("hf.file")
+                && e.contains("/etc/passwd")
+                && e.contains("t.json"),
+            "{e}"
+        );
+    }
 }

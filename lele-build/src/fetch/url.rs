@@ -140,7 +140,11 @@ fn download(url: &str, dest: &Path, pinned: Option<&str>, progress: bool) -> Res
         let mut written: u64 = 0;
         loop {
             let n = resp.read(&mut buf).map_err(|e| {
-                fetch_err(url, format!("connection failed after {written} bytes: {e}"))
+                let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+                fetch_err(
+                    url,
+                    format!("download interrupted after {written}{of} bytes: {e}"),
+                )
             })?;
             if n == 0 {
                 break;
@@ -156,7 +160,7 @@ fn download(url: &str, dest: &Path, pinned: Option<&str>, progress: bool) -> Res
         {
             return Err(fetch_err(
                 url,
-                format!("download incomplete: got {written} of {t} bytes"),
+                format!("download interrupted: got {written} of {t} bytes"),
             ));
         }
         let sha = hex(&hasher.finalize());

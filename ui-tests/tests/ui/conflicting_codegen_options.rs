@@ -1,4 +1,4 @@
-#[lele::model("../../../../ui-tests/tests/ui/models/bad_codegen.toml")]
+#[lele::model("../../../../ui-tests/tests/ui/models/conflicting_codegen.toml")]
 struct Model;
 
 fn main() {}

@@ -1,0 +1,329 @@
+//! Model sources against a local stand-in of the Hugging Face Hub (and of a
+//! plain web server): first use downloads, later uses are served from the
+//! cache with the server gone, and every failure is a clear error that
+//! leaves nothing in the cache a later build could mistake for the model.
+#[path = "support/mock_hub.rs"]
+mod mock_hub;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use mock_hub::{MockHub, MockRepo, sha256_hex};
+
+fn zoo_model() -> Vec<u8> {
+    let p = lele_build::config::zoo_dir().join("silero_vad.onnx");
+    std::fs::read(&p)
+        .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask models` first", p.display()))
+}
+
+/// A scratch directory with its own Hub cache and lele cache.
+struct Sandbox {
+    dir: PathBuf,
+}
+
+impl Sandbox {
+    fn new(name: &str) -> Sandbox {
+        let dir = std::env::temp_dir().join(format!("lele-hub-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Sandbox { dir }
+    }
+
+    fn hub_cache(&self) -> PathBuf {
+        self.dir.join("hf").join("hub")
+    }
+
+    fn toml(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// Runs the `lele` CLI with the caches and endpoint of this sandbox.
+    fn lele(&self, endpoint: &str, token: Option<&str>, args: &[&Path]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lele"));
+        cmd.args(args)
+            .env("HF_ENDPOINT", endpoint)
+            .env("HF_HOME", self.dir.join("hf"))
+            .env("HF_HUB_CACHE", self.hub_cache())
+            .env("LELE_CACHE_DIR", self.dir.join("lele"))
+            .env_remove("HF_TOKEN")
+            .env_remove("LELE_SKIP_MODEL_GEN")
+            .env_remove("CARGO_NET_OFFLINE");
+        if let Some(t) = token {
+            cmd.env("HF_TOKEN", t);
+        }
+        cmd.output().expect("run lele")
+    }
+
+    /// Files under the Hub cache's blobs and snapshots of `repo` (not
+    /// counting lock files and resumable `.part` files).
+    fn cached_files(&self, repo: &str) -> Vec<PathBuf> {
+        let root = self
+            .hub_cache()
+            .join(format!("models--{}", repo.replace('/', "--")));
+        let mut out = Vec::new();
+        for sub in ["blobs", "snapshots"] {
+            walk(&root.join(sub), &mut out);
+        }
+        out.retain(|p| {
+            let n = p.to_string_lossy();
+            !n.ends_with(".lock") && !n.ends_with(".part")
+        });
+        out
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            walk(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn hf_toml(repo: &str, sha: &str) -> String {
+    format!(
+        "[model]\nhf = {{ repo = \"{repo}\", file = \"onnx/model.onnx\", revision = \"main\" }}\n\
+         sha256 = \"{sha}\"\n\n[inputs]\ninput = [1, \"n <= 576\"]\nstate = [2, 1, 128]\nsr = []\n"
+    )
+}
+
+fn hub_with_model() -> (MockHub, Vec<u8>) {
+    let hub = MockHub::start();
+    let model = zoo_model();
+    let mut repo = MockRepo::default();
+    repo.files.insert("onnx/model.onnx".into(), model.clone());
+    hub.add_repo("snakers4/silero-vad", repo);
+    (hub, model)
+}
+
+#[test]
+fn first_build_downloads_and_a_clean_rebuild_needs_no_server() {
+    let (mut hub, model) = hub_with_model();
+    let sb = Sandbox::new("first");
+    let toml = sb.toml(
+        "vad.toml",
+        &hf_toml("snakers4/silero-vad", &sha256_hex(&model)),
+    );
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("prepare"), &toml]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("compiled"), "{}", text(&out));
+    assert!(
+        hub.requests()
+            .iter()
+            .any(|r| r.contains("/resolve/main/onnx/model.onnx")),
+        "{:?}",
+        hub.requests()
+    );
+    let lock = std::fs::read_to_string(toml.with_extension("lock")).unwrap();
+    assert!(
+        lock.contains(&sha256_hex(&model)) && lock.contains("name = \"input\""),
+        "{lock}"
+    );
+    // The Hub cache has the standard layout.
+    let snap = sb
+        .hub_cache()
+        .join("models--snakers4--silero-vad/snapshots")
+        .read_dir()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("onnx/model.onnx");
+    assert_eq!(std::fs::read(&snap).unwrap(), model);
+
+    // Server gone, compiled artifacts gone: a clean rebuild still works.
+    hub.stop();
+    std::fs::remove_dir_all(sb.dir.join("lele")).unwrap();
+    let n = hub.requests().len();
+    let again = sb.lele(&hub.endpoint, None, &[Path::new("prepare"), &toml]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(text(&again).contains("compiled"), "{}", text(&again));
+    assert_eq!(hub.requests().len(), n);
+}
+
+#[test]
+fn sha_mismatch_is_an_error_and_is_not_cached() {
+    let (hub, model) = hub_with_model();
+    let sb = Sandbox::new("sha");
+    let wrong = "ab".repeat(32);
+    let toml = sb.toml("vad.toml", &hf_toml("snakers4/silero-vad", &wrong));
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &toml]);
+    let msg = text(&out);
+    assert!(!out.status.success(), "{msg}");
+    assert!(
+        msg.contains("sha256 mismatch")
+            && msg.contains(&wrong)
+            && msg.contains(&sha256_hex(&model)),
+        "{msg}"
+    );
+    assert_eq!(
+        sb.cached_files("snakers4/silero-vad"),
+        Vec::<PathBuf>::new()
+    );
+    // The right pin downloads again and succeeds.
+    let toml = sb.toml(
+        "vad.toml",
+        &hf_toml("snakers4/silero-vad", &sha256_hex(&model)),
+    );
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &toml]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn missing_repository_is_a_404_error() {
+    let (hub, model) = hub_with_model();
+    let sb = Sandbox::new("404");
+    let toml = sb.toml("vad.toml", &hf_toml("nobody/nothing", &sha256_hex(&model)));
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &toml]);
+    let msg = text(&out);
+    assert!(!out.status.success(), "{msg}");
+    assert!(
+        msg.contains("404") && msg.contains("nobody/nothing"),
+        "{msg}"
+    );
+    assert_eq!(sb.cached_files("nobody/nothing"), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn private_repository_needs_a_token() {
+    let (hub, model) = hub_with_model();
+    let mut repo = MockRepo::default();
+    repo.files.insert("onnx/model.onnx".into(), model.clone());
+    repo.token = Some("hf_secret".into());
+    hub.add_repo("acme/private-vad", repo);
+    let sb = Sandbox::new("401");
+    let toml = sb.toml(
+        "vad.toml",
+        &hf_toml("acme/private-vad", &sha256_hex(&model)),
+    );
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &toml]);
+    let msg = text(&out);
+    assert!(!out.status.success(), "{msg}");
+    assert!(msg.contains("401") && msg.contains("HF_TOKEN"), "{msg}");
+    assert_eq!(sb.cached_files("acme/private-vad"), Vec::<PathBuf>::new());
+    let out = sb.lele(
+        &hub.endpoint,
+        Some("hf_secret"),
+        &[Path::new("fetch"), &toml],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn connection_cut_mid_file_is_an_error_and_a_retry_completes() {
+    let (hub, model) = hub_with_model();
+    let sb = Sandbox::new("cut");
+    let toml = sb.toml(
+        "vad.toml",
+        &hf_toml("snakers4/silero-vad", &sha256_hex(&model)),
+    );
+    hub.set_cut(true);
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &toml]);
+    let msg = text(&out);
+    assert!(!out.status.success(), "{msg}");
+    assert!(msg.contains("interrupted"), "{msg}");
+    assert_eq!(
+        sb.cached_files("snakers4/silero-vad"),
+        Vec::<PathBuf>::new()
+    );
+    hub.set_cut(false);
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &toml]);
+    assert!(out.status.success(), "{}", text(&out));
+    let files = sb.cached_files("snakers4/silero-vad");
+    let blob = files
+        .iter()
+        .find(|p| p.parent().is_some_and(|d| d.ends_with("blobs")))
+        .unwrap();
+    assert_eq!(
+        sha256_hex(&std::fs::read(blob).unwrap()),
+        sha256_hex(&model)
+    );
+}
+
+fn url_toml(endpoint: &str, sha: &str) -> String {
+    format!(
+        "[model]\nurl = \"{endpoint}/files/vad.onnx\"\nsha256 = \"{sha}\"\n\n[inputs]\ninput = [1, \"n <= 576\"]\nstate = [2, 1, 128]\nsr = []\n"
+    )
+}
+
+fn downloads(sb: &Sandbox) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    walk(&sb.dir.join("lele").join("downloads"), &mut out);
+    out.retain(|p| !p.ends_with(".lock"));
+    out
+}
+
+#[test]
+fn url_source_downloads_verifies_and_rejects_bad_content() {
+    let hub = MockHub::start();
+    let model = zoo_model();
+    hub.add_plain("vad.onnx", model.clone());
+    let sb = Sandbox::new("url");
+    let sha = sha256_hex(&model);
+
+    // Cut mid-file: error, nothing kept.
+    hub.set_cut(true);
+    let toml = sb.toml("vad.toml", &url_toml(&hub.endpoint, &sha));
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &toml]);
+    assert!(
+        !out.status.success() && text(&out).contains("interrupted"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(downloads(&sb), Vec::<PathBuf>::new());
+    hub.set_cut(false);
+
+    // Wrong pin: error naming both hashes, nothing kept.
+    let wrong = "cd".repeat(32);
+    let bad = sb.toml("bad.toml", &url_toml(&hub.endpoint, &wrong));
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &bad]);
+    let msg = text(&out);
+    assert!(
+        !out.status.success() && msg.contains(&wrong) && msg.contains(&sha),
+        "{msg}"
+    );
+    assert_eq!(downloads(&sb), Vec::<PathBuf>::new());
+
+    // 404.
+    let missing = sb.toml(
+        "missing.toml",
+        &url_toml(&hub.endpoint, &sha).replace("vad.onnx", "nothing.onnx"),
+    );
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &missing]);
+    assert!(
+        !out.status.success() && text(&out).contains("404"),
+        "{}",
+        text(&out)
+    );
+
+    // Good: downloaded once, then served from the cache.
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &toml]);
+    assert!(out.status.success(), "{}", text(&out));
+    let n = hub.requests().len();
+    let out = sb.lele(&hub.endpoint, None, &[Path::new("fetch"), &toml]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(hub.requests().len(), n);
+}

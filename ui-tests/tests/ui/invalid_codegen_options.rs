@@ -1,0 +1,4 @@
+#[lele::model("../../../../ui-tests/tests/ui/models/bad_codegen.toml")]
+struct Model;
+
+fn main() {}

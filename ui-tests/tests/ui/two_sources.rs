@@ -1,0 +1,4 @@
+#[lele::model("../../../../ui-tests/tests/ui/models/two_sources.toml")]
+struct Model;
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[lele::model("../../../../ui-tests/tests/ui/models/unpinned_url.toml")]
+struct Model;
+
+fn main() {}
