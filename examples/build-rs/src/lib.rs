@@ -1,0 +1,6 @@
+//! A model compiled from `build.rs` (see `build.rs`): the PP-OCR text
+//! direction classifier, with `HardSigmoid` running this crate's kernel and
+//! hard-swish fused into one.
+pub mod kernels;
+
+include!(concat!(env!("OUT_DIR"), "/text_direction.rs"));
