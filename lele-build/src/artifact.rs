@@ -17,6 +17,16 @@ use crate::error::{BuildError, Result};
 use crate::fetch::hex;
 use crate::signature::{Layout, Signature};
 
+/// The generated items of the model module.
+#[derive(Debug, Clone)]
+pub enum Core {
+    /// In memory (`lele gen` writes them out).
+    Tokens(TokenStream),
+    /// In a file the wrapper `include!`s: rustc parses it, not the macro,
+    /// which keeps warm expansions fast.
+    File(PathBuf),
+}
+
 /// A compiled model, independent of the name of the struct it is wrapped in.
 #[derive(Debug, Clone)]
 pub struct Artifact {
@@ -27,7 +37,7 @@ pub struct Artifact {
     /// Workspace layout.
     pub layout: Layout,
     /// Items of the model module.
-    pub core: TokenStream,
+    pub core: Core,
     /// The weights file.
     pub weights_path: PathBuf,
     /// `[codegen] weights`.
@@ -109,7 +119,8 @@ pub fn weights_file(dir: &Path, stem: &str) -> PathBuf {
 
 /// Stores an artifact whose weights are already at [`weights_file`]; the
 /// metadata goes last, so a partly written artifact is never a hit.
-pub fn store(dir: &Path, stem: &str, a: &Artifact) -> Result<()> {
+/// Afterwards the artifact refers to the stored code file.
+pub fn store(dir: &Path, stem: &str, a: &mut Artifact) -> Result<()> {
     let (meta_path, core_path, weights_path) = files(dir, stem);
     let weights_len = std::fs::metadata(&weights_path)
         .map_err(|source| BuildError::Io {
@@ -117,7 +128,19 @@ pub fn store(dir: &Path, stem: &str, a: &Artifact) -> Result<()> {
             source,
         })?
         .len();
-    write_atomic(&core_path, a.core.to_string().as_bytes())?;
+    match &a.core {
+        Core::Tokens(t) => write_atomic(&core_path, t.to_string().as_bytes())?,
+        Core::File(src) if *src != core_path => {
+            let bytes = std::fs::read(src).map_err(|source| BuildError::Io {
+                path: src.clone(),
+                source,
+            })?;
+            write_atomic(&core_path, &bytes)?;
+        }
+        Core::File(_) => {}
+    }
+    // Included by generated code, and possibly written during a build.
+    crate::fetch::backdate(&core_path)?;
     let meta = Meta {
         key: a.key.clone(),
         compiler: COMPILER_VERSION.into(),
@@ -129,7 +152,9 @@ pub fn store(dir: &Path, stem: &str, a: &Artifact) -> Result<()> {
         layout: a.layout.clone(),
     };
     let text = toml::to_string(&meta).map_err(|e| BuildError::Other(e.to_string()))?;
-    write_atomic(&meta_path, text.as_bytes())
+    write_atomic(&meta_path, text.as_bytes())?;
+    a.core = Core::File(std::fs::canonicalize(&core_path).unwrap_or(core_path));
+    Ok(())
 }
 
 /// Loads the artifact `stem` from `dir` if it exists, was made by this
@@ -146,12 +171,14 @@ pub fn load(dir: &Path, stem: &str, key: &str) -> Option<Artifact> {
     if std::fs::metadata(&weights_path).ok()?.len() != meta.weights_len {
         return None;
     }
-    let core: TokenStream = std::fs::read_to_string(core_path).ok()?.parse().ok()?;
+    if !core_path.is_file() {
+        return None;
+    }
     Some(Artifact {
         key: meta.key,
         signature: meta.signature,
         layout: meta.layout,
-        core,
+        core: Core::File(std::fs::canonicalize(&core_path).unwrap_or(core_path)),
         weights_path: std::fs::canonicalize(&weights_path).unwrap_or(weights_path),
         weights_mode: meta.weights_mode,
         weights_file: meta.weights_file,
@@ -170,7 +197,7 @@ pub fn copy_to(a: &Artifact, dir: &Path, stem: &str) -> Result<()> {
         source,
     })?;
     write_atomic(&dest, &bytes)?;
-    store(dir, stem, a)
+    store(dir, stem, &mut a.clone())
 }
 
 /// `<stem>.lock`: what an offline build needs to emit the model's API.
@@ -206,13 +233,23 @@ impl Lock {
             .map_err(|e| BuildError::Config(format!("{}: {e}", path.display())))
     }
 
-    /// Writes the lock file.
+    /// Writes the lock file, always (even with the same content): a new
+    /// modification time makes cargo re-expand models built as stubs, so
+    /// they pick up what `lele prepare` just cached or vendored.
     pub fn write(&self, path: &Path) -> Result<()> {
         let body = toml::to_string(self).map_err(|e| BuildError::Other(e.to_string()))?;
         let text = format!(
             "# Written by `lele prepare`; commit it. Offline builds (LELE_SKIP_MODEL_GEN=1)\n\
              # read the model's API from here when no compiled artifact is available.\n{body}"
         );
-        write_atomic(path, text.as_bytes())
+        let tmp = path.with_extension(format!("lock.tmp{}", std::process::id()));
+        std::fs::write(&tmp, text).map_err(|source| BuildError::Io {
+            path: tmp.clone(),
+            source,
+        })?;
+        std::fs::rename(&tmp, path).map_err(|source| BuildError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 }

@@ -134,7 +134,7 @@ impl Compiler {
         opts.extensions = (!self.ext.is_empty()).then_some(&self.ext);
         opts.constant_folding = self.constant_folding;
         let compiled = compile_toml(&toml, &opts)?;
-        for f in &compiled.tracked {
+        for f in compiled.tracked.iter().chain(&compiled.generated) {
             println!("cargo:rerun-if-changed={}", f.display());
         }
         for v in TRACKED_ENV

@@ -210,6 +210,7 @@ pub fn compile_artifact(
         })?;
     }
     write_atomic(weights_path, &plan.weights)?;
+    crate::fetch::backdate(weights_path)?;
     let (core, signature, layout) = crate::emit::emit_core(&EmitInput {
         graph: &g,
         plan: &plan,
@@ -220,7 +221,7 @@ pub fn compile_artifact(
         key: key.to_string(),
         signature,
         layout,
-        core,
+        core: crate::artifact::Core::Tokens(core),
         weights_path: weights_path.to_path_buf(),
         weights_mode: toml.codegen.weights.clone(),
         weights_file: toml.codegen.weights_file.clone(),

@@ -84,6 +84,8 @@ pub struct Compiled {
     pub model_path: Option<PathBuf>,
     /// Files the output depends on (for cargo to track).
     pub tracked: Vec<PathBuf>,
+    /// Files the generated code includes (weights, the model module).
+    pub generated: Vec<PathBuf>,
     /// Environment variables the toml read through `${VAR}`.
     pub env_vars: Vec<String>,
     /// Whether the artifact came from the cache or a vendored copy.
@@ -181,7 +183,7 @@ pub fn compile_toml(toml_path: &Path, opts: &CompileOptions<'_>) -> Result<Compi
         (a, true)
     } else {
         let empty = Extensions::default();
-        let a = crate::compile::compile_artifact(
+        let mut a = crate::compile::compile_artifact(
             &fetched.model,
             &toml.parsed,
             &key,
@@ -189,7 +191,7 @@ pub fn compile_toml(toml_path: &Path, opts: &CompileOptions<'_>) -> Result<Compi
             opts.extensions.unwrap_or(&empty),
         )
         .map_err(|e| name_model(e, &fetched.model, &toml.parsed))?;
-        artifact::store(&cache, &key, &a)?;
+        artifact::store(&cache, &key, &mut a)?;
         (a, false)
     };
     let tokens = wrap(&art, opts)?;
@@ -200,6 +202,7 @@ pub fn compile_toml(toml_path: &Path, opts: &CompileOptions<'_>) -> Result<Compi
         weights_path: Some(art.weights_path.clone()),
         model_path: Some(fetched.model),
         tracked,
+        generated: generated_files(&art),
         env_vars: toml.env_vars(),
         from_cache,
         stub: None,
@@ -223,6 +226,14 @@ fn name_model(e: BuildError, model: &Path, toml: &ModelToml) -> BuildError {
         }
         (e, _) => e,
     }
+}
+
+fn generated_files(a: &Artifact) -> Vec<PathBuf> {
+    let mut out = vec![a.weights_path.clone()];
+    if let crate::artifact::Core::File(p) = &a.core {
+        out.push(p.clone());
+    }
+    out
 }
 
 fn wrap(a: &Artifact, opts: &CompileOptions<'_>) -> Result<TokenStream> {
@@ -252,7 +263,7 @@ fn offline(toml: &Toml, opts: &CompileOptions<'_>) -> Result<Compiled> {
     };
     let sha = match (&toml.parsed.model.sha256, &local, &lock) {
         (Some(s), _, _) => Some(s.trim().to_ascii_lowercase()),
-        (None, Some(p), _) => Some(fetch::sha256_file(p)?),
+        (None, Some(p), _) => Some(fetch::file_sha256(p, &opts.root())?),
         (None, None, Some(l)) => Some(l.model_sha256.clone()),
         _ => None,
     };
@@ -279,6 +290,7 @@ fn offline(toml: &Toml, opts: &CompileOptions<'_>) -> Result<Compiled> {
                 weights_path: Some(a.weights_path.clone()),
                 model_path: local,
                 tracked,
+                generated: generated_files(&a),
                 env_vars: toml.env_vars(),
                 from_cache: true,
                 stub: None,
@@ -321,6 +333,7 @@ fn offline(toml: &Toml, opts: &CompileOptions<'_>) -> Result<Compiled> {
         weights_path: None,
         model_path: None,
         tracked,
+        generated: Vec::new(),
         env_vars: toml.env_vars(),
         from_cache: false,
         stub: Some(reason),
@@ -342,7 +355,7 @@ pub fn prepare(
     let compiled = compile_toml(toml_path, &opts)?;
     let toml = Toml::load(toml_path)?;
     let sha = match &compiled.model_path {
-        Some(p) => fetch::sha256_file(p)?,
+        Some(p) => fetch::file_sha256(p, &opts.root())?,
         None => return Err(BuildError::Other("no model file was resolved".into())),
     };
     let lock = Lock {
@@ -352,7 +365,6 @@ pub fn prepare(
         source: toml.source_text(),
         signature: compiled.signature.clone(),
     };
-    lock.write(&artifact::lock_path(toml_path))?;
     if vendor {
         let a = artifact::load(
             &artifact::cache_dir(&opts.root()),
@@ -366,6 +378,7 @@ pub fn prepare(
             artifact::copy_to(&a, &dir, "artifact")?;
         }
     }
+    lock.write(&artifact::lock_path(toml_path))?;
     Ok((lock, compiled))
 }
 
@@ -402,9 +415,10 @@ pub fn compile_model(
         tokens,
         signature: a.signature,
         key,
-        weights_path: Some(weights_path),
+        weights_path: Some(weights_path.clone()),
         model_path: Some(model_path.to_path_buf()),
         tracked: vec![model_path.to_path_buf()],
+        generated: vec![weights_path.clone()],
         env_vars: Vec::new(),
         from_cache: false,
         stub: None,

@@ -8,6 +8,7 @@ use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use super::{WeightsMode, elem_type, names};
+use crate::artifact::Core;
 use crate::config::Dim;
 use crate::error::Result;
 use crate::signature::{Layout, Signature, dim_text};
@@ -18,7 +19,7 @@ pub enum ShellBody<'a> {
     /// workspace and where the weights are.
     Compiled {
         /// Items of the model module (from [`super::emit_core`]).
-        core: &'a TokenStream,
+        core: &'a Core,
         /// Workspace layout.
         layout: &'a Layout,
         /// Weights source.
@@ -264,6 +265,13 @@ pub fn shell(
         }
     };
 
+    let core = match core {
+        Core::Tokens(t) => t.clone(),
+        Core::File(p) => {
+            let p = Literal::string(&p.to_string_lossy());
+            quote!(include!(#p);)
+        }
+    };
     Ok(quote! {
         #types
 

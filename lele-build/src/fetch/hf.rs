@@ -13,7 +13,8 @@ use hf_hub::api::sync::{ApiBuilder, ApiError};
 use hf_hub::{Cache, Repo, RepoType};
 
 use super::{
-    FetchOptions, Fetched, check_pin, lock_file, progress_bar, sha256_file, user_cache_dir,
+    FetchOptions, Fetched, check_pin, file_sha256, lock_file, progress_bar, sha256_file,
+    user_cache_dir,
 };
 use crate::config::{ExtraFile, HfSource};
 use crate::error::{BuildError, Result};
@@ -98,7 +99,7 @@ pub(super) fn resolve(
     );
     let _lock = lock_file(&hub.join(".locks").join(lock_name))?;
     let model = fetch_one(&hub, src, &src.file, pinned, opts)?;
-    let sha256 = sha256_file(&model)?;
+    let sha256 = file_sha256(&model, &opts.root())?;
     let mut out = Vec::new();
     for f in files {
         out.push(fetch_one(&hub, src, f.name(), f.sha256(), opts)?);
@@ -126,7 +127,7 @@ fn fetch_one(
 ) -> Result<PathBuf> {
     let what = describe(src, file);
     if let Some(p) = cached(hub, src, file) {
-        if check_pin(&what, pinned, &sha256_file(&p)?).is_ok() {
+        if check_pin(&what, pinned, &file_sha256(&p, &opts.root())?).is_ok() {
             return Ok(p);
         }
         evict(&p);
@@ -160,6 +161,7 @@ fn fetch_one(
         evict(&path);
         return Err(e);
     }
+    super::backdate(&path)?;
     Ok(path)
 }
 

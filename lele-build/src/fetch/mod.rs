@@ -80,9 +80,13 @@ pub fn resolve(toml: &ModelToml, base: &Path, opts: &FetchOptions) -> Result<Fet
     let pinned = toml.model.sha256.as_deref();
     let files = &toml.model.files;
     match toml.source(base)? {
-        Source::Path(p) => {
-            resolve_local(&p, toml.model.path.as_deref().unwrap_or(""), pinned, files)
-        }
+        Source::Path(p) => resolve_local(
+            &p,
+            toml.model.path.as_deref().unwrap_or(""),
+            pinned,
+            files,
+            &opts.root(),
+        ),
         Source::Url(u) => url::resolve(&u, pinned, files, opts),
         Source::Hf(h) => hf::resolve(&h, pinned, files, opts),
     }
@@ -93,6 +97,7 @@ fn resolve_local(
     written: &str,
     pinned: Option<&str>,
     files: &[ExtraFile],
+    root: &Path,
 ) -> Result<Fetched> {
     if !model.is_file() {
         return Err(BuildError::Config(format!(
@@ -104,7 +109,7 @@ fn resolve_local(
             }
         )));
     }
-    let sha256 = sha256_file(model)?;
+    let sha256 = file_sha256(model, root)?;
     check_pin(&format!("`{written}`"), pinned, &sha256)?;
     let dir = model.parent().unwrap_or(Path::new("."));
     let mut out = Vec::new();
@@ -117,7 +122,11 @@ fn resolve_local(
             )));
         }
         if let Some(pin) = f.sha256() {
-            check_pin(&format!("`{}`", f.name()), Some(pin), &sha256_file(&p)?)?;
+            check_pin(
+                &format!("`{}`", f.name()),
+                Some(pin),
+                &file_sha256(&p, root)?,
+            )?;
         }
         out.push(p);
     }
@@ -139,6 +148,65 @@ pub(crate) fn check_pin(what: &str, pinned: Option<&str>, actual: &str) -> Resul
     }
 }
 
+/// sha256 of a file, remembered across builds: `<cache root>/verified/`
+/// keeps, per file, its hash with the identity it had when hashed (size,
+/// modification and change times, inode); a file whose identity still
+/// matches is not read again. Any write to the file (truncation, a new
+/// download, an edit) changes that identity and forces a new hash. This is
+/// what keeps a warm macro expansion fast in unoptimized builds, where
+/// hashing a 10 MB model takes ~0.4 s.
+pub fn file_sha256(path: &Path, root: &Path) -> Result<String> {
+    let meta = std::fs::metadata(path).map_err(|source| BuildError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let identity = file_identity(&meta);
+    let canon = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let memo = root
+        .join("verified")
+        .join(&hex(&Sha256::digest(canon.to_string_lossy().as_bytes()))[..32]);
+    if let Ok(text) = std::fs::read_to_string(&memo)
+        && let Some((id, sha)) = text.trim().rsplit_once(' ')
+        && id == identity
+        && crate::config::is_sha256(sha)
+    {
+        return Ok(sha.to_string());
+    }
+    let sha = sha256_file(path)?;
+    if let Some(dir) = memo.parent()
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        // A failed memo only costs a hash next time.
+        let _ = crate::compile::write_atomic(&memo, format!("{identity} {sha}\n").as_bytes());
+    }
+    Ok(sha)
+}
+
+#[cfg(unix)]
+fn file_identity(m: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "{}:{}:{}.{}:{}.{}",
+        m.dev(),
+        m.ino(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    ) + &format!(":{}", m.len())
+}
+
+#[cfg(not(unix))]
+fn file_identity(m: &std::fs::Metadata) -> String {
+    let t = |r: std::io::Result<std::time::SystemTime>| {
+        r.ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    };
+    format!("{}:{}:{}", t(m.modified()), t(m.created()), m.len())
+}
+
 /// sha256 of a file, streamed.
 pub fn sha256_file(path: &Path) -> Result<String> {
     let io = |source| BuildError::Io {
@@ -156,6 +224,23 @@ pub fn sha256_file(path: &Path) -> Result<String> {
         h.update(&buf[..n]);
     }
     Ok(hex(&h.finalize()))
+}
+
+/// Gives a file lele created in one of its caches a fixed old
+/// modification time (2000-01-01). Cargo rebuilds a crate when a file its
+/// macro read is newer than the start of the build; a model downloaded or
+/// weights written *during* the build would otherwise cost a second,
+/// useless rebuild. Safe because these files are content-addressed: new
+/// content gets a new name (or comes with a changed, tracked model.toml).
+pub fn backdate(path: &Path) -> Result<()> {
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let io = |source| BuildError::Io {
+        path: target.clone(),
+        source,
+    };
+    let f = File::options().write(true).open(&target).map_err(io)?;
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(946_684_800);
+    f.set_modified(when).map_err(io)
 }
 
 /// Lower-case hex.

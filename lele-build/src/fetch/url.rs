@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::{FetchOptions, Fetched, check_pin, hex, lock_file, progress_bar, sha256_file};
+use super::{FetchOptions, Fetched, check_pin, file_sha256, hex, lock_file, progress_bar};
 use crate::config::ExtraFile;
 use crate::error::{BuildError, Result};
 
@@ -72,7 +72,7 @@ pub(super) fn resolve(
 /// error (offline).
 fn fetch_one(url: &str, dest: &Path, pinned: Option<&str>, opts: &FetchOptions) -> Result<String> {
     if dest.is_file() {
-        let have = sha256_file(dest)?;
+        let have = file_sha256(dest, &opts.root())?;
         if check_pin(url, pinned, &have).is_ok() {
             return Ok(have);
         }
@@ -174,6 +174,7 @@ fn download(url: &str, dest: &Path, pinned: Option<&str>, progress: bool) -> Res
                 path: dest.to_path_buf(),
                 source,
             })?;
+            super::backdate(dest)?;
             Ok(sha)
         }
         Err(e) => {
