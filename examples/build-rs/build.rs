@@ -75,7 +75,16 @@ fn main() {
                 vec![OutDType::Input(0)],
             ))
         })
-        .build();
+        .build()
+        .and_then(|_| {
+            // The same model without constant folding (a check that the
+            // folding switch keeps results unchanged).
+            Compiler::new()
+                .with_toml("model.toml")
+                .with_name("TextDirectionUnfolded")
+                .with_constant_folding(false)
+                .build()
+        });
     if let Err(e) = result {
         // Shown by cargo as the build script's failure.
         eprintln!("lele: {e}");

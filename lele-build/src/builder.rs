@@ -133,6 +133,7 @@ impl Compiler {
         opts.attrs = quote::quote!(#[doc = "A model compiled by lele."]);
         opts.extensions = (!self.ext.is_empty()).then_some(&self.ext);
         opts.constant_folding = self.constant_folding;
+        opts.inline_core = true;
         let compiled = compile_toml(&toml, &opts)?;
         for f in compiled.tracked.iter().chain(&compiled.generated) {
             println!("cargo:rerun-if-changed={}", f.display());

@@ -45,6 +45,10 @@ pub struct CompileOptions<'a> {
     pub constant_folding: Option<bool>,
     /// lele's cache root (default `$LELE_CACHE_DIR` or `<user cache>/lele`).
     pub cache_root: Option<PathBuf>,
+    /// Put the generated model module into the output instead of an
+    /// `include!` of the cached file (the builder writes a self-contained
+    /// file; the macro includes, which is faster).
+    pub inline_core: bool,
 }
 
 impl CompileOptions<'_> {
@@ -66,6 +70,7 @@ impl<'a> CompileOptions<'a> {
             extensions: None,
             constant_folding: None,
             cache_root: None,
+            inline_core: false,
         }
     }
 }
@@ -238,13 +243,28 @@ fn generated_files(a: &Artifact) -> Vec<PathBuf> {
 
 fn wrap(a: &Artifact, opts: &CompileOptions<'_>) -> Result<TokenStream> {
     let weights = a.weights();
+    let inlined;
+    let core = match &a.core {
+        crate::artifact::Core::File(p) if opts.inline_core => {
+            let text = std::fs::read_to_string(p).map_err(|source| BuildError::Io {
+                path: p.clone(),
+                source,
+            })?;
+            inlined = crate::artifact::Core::Tokens(
+                text.parse()
+                    .map_err(|e| BuildError::Other(format!("{}: {e}", p.display())))?,
+            );
+            &inlined
+        }
+        core => core,
+    };
     shell(
         &a.signature,
         opts.name,
         &opts.vis,
         &opts.attrs,
         ShellBody::Compiled {
-            core: &a.core,
+            core,
             layout: &a.layout,
             weights: &weights,
         },

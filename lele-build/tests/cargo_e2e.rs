@@ -190,7 +190,33 @@ fn hub_model_through_cargo_rebuilds_and_offline_modes() {
     let (ok, compiled, log) = s.build(&[("LELE_ZOO", &zoo)]);
     assert!(ok && !compiled, "{log}");
 
-    // 5. Hub gone, compiled artifacts gone, crate cleaned: rebuilt from the
+    // 5. A local model file: rebuilt when it changes, not otherwise.
+    let hf_toml = std::fs::read_to_string(&toml).unwrap();
+    let model_path = s.krate.join("vad.onnx");
+    std::fs::copy(
+        lele_build::config::zoo_dir().join("silero_vad.onnx"),
+        &model_path,
+    )
+    .unwrap();
+    let local = hf_toml.replace(
+        "hf = { repo = \"snakers4/silero-vad\", file = \"onnx/model.onnx\" }",
+        "path = \"vad.onnx\"",
+    );
+    assert_ne!(local, hf_toml);
+    std::fs::write(&toml, local).unwrap();
+    let (ok, compiled, log) = s.build(&[]);
+    assert!(ok && compiled, "{log}");
+    let (ok, compiled, log) = s.build(&[]);
+    assert!(ok && !compiled, "{log}");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(&model_path, std::fs::read(&model_path).unwrap()).unwrap();
+    let (ok, compiled, log) = s.build(&[]);
+    assert!(ok && compiled, "{log}");
+    assert_eq!(s.run(), first_run);
+    std::fs::write(&toml, &hf_toml).unwrap();
+    std::fs::remove_file(&model_path).unwrap();
+
+    // 6. Hub gone, compiled artifacts gone, crate cleaned: rebuilt from the
     //    Hub cache without the network.
     hub.stop();
     let requests = hub.requests().len();
@@ -207,13 +233,13 @@ fn hub_model_through_cargo_rebuilds_and_offline_modes() {
     assert_eq!(s.run(), first_run);
     assert_eq!(hub.requests().len(), requests);
 
-    // 6. Offline without artifacts or lock: a clear compile error.
+    // 7. Offline without artifacts or lock: a clear compile error.
     let skip = [("LELE_SKIP_MODEL_GEN", "1")];
     std::fs::remove_dir_all(s.caches.join("lele")).unwrap();
     let (ok, _, log) = s.build(&skip);
     assert!(!ok && log.contains("lele prepare vad.toml"), "{log}");
 
-    // 7. `lele prepare` writes the lock; offline, the crate builds as a
+    // 8. `lele prepare` writes the lock; offline, the crate builds as a
     //    stub whose constructor explains itself.
     let out = s.lele(&["prepare", "vad.toml"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -228,7 +254,7 @@ fn hub_model_through_cargo_rebuilds_and_offline_modes() {
         "{stub_run}"
     );
 
-    // 8. Vendored: offline, with every cache gone, the real model builds.
+    // 9. Vendored: offline, with every cache gone, the real model builds.
     let out = s.lele(&["prepare", "--vendor", "vad.toml"]);
     assert!(out.status.success(), "{}", text(&out));
     std::fs::remove_dir_all(&s.caches).unwrap();

@@ -327,3 +327,51 @@ fn url_source_downloads_verifies_and_rejects_bad_content() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(hub.requests().len(), n);
 }
+
+#[test]
+fn concurrent_fetches_share_one_download() {
+    let (hub, model) = hub_with_model();
+    hub.add_plain("vad.onnx", model.clone());
+    let sb = Sandbox::new("concurrent");
+    let sha = sha256_hex(&model);
+    let url = sb.toml("url.toml", &url_toml(&hub.endpoint, &sha));
+    let hf = sb.toml("hf.toml", &hf_toml("snakers4/silero-vad", &sha));
+    let spawn = |toml: &Path| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lele"));
+        cmd.args([Path::new("fetch"), toml])
+            .env("HF_ENDPOINT", &hub.endpoint)
+            .env("HF_HOME", sb.dir.join("hf"))
+            .env("HF_HUB_CACHE", sb.hub_cache())
+            .env("LELE_CACHE_DIR", sb.dir.join("lele"))
+            .env_remove("HF_TOKEN")
+            .env_remove("LELE_SKIP_MODEL_GEN")
+            .env_remove("CARGO_NET_OFFLINE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd.spawn().expect("spawn lele")
+    };
+    let children: Vec<_> = (0..4)
+        .map(|i| spawn(if i % 2 == 0 { &url } else { &hf }))
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    // Each source was downloaded once: the second process of each kind
+    // waited for the lock and found the file.
+    let full_gets = |pat: &str| {
+        hub.requests()
+            .iter()
+            .filter(|r| r.starts_with("GET") && r.contains(pat))
+            .count()
+    };
+    assert_eq!(full_gets("/files/vad.onnx"), 1, "{:?}", hub.requests());
+    // hf-hub asks for metadata (a 1-byte range) and then the body.
+    assert_eq!(
+        full_gets("/resolve/main/onnx/model.onnx"),
+        2,
+        "{:?}",
+        hub.requests()
+    );
+    assert_eq!(downloads(&sb).len(), 1);
+}

@@ -4,3 +4,8 @@
 pub mod kernels;
 
 include!(concat!(env!("OUT_DIR"), "/text_direction.rs"));
+
+/// The same classifier compiled without constant folding or extensions.
+pub mod unfolded {
+    include!(concat!(env!("OUT_DIR"), "/text_direction_unfolded.rs"));
+}

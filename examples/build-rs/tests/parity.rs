@@ -13,10 +13,12 @@ fn override_and_pattern_fired() {
 }
 
 fn fixture(case: &str, name: &str) -> (Vec<f32>, Vec<usize>) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/fixtures")
-        .join(case)
-        .join("step0");
+    let root = std::env::var_os("LELE_FIXTURES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/fixtures")
+        });
+    let dir = root.join(case).join("step0");
     let t = lele_build::npy::read(&dir.join(name))
         .unwrap_or_else(|e| panic!("{e}; run `cargo xtask fixtures`"));
     let dims = t.shape().unwrap().dims().to_vec();
@@ -30,6 +32,13 @@ fn bytemuck_f32(b: &[u8]) -> Vec<f32> {
         .collect()
 }
 
+fn check(got: &[f32], expected: &[f32]) {
+    assert_eq!(got.len(), expected.len());
+    for (g, e) in got.iter().zip(expected) {
+        assert!((g - e).abs() <= 1e-4 + 1e-3 * e.abs(), "{g} vs {e}");
+    }
+}
+
 #[test]
 fn matches_onnx_runtime() {
     let (x, dims) = fixture("ppocr_cls_48x192", "in_0.npy");
@@ -39,9 +48,18 @@ fn matches_onnx_runtime() {
     let out = model
         .forward(&mut ws, TensorView::new(&x, &dims).unwrap())
         .unwrap();
-    let got = out.save_infer_model_scale_0_tmp_1.data();
-    assert_eq!(got.len(), expected.len());
-    for (g, e) in got.iter().zip(&expected) {
-        assert!((g - e).abs() <= 1e-4 + 1e-3 * e.abs(), "{g} vs {e}");
-    }
+    check(out.save_infer_model_scale_0_tmp_1.data(), &expected);
+}
+
+#[test]
+fn without_constant_folding_matches_onnx_runtime() {
+    use lele_example_build_rs::unfolded::TextDirectionUnfolded;
+    let (x, dims) = fixture("ppocr_cls_48x192", "in_0.npy");
+    let (expected, _) = fixture("ppocr_cls_48x192", "out_0.npy");
+    let model = TextDirectionUnfolded::new().unwrap();
+    let mut ws = model.workspace();
+    let out = model
+        .forward(&mut ws, TensorView::new(&x, &dims).unwrap())
+        .unwrap();
+    check(out.save_infer_model_scale_0_tmp_1.data(), &expected);
 }
