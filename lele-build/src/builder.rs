@@ -134,6 +134,9 @@ impl Compiler {
         opts.extensions = (!self.ext.is_empty()).then_some(&self.ext);
         opts.constant_folding = self.constant_folding;
         opts.inline_core = true;
+        if !self.ext.is_empty() {
+            opts.artifact_dir = Some(out_dir.clone());
+        }
         let compiled = compile_toml(&toml, &opts)?;
         for f in compiled.tracked.iter().chain(&compiled.generated) {
             println!("cargo:rerun-if-changed={}", f.display());

@@ -45,6 +45,10 @@ pub struct CompileOptions<'a> {
     pub constant_folding: Option<bool>,
     /// lele's cache root (default `$LELE_CACHE_DIR` or `<user cache>/lele`).
     pub cache_root: Option<PathBuf>,
+    /// Store the artifact here (under the struct's snake_case name) instead
+    /// of the shared cache. Required with extensions: their closures cannot
+    /// be hashed, so their artifacts are never shared or reused.
+    pub artifact_dir: Option<PathBuf>,
     /// Put the generated model module into the output instead of an
     /// `include!` of the cached file (the builder writes a self-contained
     /// file; the macro includes, which is faster).
@@ -70,6 +74,7 @@ impl<'a> CompileOptions<'a> {
             extensions: None,
             constant_folding: None,
             cache_root: None,
+            artifact_dir: None,
             inline_core: false,
         }
     }
@@ -164,7 +169,21 @@ pub fn compile_toml(toml_path: &Path, opts: &CompileOptions<'_>) -> Result<Compi
         toml.text
             .push_str(&format!("\n# builder: constant_folding = {fold}\n"));
     }
+    let has_extensions = opts.extensions.is_some_and(|e| !e.is_empty());
+    if has_extensions && opts.artifact_dir.is_none() {
+        return Err(BuildError::Other(
+            "compiling with overrides or patterns needs an artifact_dir".into(),
+        ));
+    }
     if opts.offline {
+        if has_extensions {
+            return Err(BuildError::Offline(
+                "offline build (LELE_SKIP_MODEL_GEN or CARGO_NET_OFFLINE is set): a model with \
+                 overrides or patterns is compiled by build.rs and cannot be reused offline; \
+                 build once with network access"
+                    .into(),
+            ));
+        }
         return offline(&toml, opts);
     }
     let fetched = fetch::resolve(
@@ -176,28 +195,29 @@ pub fn compile_toml(toml_path: &Path, opts: &CompileOptions<'_>) -> Result<Compi
             cache_root: opts.cache_root.clone(),
         },
     )?;
-    let key = artifact_key(&toml.text, &fetched.sha256, opts.extensions);
-    let cache = artifact::cache_dir(&opts.root());
+    let key = artifact::key(&toml.text, &fetched.sha256);
+    let (cache, stem) = match &opts.artifact_dir {
+        Some(dir) => (dir.clone(), crate::emit::names::snake_ident(opts.name)),
+        None => (artifact::cache_dir(&opts.root()), key.clone()),
+    };
     let vendor = artifact::vendor_dir(&toml.path);
     let mut tracked = vec![toml.path.clone(), fetched.model.clone()];
     tracked.extend(fetched.files.iter().cloned());
-    let (art, from_cache) = if let Some(a) = artifact::load(&cache, &key, &key) {
+    let (art, from_cache) = if has_extensions {
+        (
+            compile_into(&fetched.model, &toml, &key, &cache, &stem, opts)?,
+            false,
+        )
+    } else if let Some(a) = artifact::load(&cache, &stem, &key) {
         (a, true)
     } else if let Some(a) = artifact::load(&vendor, "artifact", &key) {
         tracked.push(vendor.join("artifact.meta.toml"));
         (a, true)
     } else {
-        let empty = Extensions::default();
-        let mut a = crate::compile::compile_artifact(
-            &fetched.model,
-            &toml.parsed,
-            &key,
-            &artifact::weights_file(&cache, &key),
-            opts.extensions.unwrap_or(&empty),
+        (
+            compile_into(&fetched.model, &toml, &key, &cache, &stem, opts)?,
+            false,
         )
-        .map_err(|e| name_model(e, &fetched.model, &toml.parsed))?;
-        artifact::store(&cache, &key, &mut a)?;
-        (a, false)
     };
     let tokens = wrap(&art, opts)?;
     Ok(Compiled {
@@ -214,13 +234,26 @@ pub fn compile_toml(toml_path: &Path, opts: &CompileOptions<'_>) -> Result<Compi
     })
 }
 
-/// The artifact key; user extensions make an artifact uncacheable across
-/// builds, so they get a key of their own per build script run.
-fn artifact_key(toml_text: &str, sha: &str, ext: Option<&Extensions>) -> String {
-    match ext {
-        Some(e) if !e.is_empty() => artifact::key(&format!("{toml_text}\n#extensions {e:?}"), sha),
-        _ => artifact::key(toml_text, sha),
-    }
+/// Compiles and stores the artifact `dir/stem.*`.
+fn compile_into(
+    model: &Path,
+    toml: &Toml,
+    key: &str,
+    dir: &Path,
+    stem: &str,
+    opts: &CompileOptions<'_>,
+) -> Result<Artifact> {
+    let empty = Extensions::default();
+    let mut a = crate::compile::compile_artifact(
+        model,
+        &toml.parsed,
+        key,
+        &artifact::weights_file(dir, stem),
+        opts.extensions.unwrap_or(&empty),
+    )
+    .map_err(|e| name_model(e, model, &toml.parsed))?;
+    artifact::store(dir, stem, &mut a)?;
+    Ok(a)
 }
 
 /// Replaces the model's absolute path in messages by what the toml says.
@@ -292,7 +325,7 @@ fn offline(toml: &Toml, opts: &CompileOptions<'_>) -> Result<Compiled> {
         tracked.push(lock_path.clone());
     }
     if let Some(sha) = &sha {
-        let key = artifact_key(&toml.text, sha, opts.extensions);
+        let key = artifact::key(&toml.text, sha);
         let vendor = artifact::vendor_dir(&toml.path);
         let hit = artifact::load(&artifact::cache_dir(&opts.root()), &key, &key).or_else(|| {
             let a = artifact::load(&vendor, "artifact", &key)?;
@@ -418,7 +451,7 @@ pub fn compile_model(
         toml.model.sha256.as_deref(),
         &sha,
     )?;
-    let key = artifact_key(toml_text, &sha, opts.extensions);
+    let key = artifact::key(toml_text, &sha);
     let file = format!("{}.weights", crate::emit::names::snake_ident(opts.name));
     let weights_path = out_dir.join(&file);
     let empty = Extensions::default();
