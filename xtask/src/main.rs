@@ -1,4 +1,5 @@
 //! Repository tasks: `cargo xtask <command>`.
+mod conformance;
 mod fixtures;
 mod models;
 mod protos;
@@ -27,6 +28,10 @@ enum Cmd {
     },
     /// Generate onnxruntime reference data into $LELE_FIXTURES (default target/fixtures).
     Fixtures(fixtures::Opts),
+    /// The ONNX backend test suite through generated code, against the ledger.
+    Conformance(conformance::Opts),
+    /// Regenerate the README's operator table from the conformance ledger.
+    OpsTable,
     /// Everything CI checks: models, fixtures, fmt, clippy, tests.
     Test {
         /// Extra arguments for `cargo test --workspace` (after `--`).
@@ -40,6 +45,8 @@ fn main() -> anyhow::Result<()> {
         Cmd::Protos => protos::run(),
         Cmd::Models { all } => models::run(all),
         Cmd::Fixtures(opts) => fixtures::run(&opts),
+        Cmd::Conformance(opts) => conformance::run(&opts),
+        Cmd::OpsTable => conformance::ops_table(),
         Cmd::Test { args } => test::run(&args),
     }
 }

@@ -1,7 +1,7 @@
 //! `cargo xtask test`: the full check of the repository, as CI runs it.
 //!
 //! Fetches the models, generates the fixtures, then runs rustfmt, clippy and
-//! the tests with `LELE_ZOO` and `LELE_FIXTURES` pointing at them.
+//! the tests, then the ONNX conformance regression check, with `LELE_ZOO` and `LELE_FIXTURES` pointing at them.
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
@@ -60,6 +60,14 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
         &[],
     )?;
     cargo_step("cargo test", &["test", "--workspace"], extra)?;
+    step("cargo xtask conformance --check", || {
+        crate::conformance::run(&crate::conformance::Opts {
+            check: true,
+            update: false,
+            json: false,
+            filter: None,
+        })
+    })?;
     eprintln!("\nxtask test: all steps passed");
     Ok(())
 }

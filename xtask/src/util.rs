@@ -104,3 +104,12 @@ pub fn run_inherited(cmd: &mut Command) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Runs a named step, printing its name and duration to stderr.
+pub fn step<T>(name: &str, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    eprintln!("\n==> {name}");
+    let started = std::time::Instant::now();
+    let r = f()?;
+    eprintln!("==> {name}: ok ({:.1}s)", started.elapsed().as_secs_f64());
+    Ok(r)
+}

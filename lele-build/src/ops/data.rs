@@ -100,7 +100,18 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
         }
         "Identity" => Ok(Lowered::view(Identity)),
         "Dropout" => {
-            if ctx.n_outputs() > 1 {
+            // Inference dropout is the identity; training mode is random.
+            let training = ctx.inputs.get(2).copied().flatten();
+            let inference = match training {
+                None => true,
+                Some(v) => ctx.graph.values[v]
+                    .constant
+                    .as_ref()
+                    .is_some_and(|t| t.bytes().iter().all(|&b| b == 0)),
+            };
+            if !inference {
+                Err("Dropout whose training_mode input is not a constant false (training-mode dropout is random)".into())
+            } else if ctx.n_outputs() > 1 {
                 Err("Dropout with the mask output".into())
             } else {
                 ctx.inputs.truncate(1);

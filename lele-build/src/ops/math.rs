@@ -1,7 +1,7 @@
 //! Elementwise, comparison, cast and reduction operators.
 use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp, Variadic, VariadicOp};
-use lele_kernels::ops::cast::Cast;
+use lele_kernels::ops::cast::{Cast, CastLike};
 use lele_kernels::ops::reduce::{ArgMax, ArgMin, CumSum, Reduce, ReduceOp};
 use lele_kernels::ops::unary::{
     Celu, Clip, Elu, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, ThresholdedRelu, Unary,
@@ -78,6 +78,8 @@ pub const OPS: &[&str] = &[
     "Clip",
     "Shrink",
     "Cast",
+    "CastLike",
+    "PRelu",
     "ReduceSum",
     "ReduceMean",
     "ReduceMax",
@@ -158,6 +160,7 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
     let a = ctx.attrs();
     Some(match op_type {
         "Add" => binary(B::Add, false),
+        "PRelu" => binary(B::PRelu, false),
         "Sub" => binary(B::Sub, false),
         "Mul" => binary(B::Mul, false),
         "Div" => binary(B::Div, false),
@@ -288,6 +291,7 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
             }
             Ok(Lowered::same(Clip, 1))
         }
+        "CastLike" => Ok(Lowered::with(CastLike, vec![OutDType::Input(1)])),
         "Cast" => match dtype_attr(a.int("to", 0)) {
             Ok(to) => Ok(Lowered::with(Cast { to }, vec![OutDType::Fixed(to)])),
             Err(e) => Err(e),

@@ -58,8 +58,11 @@ pub enum BinaryOp {
     BitwiseOr,
     /// Bitwise xor of integers.
     BitwiseXor,
+    /// ONNX `PRelu`: `a` where `a >= 0`, else `a * b` (`b` is the slope).
+    PRelu,
 }
 crate::to_rust_enum!(ops::binary::BinaryOp {
+    PRelu,
     Add,
     Sub,
     Mul,
@@ -172,7 +175,7 @@ fn binary(
 ) -> Result<(), KernelError> {
     use BinaryOp::*;
     match op {
-        Add | Sub | Mul | Div | Mod | FMod | Max | Min => {
+        Add | Sub | Mul | Div | Mod | FMod | Max | Min | PRelu => {
             dispatch_num!(a.dtype, OP, |T| arith::<T>(op, rows, a, b, out))
         }
         Pow => dispatch!(a.dtype, OP, [F32 => f32, F64 => f64, F16 => f16, BF16 => bf16,
@@ -230,6 +233,15 @@ fn arith<T: Num>(
         BinaryOp::FMod => zip2(rows, x, y, o, T::fmod),
         BinaryOp::Max => zip2(rows, x, y, o, T::max_nan),
         BinaryOp::Min => zip2(rows, x, y, o, T::min_nan),
+        BinaryOp::PRelu => zip2(
+            rows,
+            x,
+            y,
+            o,
+            |p, q| {
+                if p < T::default() { p.mul(q) } else { p }
+            },
+        ),
         _ => {
             return Err(KernelError::Invalid {
                 op: OP,
