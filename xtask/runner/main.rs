@@ -32,6 +32,15 @@ fn values(t: &Tensor) -> Option<Vec<f64>> {
 
 /// Compares one output; `Err` says how it differs.
 fn compare(got: &Tensor, want: &Tensor, rtol: f64, atol: f64) -> Result<(), String> {
+    // bfloat16 expectations are stored as their uint16 bits.
+    let bits;
+    let want = if got.dtype == DType::BF16 && want.dtype == DType::U16 {
+        let dims = want.shape().map_err(|e| e.to_string())?;
+        bits = Tensor::from_bytes(DType::BF16, dims.dims(), want.bytes()).ok_or("bf16 bits")?;
+        &bits
+    } else {
+        want
+    };
     let gs = got.shape().map_err(|e| e.to_string())?;
     let ws = want.shape().map_err(|e| e.to_string())?;
     if gs.dims() != ws.dims() {

@@ -43,6 +43,9 @@ struct CaseInfo {
     ops: Vec<String>,
     #[serde(default)]
     skip: Option<String>,
+    /// Files (`in_0`, `out_1`…) holding bfloat16 bits as uint16.
+    #[serde(default)]
+    bf16: Vec<String>,
 }
 
 struct Case {
@@ -154,6 +157,14 @@ fn compile_case(case: &Case, idx: usize, src: &Path) -> Result<(), Outcome> {
         reads.push(quote! {
             let #t = ::lele_build::npy::read(&dir.join(#file)).map_err(|e| e.to_string())?;
         });
+        if case.info.bf16.contains(&format!("in_{k}")) {
+            reads.push(quote! {
+                let #t = {
+                    let dims = #t.shape().map_err(|e| e.to_string())?;
+                    ::lele_build::ir::Tensor::from_bytes(::lele::DType::BF16, dims.dims(), #t.bytes()).ok_or("bf16 input")?
+                };
+            });
+        }
         if port.dtype == "bool" {
             args.push(quote!(::lele::TensorView::<u8>::new(#t.bytes(), #t.shape().map_err(|e| e.to_string())?.dims()).map_err(|e| e.to_string())?));
         } else {

@@ -113,6 +113,10 @@ impl Tensor {
                 .iter()
                 .map(|v| v.to_f64())
                 .collect(),
+            DType::BF16 => bytemuck::cast_slice::<u8, half::bf16>(b)
+                .iter()
+                .map(|v| v.to_f64())
+                .collect(),
             _ => self.to_i64s()?.into_iter().map(|v| v as f64).collect(),
         })
     }

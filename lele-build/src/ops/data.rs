@@ -26,6 +26,7 @@ pub const OPS: &[&str] = &[
     "Unsqueeze",
     "Identity",
     "Dropout",
+    "Trilu",
     "Transpose",
     "Concat",
     "Split",
@@ -118,6 +119,12 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
                 Ok(Lowered::view(Identity))
             }
         }
+        "Trilu" => Ok(Lowered::same(
+            lele_kernels::ops::trilu::Trilu {
+                upper: a.int("upper", 1) != 0,
+            },
+            1,
+        )),
         "Transpose" => match a.ints_opt("perm") {
             Some(p) => match IntList::new(p) {
                 Ok(perm) => Ok(Lowered::same(Transpose { perm }, 1)),

@@ -4,7 +4,7 @@ use lele_kernels::ops::binary::{Binary, BinaryOp, Variadic, VariadicOp};
 use lele_kernels::ops::cast::{Cast, CastLike};
 use lele_kernels::ops::reduce::{ArgMax, ArgMin, CumSum, Reduce, ReduceOp};
 use lele_kernels::ops::unary::{
-    Celu, Clip, Elu, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, ThresholdedRelu, Unary,
+    Celu, Clip, Elu, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, Swish, ThresholdedRelu, Unary,
     UnaryOp,
 };
 
@@ -79,6 +79,8 @@ pub const OPS: &[&str] = &[
     "Shrink",
     "Cast",
     "CastLike",
+    "BitwiseNot",
+    "Swish",
     "PRelu",
     "ReduceSum",
     "ReduceMean",
@@ -93,6 +95,7 @@ pub const OPS: &[&str] = &[
     "ArgMax",
     "ArgMin",
     "CumSum",
+    "CumProd",
 ];
 
 fn binary(op: BinaryOp, bool_out: bool) -> LowerResult {
@@ -221,6 +224,13 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
         "Softplus" => unary(U::Softplus),
         "Softsign" => unary(U::Softsign),
         "Not" => unary(U::Not),
+        "BitwiseNot" => unary(U::BitwiseNot),
+        "Swish" => Ok(Lowered::same(
+            Swish {
+                alpha: a.float("alpha", 1.0),
+            },
+            1,
+        )),
         "IsNaN" => unary(U::IsNaN),
         "IsInf" => {
             if a.int("detect_negative", 1) == 0 || a.int("detect_positive", 1) == 0 {
@@ -322,10 +332,11 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
             },
             vec![OutDType::Fixed(DType::I64)],
         )),
-        "CumSum" => Ok(Lowered::same(
+        "CumSum" | "CumProd" => Ok(Lowered::same(
             CumSum {
                 exclusive: a.int("exclusive", 0) != 0,
                 reverse: a.int("reverse", 0) != 0,
+                product: op_type == "CumProd",
             },
             1,
         )),

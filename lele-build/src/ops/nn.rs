@@ -1,15 +1,18 @@
 //! Neural-network operators: GEMM, convolution, pooling, normalization,
 //! softmax, resizing and recurrent layers.
+use lele_kernels::DType;
 use lele_kernels::ops::conv::{AutoPad, Conv, ConvTranspose};
 use lele_kernels::ops::matmul::{Gemm, MatMul};
-use lele_kernels::ops::norm::{BatchNormalization, InstanceNormalization, LayerNormalization};
+use lele_kernels::ops::norm::{
+    BatchNormalization, InstanceNormalization, LayerNormalization, RmsNormalization,
+};
 use lele_kernels::ops::pool::{AveragePool, GlobalAveragePool, GlobalMaxPool, MaxPool};
 use lele_kernels::ops::resize::{CoordMode, NearestMode, Resize, ResizeMode};
 use lele_kernels::ops::rnn::{Direction, Gru, Lstm};
 use lele_kernels::ops::softmax::{LogSoftmax, Softmax};
 
 use super::{Attrs, LowerCtx, LowerResult, Lowered};
-use crate::ir::Tensor;
+use crate::ir::{OutDType, Tensor};
 
 /// Op types lowered here.
 pub const OPS: &[&str] = &[
@@ -23,6 +26,9 @@ pub const OPS: &[&str] = &[
     "GlobalMaxPool",
     "BatchNormalization",
     "LayerNormalization",
+    "RMSNormalization",
+    "NegativeLogLikelihoodLoss",
+    "SoftmaxCrossEntropyLoss",
     "InstanceNormalization",
     "Softmax",
     "LogSoftmax",
@@ -100,9 +106,25 @@ fn kernel_shape(ctx: &LowerCtx<'_>, a: &Attrs<'_>) -> Result<Vec<usize>, String>
         .copied()
         .flatten()
         .ok_or("missing weights")?;
-    match &ctx.graph.values[w].constant {
-        Some(t) if t.dims.len() >= 3 => Ok(t.dims[2..].to_vec()),
-        _ => Err("kernel_shape is absent and the weights are not constant".into()),
+    let v = &ctx.graph.values[w];
+    if let Some(t) = &v.constant
+        && t.dims.len() >= 3
+    {
+        return Ok(t.dims[2..].to_vec());
+    }
+    // Weights fed as a model input: their declared (fixed) dims, which
+    // `forward` checks at run time.
+    let declared: Option<Vec<usize>> = v.declared.as_ref().and_then(|d| {
+        d.iter()
+            .map(|x| match x {
+                crate::ir::DeclaredDim::Fixed(n) => Some(*n),
+                crate::ir::DeclaredDim::Dynamic(_) => None,
+            })
+            .collect()
+    });
+    match declared {
+        Some(d) if d.len() >= 3 => Ok(d[2..].to_vec()),
+        _ => Err("kernel_shape is absent and the weights are neither constant nor of fixed declared shape".into()),
     }
 }
 
@@ -334,11 +356,63 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
                 ))
             }
             "LayerNormalization" => {
-                if ctx.n_outputs() > 1 {
-                    return Err("LayerNormalization with Mean/InvStdDev outputs".into());
+                if a.int("stash_type", 1) != 1 {
+                    return Err("LayerNormalization with stash_type other than float".into());
+                }
+                // Mean and InvStdDev are computed in float (stash_type 1).
+                let dtypes = [
+                    OutDType::Input(0),
+                    OutDType::Fixed(DType::F32),
+                    OutDType::Fixed(DType::F32),
+                ];
+                Ok(Lowered::with(
+                    LayerNormalization {
+                        axis: a.int("axis", -1),
+                        epsilon: a.float("epsilon", 1e-5),
+                    },
+                    dtypes[..ctx.n_outputs().clamp(1, 3)].to_vec(),
+                ))
+            }
+            "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => {
+                use lele_kernels::ops::loss::{
+                    LossReduction, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss,
+                };
+                let reduction = match a.string("reduction", "mean").as_str() {
+                    "none" => LossReduction::None,
+                    "sum" => LossReduction::Sum,
+                    "mean" => LossReduction::Mean,
+                    other => {
+                        return Err(format!("reduction `{other}` is not one of none, sum, mean"));
+                    }
+                };
+                let ignore = a.int_opt("ignore_index");
+                let (has_ignore, ignore_index) = (ignore.is_some(), ignore.unwrap_or(0));
+                if op_type == "NegativeLogLikelihoodLoss" {
+                    Ok(Lowered::same(
+                        NegativeLogLikelihoodLoss {
+                            reduction,
+                            has_ignore,
+                            ignore_index,
+                        },
+                        1,
+                    ))
+                } else {
+                    Ok(Lowered::same(
+                        SoftmaxCrossEntropyLoss {
+                            reduction,
+                            has_ignore,
+                            ignore_index,
+                        },
+                        ctx.n_outputs(),
+                    ))
+                }
+            }
+            "RMSNormalization" => {
+                if a.int("stash_type", 1) != 1 {
+                    return Err("RMSNormalization with stash_type other than float".into());
                 }
                 Ok(Lowered::same(
-                    LayerNormalization {
+                    RmsNormalization {
                         axis: a.int("axis", -1),
                         epsilon: a.float("epsilon", 1e-5),
                     },

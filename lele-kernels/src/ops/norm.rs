@@ -260,6 +260,71 @@ impl Kernel for LayerNormalization {
     }
 }
 
+/// ONNX `RMSNormalization`: `Y = X / sqrt(mean(X² over dims axis..) + epsilon) * Scale`
+/// (statistics in f32).
+///
+/// Inputs: `X`, `Scale` (broadcast to the normalized dims like
+/// [`LayerNormalization`]'s). Output: `Y`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RmsNormalization {
+    /// First normalized axis (negative counts from the end).
+    pub axis: i64,
+    /// Added to the mean square.
+    pub epsilon: f32,
+}
+crate::to_rust_struct!(ops::norm::RmsNormalization { axis, epsilon });
+
+impl Kernel for RmsNormalization {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let ln = LayerNormalization {
+            axis: self.axis,
+            epsilon: self.epsilon,
+        };
+        let (s, ..) = ln.dims(&inputs[..inputs.len().min(2)])?;
+        *outputs.first_mut().ok_or(KernelError::Invalid {
+            op: "RMSNormalization",
+            msg: "expected 1 output",
+        })? = s;
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        _scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "RMSNormalization";
+        let ln = LayerNormalization {
+            axis: self.axis,
+            epsilon: self.epsilon,
+        };
+        let (_, _, outer, d) = ln.dims(&inputs[..inputs.len().min(2)])?;
+        let x = f32_in(input(inputs, 0, OP)?, OP)?;
+        let scale = f32_in(input(inputs, 1, OP)?, OP)?;
+        let y = f32_out(output(outputs, 0, OP)?, OP)?;
+        if x.len() != outer * d || y.len() != x.len() || scale.is_empty() {
+            return Err(KernelError::Buffer { op: OP });
+        }
+        if d == 0 {
+            return Ok(());
+        }
+        let sn = scale.len();
+        for (xr, yr) in x.chunks_exact(d).zip(y.chunks_exact_mut(d)) {
+            let ms = xr.iter().map(|v| v * v).sum::<f32>() / d as f32;
+            let inv = 1.0 / (ms + self.epsilon).sqrt();
+            for (i, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {
+                *o = v * inv * scale[i % sn];
+            }
+        }
+        Ok(())
+    }
+}
+
 /// ONNX `InstanceNormalization`: per `(n, c)` normalization over the
 /// spatial dims, then per-channel `scale` and `B`.
 ///

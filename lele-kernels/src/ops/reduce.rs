@@ -472,15 +472,22 @@ arg_kernel!(
     ArgMin, "ArgMin", <
 );
 
-/// ONNX `CumSum`: inputs `x`, `axis` (scalar i32/i64).
+/// ONNX `CumSum` (and `CumProd` with `product`): inputs `x`, `axis`
+/// (scalar i32/i64).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CumSum {
     /// Exclude the current element from its sum.
     pub exclusive: bool,
     /// Sum from the end.
     pub reverse: bool,
+    /// Multiply instead of add (`CumProd`).
+    pub product: bool,
 }
-crate::to_rust_struct!(ops::reduce::CumSum { exclusive, reverse });
+crate::to_rust_struct!(ops::reduce::CumSum {
+    exclusive,
+    reverse,
+    product
+});
 
 impl Kernel for CumSum {
     fn infer(
@@ -510,7 +517,7 @@ impl Kernel for CumSum {
         let out = output(outputs, 0, OP)?;
         check_out(out, x.dtype, &x.shape, OP)?;
         let (outer, n, inner) = split3(&x.shape, axis);
-        let (excl, rev) = (self.exclusive, self.reverse);
+        let (excl, rev, prod) = (self.exclusive, self.reverse, self.product);
         dispatch_num!(x.dtype, OP, |T| {
             let xv = x.typed::<T>(OP)?;
             let y = out.typed::<T>(OP)?;
@@ -522,7 +529,7 @@ impl Kernel for CumSum {
                     if step == 0 {
                         let yr = &mut y[row..row + inner];
                         if excl {
-                            yr.fill(T::ZERO);
+                            yr.fill(if prod { T::ONE } else { T::ZERO });
                         } else {
                             yr.copy_from_slice(&xv[row..row + inner]);
                         }
@@ -540,7 +547,7 @@ impl Kernel for CumSum {
                         (&b[..inner], &mut a[row..row + inner])
                     };
                     for ((d, &p), &v) in hi.iter_mut().zip(lo).zip(&xv[src..src + inner]) {
-                        *d = Num::add(p, v);
+                        *d = if prod { Num::mul(p, v) } else { Num::add(p, v) };
                     }
                 }
             }
@@ -751,7 +758,11 @@ mod tests {
         let run = |axis: i64, exclusive, reverse| {
             let a = Owned::new(&[], &[axis]);
             run1(
-                &CumSum { exclusive, reverse },
+                &CumSum {
+                    exclusive,
+                    reverse,
+                    product: false,
+                },
                 &[Some(&x), Some(&a)],
                 DType::F64,
             )
@@ -770,10 +781,29 @@ mod tests {
             &CumSum {
                 exclusive: false,
                 reverse: false,
+                product: false,
             },
             &[Some(&xi), Some(&a)],
             DType::I32,
         );
         assert_eq!(y.unwrap().to::<i32>(), [1, 3, 6, 10]);
+        // CumProd, exclusive and reversed.
+        let prod = |exclusive, reverse| {
+            run1(
+                &CumSum {
+                    exclusive,
+                    reverse,
+                    product: true,
+                },
+                &[Some(&xi), Some(&a)],
+                DType::I32,
+            )
+            .unwrap()
+            .to::<i32>()
+        };
+        assert_eq!(prod(false, false), [1, 2, 6, 24]);
+        assert_eq!(prod(true, false), [1, 1, 2, 6]);
+        assert_eq!(prod(false, true), [24, 24, 12, 4]);
+        assert_eq!(prod(true, true), [24, 12, 4, 1]);
     }
 }

@@ -20,7 +20,7 @@ mod tests;
 
 use math::{Real, erf_f32, exp_slice, gelu_f64, sigmoid_slice, tanh_fast};
 pub use params::{
-    Celu, Clip, Elu, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, ThresholdedRelu,
+    Celu, Clip, Elu, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, Swish, ThresholdedRelu,
 };
 
 /// The operation of a [`Unary`] kernel (ONNX operator of the same name).
@@ -82,6 +82,8 @@ pub enum UnaryOp {
     Softsign,
     /// Logical not of a Bool tensor.
     Not,
+    /// Bitwise not of an integer tensor.
+    BitwiseNot,
     /// Whether x is NaN (Bool output).
     IsNaN,
     /// Whether x is ±infinity (Bool output).
@@ -124,6 +126,7 @@ crate::to_rust_enum!(ops::unary::UnaryOp {
     Softplus,
     Softsign,
     Not,
+    BitwiseNot,
     IsNaN,
     IsInf,
     HardSwish,
@@ -200,6 +203,16 @@ impl Kernel for Unary {
                     *y = (v == 0) as u8;
                 }
                 Ok(())
+            }
+            UnaryOp::BitwiseNot => {
+                dispatch!(x.dtype, OP, [I8 => i8, I16 => i16, I32 => i32, I64 => i64,
+                    U8 => u8, U16 => u16, U32 => u32, U64 => u64], |T| {
+                    let (xv, y) = (x.typed::<T>(OP)?, out.typed::<T>(OP)?);
+                    for (y, &v) in y.iter_mut().zip(xv) {
+                        *y = !v;
+                    }
+                    Ok(())
+                })
             }
             UnaryOp::IsNaN | UnaryOp::IsInf => {
                 dispatch!(x.dtype, OP, [F32 => f32, F64 => f64, F16 => f16, BF16 => bf16], |T| {
@@ -328,7 +341,12 @@ fn apply<T: Real>(op: UnaryOp, x: &[T], y: &mut [T]) {
         UnaryOp::HardSwish => map(x, y, |v| v * hard_sigmoid(v, T::c(1.0 / 6.0), half)),
         UnaryOp::Mish => map(x, y, |v| v * softplus(v).tanh()),
         UnaryOp::Gelu => map(x, y, |v| T::c(gelu_f64(v.to_f64()))),
-        UnaryOp::Identity | UnaryOp::Not | UnaryOp::IsNaN | UnaryOp::IsInf => map(x, y, |v| v),
+        // Handled before dispatching to floats.
+        UnaryOp::Identity
+        | UnaryOp::Not
+        | UnaryOp::BitwiseNot
+        | UnaryOp::IsNaN
+        | UnaryOp::IsInf => map(x, y, |v| v),
     }
 }
 

@@ -19,6 +19,7 @@ enum Param {
     Celu(f32),
     ThresholdedRelu(f32),
     GeluTanh,
+    Swish(f32),
 }
 
 fn apply_param<T: Real>(p: Param, x: &[T], y: &mut [T]) {
@@ -58,6 +59,10 @@ fn apply_param<T: Real>(p: Param, x: &[T], y: &mut [T]) {
         Param::ThresholdedRelu(a) => {
             let a = T::c(a as f64);
             map(x, y, |v| if v > a { v } else { zero })
+        }
+        Param::Swish(a) => {
+            let a = T::c(a as f64);
+            map(x, y, |v| v / (one + (-(a * v)).exp()))
         }
         Param::GeluTanh => {
             let k = T::c((2.0 / core::f64::consts::PI).sqrt());
@@ -174,6 +179,13 @@ param_kernel!(
         /// Threshold (default 1).
         alpha
     } => Param::ThresholdedRelu(alpha)
+);
+param_kernel!(
+    /// ONNX `Swish`: `x * sigmoid(alpha * x)`.
+    Swish {
+        /// Default 1.
+        alpha
+    } => Param::Swish(alpha)
 );
 param_kernel!(
     /// ONNX `Gelu` with `approximate="tanh"`.
