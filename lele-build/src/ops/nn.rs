@@ -27,6 +27,7 @@ pub const OPS: &[&str] = &[
     "BatchNormalization",
     "LayerNormalization",
     "RMSNormalization",
+    "Attention",
     "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss",
     "InstanceNormalization",
@@ -406,6 +407,27 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
                         ctx.n_outputs(),
                     ))
                 }
+            }
+            "Attention" => {
+                if a.int_opt("softmax_precision").is_some_and(|p| p != 1) {
+                    return Err("Attention with softmax_precision other than float".into());
+                }
+                let heads = |name: &str| -> Result<usize, String> {
+                    usize::try_from(a.int(name, 0)).map_err(|_| format!("negative {name}"))
+                };
+                Ok(Lowered::same(
+                    lele_kernels::ops::attention::Attention {
+                        scale: a.float("scale", 0.0),
+                        is_causal: a.int("is_causal", 0) != 0,
+                        q_num_heads: heads("q_num_heads")?,
+                        kv_num_heads: heads("kv_num_heads")?,
+                        softcap: a.float("softcap", 0.0),
+                        qk_mode: a.int("qk_matmul_output_mode", 0),
+                        left_window: a.int("left_window_size", -1),
+                        right_window: a.int("right_window_size", -1),
+                    },
+                    ctx.n_outputs(),
+                ))
             }
             "RMSNormalization" => {
                 if a.int("stash_type", 1) != 1 {

@@ -1,5 +1,6 @@
 //! Operators, grouped by family. Each operator is a parameter struct that
 //! implements [`crate::Kernel`].
+pub mod attention;
 pub mod binary;
 pub mod broadcast;
 pub mod cast;
