@@ -133,6 +133,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         return Err(BuildError::Unsupported(unsupported));
     }
     passes::infer_dtypes(g)?;
+    passes::widen_half_precision(g);
     let fully_static = dims
         .iter()
         .all(|d| d.iter().all(|x| matches!(x, Dim::Fixed(_))));
