@@ -422,37 +422,61 @@ pub fn zoo_dir() -> PathBuf {
     if let Some(z) = std::env::var_os("LELE_ZOO") {
         return PathBuf::from(z);
     }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from(".cache"));
-    cache.join("lele").join("zoo")
+    crate::fetch::user_cache_dir().join("lele").join("zoo")
+}
+
+/// A piece of a string with `${VAR}` references.
+enum Piece<'a> {
+    Text(&'a str),
+    Var(&'a str),
+}
+
+/// Splits `s` into text and `${VAR}` references.
+fn pieces(s: &str) -> Result<Vec<Piece<'_>>> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push(Piece::Text(&rest[..start]));
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| BuildError::Config(format!("unclosed `${{` in `{s}`")))?;
+        out.push(Piece::Var(&after[..end]));
+        rest = &after[end + 1..];
+    }
+    out.push(Piece::Text(rest));
+    Ok(out)
+}
+
+/// The variables `s` references with `${VAR}` (none if malformed).
+pub fn referenced_vars(s: &str) -> Vec<String> {
+    pieces(s)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| match p {
+            Piece::Var(v) => Some(v.to_string()),
+            Piece::Text(_) => None,
+        })
+        .collect()
 }
 
 /// Expands `${VAR}` references; `${LELE_ZOO}` falls back to [`zoo_dir`].
 pub fn expand_vars(s: &str) -> Result<String> {
     let mut out = String::new();
-    let mut rest = s;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| BuildError::Config(format!("unclosed `${{` in `{s}`")))?;
-        let var = &after[..end];
-        let val = match std::env::var(var) {
-            Ok(v) => v,
-            Err(_) if var == "LELE_ZOO" => zoo_dir().to_string_lossy().into_owned(),
-            Err(_) => {
-                return Err(BuildError::Config(format!(
-                    "environment variable `{var}` is not set (used in `{s}`)"
-                )));
-            }
-        };
-        out.push_str(&val);
-        rest = &after[end + 1..];
+    for p in pieces(s)? {
+        match p {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Var(var) => match std::env::var(var) {
+                Ok(v) => out.push_str(&v),
+                Err(_) if var == "LELE_ZOO" => out.push_str(&zoo_dir().to_string_lossy()),
+                Err(_) => {
+                    return Err(BuildError::Config(format!(
+                        "environment variable `{var}` is not set (used in `{s}`)"
+                    )));
+                }
+            },
+        }
     }
-    out.push_str(rest);
     Ok(out)
 }
 

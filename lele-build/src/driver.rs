@@ -142,18 +142,12 @@ impl Toml {
     }
 
     fn env_vars(&self) -> Vec<String> {
-        let mut out = Vec::new();
         let m = &self.parsed.model;
-        for s in [&m.path, &m.url].into_iter().flatten() {
-            let mut rest = s.as_str();
-            while let Some(i) = rest.find("${") {
-                let after = &rest[i + 2..];
-                let Some(end) = after.find('}') else { break };
-                out.push(after[..end].to_string());
-                rest = &after[end + 1..];
-            }
-        }
-        out
+        [&m.path, &m.url]
+            .into_iter()
+            .flatten()
+            .flat_map(|s| crate::config::referenced_vars(s))
+            .collect()
     }
 }
 

@@ -417,7 +417,6 @@ pub fn run_suite(filter: Option<&str>) -> anyhow::Result<BTreeMap<String, Outcom
         }
         Ok(())
     })?;
-    let _ = &cases;
     Ok(results)
 }
 

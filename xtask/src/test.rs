@@ -4,7 +4,6 @@
 //! the tests, then the ONNX conformance regression check, with `LELE_ZOO` and `LELE_FIXTURES` pointing at them.
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Instant;
 
 use anyhow::Context;
 
@@ -18,11 +17,9 @@ fn cargo() -> PathBuf {
 }
 
 fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
-    eprintln!("\n==> xtask test: {name}");
-    let started = Instant::now();
-    f().with_context(|| format!("xtask test: step `{name}` failed"))?;
-    eprintln!("==> {name}: ok ({:.1}s)", started.elapsed().as_secs_f64());
-    Ok(())
+    crate::util::step(&format!("xtask test: {name}"), || {
+        f().with_context(|| format!("xtask test: step `{name}` failed"))
+    })
 }
 
 /// `cargo xtask test [-- ARGS]`; `ARGS` are appended to `cargo test --workspace`.

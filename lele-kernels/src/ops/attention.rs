@@ -265,6 +265,16 @@ impl Kernel for Attention {
             }
         }
         let mask = opt_input(inputs, 3);
+        // The mask's values, read once: bool (attend or not) or additive f32.
+        enum MaskValues<'m> {
+            Bool(&'m [u8]),
+            Add(&'m [f32]),
+        }
+        let mask_values = match mask {
+            Some(m) if m.dtype == DType::Bool => Some(MaskValues::Bool(m.as_bool(OP)?)),
+            Some(m) => Some(MaskValues::Add(f32_in(m, OP)?)),
+            None => None,
+        };
         let mask_strides = mask.map(|m| {
             let md = m.shape.dims();
             let mut strides = [0usize; 4];
@@ -309,20 +319,15 @@ impl Kernel for Attention {
                     // Additive bias of this row.
                     for (j, bj) in bias.iter_mut().enumerate() {
                         let mut val = 0f32;
-                        if let (Some(m), Some((st, mlast))) = (mask, mask_strides) {
+                        if let (Some(m), Some((st, mlast))) = (&mask_values, mask_strides) {
                             val = if j >= mlast {
                                 f32::NEG_INFINITY
                             } else {
                                 let at = b * st[0] + h * st[1] + i * st[2] + j * st[3];
-                                match m.dtype {
-                                    DType::Bool => {
-                                        if m.data[at] != 0 {
-                                            0.0
-                                        } else {
-                                            f32::NEG_INFINITY
-                                        }
-                                    }
-                                    _ => f32_in(m, OP)?[at],
+                                match m {
+                                    MaskValues::Bool(v) if v[at] != 0 => 0.0,
+                                    MaskValues::Bool(_) => f32::NEG_INFINITY,
+                                    MaskValues::Add(v) => v[at],
                                 }
                             };
                         }

@@ -128,16 +128,24 @@ fn nll(
         return Err(KernelError::Buffer { op });
     }
     let (mut sum, mut wsum) = (0f64, 0f64);
-    let read = |k: usize| -> Result<i64, KernelError> {
-        Ok(match target.dtype {
-            DType::I32 => target.typed::<i32>(op)?[k] as i64,
-            _ => target.typed::<i64>(op)?[k],
-        })
+    enum Targets<'t> {
+        I32(&'t [i32]),
+        I64(&'t [i64]),
+    }
+    let targets = match target.dtype {
+        DType::I32 => Targets::I32(target.typed::<i32>(op)?),
+        _ => Targets::I64(target.typed::<i64>(op)?),
+    };
+    let read = |k: usize| -> i64 {
+        match targets {
+            Targets::I32(t) => t[k] as i64,
+            Targets::I64(t) => t[k],
+        }
     };
     for i in 0..dm.n {
         for j in 0..dm.d {
             let k = i * dm.d + j;
-            let t = read(k)?;
+            let t = read(k);
             let (l, w) = if ignore == Some(t) {
                 (0f32, 0f32)
             } else {
