@@ -296,3 +296,54 @@ fn second_compilation_is_served_from_the_artifact_cache() {
     );
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+/// Sizes a graph at its declared input dims (all fixed here).
+fn size_declared(g: &Graph) -> lele_build::Result<lele_build::passes::Sizes> {
+    let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+    let dims = resolve_input_dims(g, &toml).unwrap();
+    let points = lele_build::compile::sizing_points(&dims);
+    lele_build::passes::size_graph(g, &points)
+}
+
+#[test]
+fn data_dependent_outputs_are_sized_from_bounds_or_declarations() {
+    // ReduceSum with `axes` fed by the caller: at most as many elements as
+    // the input (the output shape is unknown until run time), and a Relu
+    // after it keeps that bound.
+    let m = model(
+        vec![
+            node("ReduceSum", &["x", "axes"], &["r"], vec![]),
+            node("Relu", &["r"], &["y"], vec![]),
+        ],
+        vec![],
+        vec![value_info("x", 1, &[3, 4, 5]), value_info("axes", 7, &[1])],
+        vec![value_info("y", 1, &[])],
+    );
+    let g = load(&m).unwrap();
+    let sizes = size_declared(&g).unwrap();
+    let y = g.outputs[0];
+    assert_eq!(sizes.max_bytes[&y], 3 * 4 * 5 * 4);
+    assert!(!sizes.shapes.contains_key(&y));
+
+    // Expand by a caller-given shape: no bound from the kernel; the model's
+    // fixed output declaration sizes it, and without one it is an error
+    // that says why.
+    let expand = |out_dims: Option<&[i64]>| {
+        let mut out = value_info("y", 1, out_dims.unwrap_or(&[]));
+        if out_dims.is_none() {
+            out.r#type = None;
+        }
+        model(
+            vec![node("Expand", &["x", "shape"], &["y"], vec![])],
+            vec![],
+            vec![value_info("x", 1, &[3, 1]), value_info("shape", 7, &[2])],
+            vec![out],
+        )
+    };
+    let g = load(&expand(Some(&[3, 7]))).unwrap();
+    let sizes = size_declared(&g).unwrap();
+    assert_eq!(sizes.max_bytes[&g.outputs[0]], 3 * 7 * 4);
+    let g = load(&expand(None)).unwrap();
+    let err = size_declared(&g).unwrap_err().to_string();
+    assert!(err.contains("no bound"), "{err}");
+}

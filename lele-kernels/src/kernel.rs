@@ -27,6 +27,20 @@ pub trait Kernel {
         false
     }
 
+    /// Upper bounds on the element counts of the outputs, for when `infer`
+    /// answered [`KernelError::NeedsData`] because some input values are
+    /// unknown at build time (an `axes` or `k` input fed by the caller).
+    /// Only input shapes are used. Kernels whose output can grow without
+    /// limit with those values (Expand, Tile, Range, Pad…) keep the default,
+    /// `Ok(false)`: no bound.
+    fn max_output_elems(
+        &self,
+        _inputs: &[Option<TensorRef<'_>>],
+        _outputs: &mut [usize],
+    ) -> Result<bool, KernelError> {
+        Ok(false)
+    }
+
     /// Bytes of scratch memory `run` needs for these shapes (default none).
     fn scratch_bytes(&self, _inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
         0
@@ -41,6 +55,13 @@ pub trait Kernel {
         outputs: &mut [TensorMut<'_>],
         scratch: &mut [u8],
     ) -> Result<(), KernelError>;
+}
+
+/// Sets every output bound to `n` elements (for
+/// [`Kernel::max_output_elems`]).
+pub fn bound_outputs(outputs: &mut [usize], n: usize) -> Result<bool, KernelError> {
+    outputs.fill(n);
+    Ok(true)
 }
 
 /// Fetches a required input.

@@ -29,6 +29,11 @@ pub struct Opts {
     /// Only cases whose `suite/name` contains this.
     #[arg(long)]
     pub filter: Option<String>,
+    /// Build the runner under its own name (`runner-NAME`, binary
+    /// `lele-conformance-NAME`) so several filtered runs can share the
+    /// machine without overwriting each other's runner.
+    #[arg(long)]
+    pub work: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -238,11 +243,11 @@ fn classify(e: lele_build::BuildError) -> Outcome {
 }
 
 /// Writes the runner crate for `ok` cases (index, case).
-fn write_runner(dir: &Path, ok: &[(usize, &Case)]) -> anyhow::Result<()> {
+fn write_runner(dir: &Path, package: &str, ok: &[(usize, &Case)]) -> anyhow::Result<()> {
     let src = dir.join("src");
     let lele = repo_root();
     let manifest = format!(
-        "[package]\nname = \"lele-conformance\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
+        "[package]\nname = \"{package}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
          [dependencies]\nlele = {{ path = {} }}\nlele-build = {{ path = {} }}\n\n[workspace]\n\n\
          [profile.dev]\ndebug = false\n\n[profile.dev.package.lele-kernels]\nopt-level = 3\n\n\
          [profile.dev.package.\"*\"]\nopt-level = 2\n",
@@ -338,7 +343,7 @@ fn ledger_line(o: &Outcome) -> String {
     }
 }
 
-fn write_ledger(results: &BTreeMap<String, Outcome>) -> anyhow::Result<()> {
+fn write_ledger(results: &BTreeMap<String, Outcome>, path: &Path) -> anyhow::Result<()> {
     let mut text = String::from(
         "# ONNX backend test cases through generated code: `pass`, or the reason class and a\n\
          # note. Written by `cargo xtask conformance --update`; `--check` fails when a `pass`\n\
@@ -351,18 +356,28 @@ fn write_ledger(results: &BTreeMap<String, Outcome>) -> anyhow::Result<()> {
             toml::Value::String(ledger_line(o))
         ));
     }
-    std::fs::create_dir_all(ledger_path().parent().unwrap_or(Path::new(".")))?;
-    std::fs::write(ledger_path(), text)?;
+    std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+    std::fs::write(path, text)?;
     Ok(())
 }
 
 /// Runs the suite; returns results by case id.
-pub fn run_suite(filter: Option<&str>) -> anyhow::Result<BTreeMap<String, Outcome>> {
+pub fn run_suite(
+    filter: Option<&str>,
+    work: Option<&str>,
+) -> anyhow::Result<BTreeMap<String, Outcome>> {
     let root = conformance_dir();
     let cases_dir = root.join("cases");
     generate(&cases_dir)?;
     let cases = discover(&cases_dir, filter)?;
-    let runner = root.join("runner");
+    let package = match work {
+        Some(w) if !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
+            format!("lele-conformance-{w}")
+        }
+        Some(w) => bail!("--work `{w}`: use letters, digits and `-`"),
+        None => "lele-conformance".to_string(),
+    };
+    let runner = root.join(package.replacen("lele-conformance", "runner", 1));
     let src = runner.join("src");
     let _ = std::fs::remove_dir_all(&src);
     std::fs::create_dir_all(&src)?;
@@ -383,7 +398,7 @@ pub fn run_suite(filter: Option<&str>) -> anyhow::Result<BTreeMap<String, Outcom
     })?;
     step("conformance: building the runner", || {
         for _ in 0..4 {
-            write_runner(&runner, &ok)?;
+            write_runner(&runner, &package, &ok)?;
             let bad = build_runner(&runner)?;
             if bad.is_empty() {
                 return Ok(());
@@ -402,7 +417,7 @@ pub fn run_suite(filter: Option<&str>) -> anyhow::Result<BTreeMap<String, Outcom
         bail!("the conformance runner still does not build")
     })?;
     step("conformance: running", || {
-        let exe = root.join("target/debug/lele-conformance");
+        let exe = root.join("target/debug").join(&package);
         let out = Command::new(exe).arg(&cases_dir).output()?;
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let v: serde_json::Value = serde_json::from_str(line)?;
@@ -499,7 +514,7 @@ fn generate(cases_dir: &Path) -> anyhow::Result<()> {
 
 /// `cargo xtask conformance`.
 pub fn run(opts: &Opts) -> anyhow::Result<()> {
-    let results = run_suite(opts.filter.as_deref())?;
+    let results = run_suite(opts.filter.as_deref(), opts.work.as_deref())?;
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for o in results.values() {
         *counts.entry(o.status.clone()).or_default() += 1;
@@ -529,6 +544,13 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
             println!("  {k:20} {v}");
         }
     }
+    // Every run's results, in ledger form, for a look at the failures.
+    let last = conformance_dir().join(format!(
+        "last-{}.toml",
+        opts.work.as_deref().unwrap_or("run")
+    ));
+    write_ledger(&results, &last)?;
+    eprintln!("results: {}", last.display());
     let ledger = read_ledger()?;
     let mut regressions = Vec::new();
     let mut newly = Vec::new();
@@ -549,7 +571,7 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
         if opts.filter.is_some() {
             bail!("--update needs the whole suite (no --filter)");
         }
-        write_ledger(&results)?;
+        write_ledger(&results, &ledger_path())?;
         eprintln!("wrote {}", ledger_path().display());
     }
     if opts.check && !regressions.is_empty() {

@@ -63,6 +63,7 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
             update: false,
             json: false,
             filter: None,
+            work: None,
         })
     })?;
     eprintln!("\nxtask test: all steps passed");

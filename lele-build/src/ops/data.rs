@@ -36,6 +36,9 @@ pub const OPS: &[&str] = &[
     "GatherND",
     "ScatterND",
     "ScatterElements",
+    "Scatter",
+    "Compress",
+    "Unique",
     "Range",
     "ConstantOfShape",
     "Pad",
@@ -101,22 +104,34 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
         }
         "Identity" => Ok(Lowered::view(Identity)),
         "Dropout" => {
-            // Inference dropout is the identity; training mode is random.
-            let training = ctx.inputs.get(2).copied().flatten();
-            let inference = match training {
-                None => true,
-                Some(v) => ctx.graph.values[v]
-                    .constant
-                    .as_ref()
-                    .is_some_and(|t| t.bytes().iter().all(|&b| b == 0)),
+            // Inference dropout is the identity with an all-true mask;
+            // training mode is random unless the ratio is zero.
+            let is_const_zero = |v: Option<usize>| {
+                v.and_then(|v| ctx.graph.values[v].constant.as_ref())
+                    .is_some_and(|t| t.bytes().iter().all(|&b| b == 0))
             };
-            if !inference {
-                Err("Dropout whose training_mode input is not a constant false (training-mode dropout is random)".into())
-            } else if ctx.n_outputs() > 1 {
-                Err("Dropout with the mask output".into())
-            } else {
+            let training = ctx.inputs.get(2).copied().flatten();
+            let ratio = ctx.inputs.get(1).copied().flatten();
+            let inference = training.is_none() || is_const_zero(training);
+            let ratio_known_nonzero = match ratio {
+                None => true,
+                Some(v) => ctx.graph.values[v].constant.is_some() && !is_const_zero(Some(v)),
+            };
+            if !inference && ratio_known_nonzero {
+                Err("Dropout in training mode with a non-zero ratio (random)".into())
+            } else if inference && ctx.n_outputs() == 1 {
                 ctx.inputs.truncate(1);
                 Ok(Lowered::view(Identity))
+            } else {
+                if inference {
+                    ctx.inputs.truncate(1);
+                }
+                Ok(Lowered::with(
+                    lele_kernels::ops::dropout::Dropout,
+                    vec![OutDType::Input(0), OutDType::Fixed(DType::Bool)]
+                        [..ctx.n_outputs().min(2)]
+                        .to_vec(),
+                ))
             }
         }
         "Trilu" => Ok(Lowered::same(
@@ -192,6 +207,14 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
         )),
         "ScatterND" => scatter_reduction(&a.string("reduction", "none"))
             .map(|reduction| Lowered::same(ScatterNd { reduction }, 1)),
+        // `Scatter` (opsets 9-10) is `ScatterElements` without reduction.
+        "Scatter" => Ok(Lowered::same(
+            ScatterElements {
+                axis: a.int("axis", 0),
+                reduction: ScatterReduction::None,
+            },
+            1,
+        )),
         "ScatterElements" => scatter_reduction(&a.string("reduction", "none")).map(|reduction| {
             Lowered::same(
                 ScatterElements {
@@ -202,6 +225,23 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
             )
         }),
         "Range" => Ok(Lowered::same(Range, 1)),
+        "Compress" => Ok(Lowered::same(
+            lele_kernels::ops::filter::Compress {
+                axis: a.int_opt("axis"),
+            },
+            1,
+        )),
+        "Unique" => {
+            let mut dtypes = vec![OutDType::Input(0)];
+            dtypes.resize(ctx.n_outputs(), OutDType::Fixed(DType::I64));
+            Ok(Lowered::with(
+                lele_kernels::ops::filter::Unique {
+                    axis: a.int_opt("axis"),
+                    sorted: a.int("sorted", 1) != 0,
+                },
+                dtypes,
+            ))
+        }
         "ConstantOfShape" => {
             let value = match a.tensor("value") {
                 Some(tp) => match crate::onnx::tensor_from_proto(

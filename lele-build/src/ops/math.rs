@@ -65,6 +65,11 @@ pub const OPS: &[&str] = &[
     "Not",
     "IsNaN",
     "IsInf",
+    "BitCast",
+    "EyeLike",
+    "Einsum",
+    "SwiGLU",
+    "RotaryEmbedding",
     "HardSwish",
     "Mish",
     "Gelu",
@@ -109,7 +114,9 @@ fn binary(op: BinaryOp, bool_out: bool) -> LowerResult {
 
 fn unary(op: UnaryOp) -> LowerResult {
     let dt = match op {
-        UnaryOp::IsNaN | UnaryOp::IsInf => OutDType::Fixed(DType::Bool),
+        UnaryOp::IsNaN | UnaryOp::IsInf | UnaryOp::IsPosInf | UnaryOp::IsNegInf => {
+            OutDType::Fixed(DType::Bool)
+        }
         _ => OutDType::Input(0),
     };
     Ok(Lowered::with(Unary { op }, vec![dt]))
@@ -124,6 +131,95 @@ fn variadic(ctx: &LowerCtx<'_>, op: VariadicOp, binop: Option<BinaryOp>) -> Lowe
 }
 
 /// ONNX dtype code from the `to` attribute of Cast.
+/// Compiles an Einsum equation to label ids. Ellipses need the input ranks
+/// (from the model's declared shapes); their dims are right-aligned across
+/// inputs and lead the output, as in NumPy.
+fn einsum(ctx: &LowerCtx<'_>, equation: &str) -> LowerResult {
+    let eq: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
+    let (lhs, rhs) = match eq.split_once("->") {
+        Some((l, r)) => (l, Some(r)),
+        None => (eq.as_str(), None),
+    };
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != ctx.inputs.len() {
+        return Err(format!(
+            "Einsum `{equation}`: {} terms for {} inputs",
+            terms.len(),
+            ctx.inputs.len()
+        ));
+    }
+    let letters = |t: &str| t.replace("...", "").chars().count();
+    let mut ell_len = vec![0usize; terms.len()];
+    for (k, t) in terms.iter().enumerate() {
+        if !t.contains("...") {
+            continue;
+        }
+        let rank = ctx.inputs[k]
+            .and_then(|v| ctx.graph.values[v].declared.as_ref())
+            .map(Vec::len)
+            .ok_or("Einsum with `...` on an input of unknown rank")?;
+        ell_len[k] = rank
+            .checked_sub(letters(t))
+            .ok_or("Einsum term longer than its input's rank")?;
+    }
+    let ell_max = ell_len.iter().copied().max().unwrap_or(0);
+    // Ids 0..ell_max are the ellipsis dims; letters follow.
+    let mut ids: Vec<char> = Vec::new();
+    let mut id_of = |c: char| -> Result<usize, String> {
+        if !c.is_ascii_alphabetic() {
+            return Err(format!("Einsum `{equation}`: bad label `{c}`"));
+        }
+        Ok(ell_max
+            + match ids.iter().position(|&x| x == c) {
+                Some(i) => i,
+                None => {
+                    ids.push(c);
+                    ids.len() - 1
+                }
+            })
+    };
+    let mut expand = |t: &str, ell: usize| -> Result<Vec<usize>, String> {
+        let mut out = Vec::new();
+        let mut rest = t;
+        while !rest.is_empty() {
+            if let Some(r) = rest.strip_prefix("...") {
+                out.extend(ell_max - ell..ell_max);
+                rest = r;
+            } else {
+                let c = rest.chars().next().ok_or("empty")?;
+                out.push(id_of(c)?);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        Ok(out)
+    };
+    let mut inputs = Vec::new();
+    for (k, t) in terms.iter().enumerate() {
+        inputs.push(expand(t, ell_len[k])?);
+    }
+    let out = match rhs {
+        Some(r) => expand(r, ell_max)?,
+        None => {
+            // Implicit output: the ellipsis dims, then the labels used once,
+            // alphabetically.
+            let mut once: Vec<(char, usize)> = ids
+                .iter()
+                .enumerate()
+                .filter(|&(_, &c)| terms.iter().map(|t| t.matches(c).count()).sum::<usize>() == 1)
+                .map(|(i, &c)| (c, ell_max + i))
+                .collect();
+            once.sort_unstable();
+            (0..ell_max)
+                .chain(once.into_iter().map(|(_, id)| id))
+                .collect()
+        }
+    };
+    let refs: Vec<&[usize]> = inputs.iter().map(Vec::as_slice).collect();
+    lele_kernels::ops::einsum::Einsum::new(&refs, &out)
+        .map(|k| Lowered::same(k, 1))
+        .map_err(|e| format!("Einsum `{equation}`: {e}"))
+}
+
 pub fn dtype_attr(code: i64) -> Result<DType, String> {
     DType::from_onnx_code(code as i32).ok_or_else(|| format!("dtype code {code} is not supported"))
 }
@@ -233,10 +329,14 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
         )),
         "IsNaN" => unary(U::IsNaN),
         "IsInf" => {
-            if a.int("detect_negative", 1) == 0 || a.int("detect_positive", 1) == 0 {
-                Err("IsInf with detect_negative/detect_positive = 0".into())
-            } else {
-                unary(U::IsInf)
+            match (
+                a.int("detect_negative", 1) != 0,
+                a.int("detect_positive", 1) != 0,
+            ) {
+                (true, true) => unary(U::IsInf),
+                (false, true) => unary(U::IsPosInf),
+                (true, false) => unary(U::IsNegInf),
+                (false, false) => Err("IsInf detecting neither sign (always false)".into()),
             }
         }
         "HardSwish" => unary(U::HardSwish),
@@ -302,6 +402,40 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
             Ok(Lowered::same(Clip, 1))
         }
         "CastLike" => Ok(Lowered::with(CastLike, vec![OutDType::Input(1)])),
+        "BitCast" => match dtype_attr(a.int("to", 0)) {
+            Ok(to) => Ok(Lowered::with(
+                lele_kernels::ops::cast::BitCast { to },
+                vec![OutDType::Fixed(to)],
+            )),
+            Err(e) => Err(e),
+        },
+        "Einsum" => einsum(ctx, &a.string("equation", "")),
+        "SwiGLU" => Ok(Lowered::same(
+            lele_kernels::ops::rotary::SwiGlu {
+                alpha: a.float("alpha", 1.0),
+            },
+            1,
+        )),
+        "RotaryEmbedding" => {
+            let attr = |n: &str| usize::try_from(a.int(n, 0)).map_err(|_| format!("bad {n}"));
+            attr("num_heads").and_then(|num_heads| {
+                Ok(Lowered::same(
+                    lele_kernels::ops::rotary::RotaryEmbedding {
+                        num_heads,
+                        rotary_dim: attr("rotary_embedding_dim")?,
+                        interleaved: a.int("interleaved", 0) != 0,
+                    },
+                    1,
+                ))
+            })
+        }
+        "EyeLike" => {
+            let k = lele_kernels::ops::generate::EyeLike { k: a.int("k", 0) };
+            match a.int_opt("dtype") {
+                None => Ok(Lowered::same(k, 1)),
+                Some(code) => dtype_attr(code).map(|d| Lowered::with(k, vec![OutDType::Fixed(d)])),
+            }
+        }
         "Cast" => match dtype_attr(a.int("to", 0)) {
             Ok(to) => Ok(Lowered::with(Cast { to }, vec![OutDType::Fixed(to)])),
             Err(e) => Err(e),

@@ -5,6 +5,9 @@ mod attrs;
 mod data;
 mod math;
 mod nn;
+mod pool_norm;
+mod quant;
+mod spatial;
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -106,6 +109,8 @@ pub fn lower(ctx: &mut LowerCtx<'_>) -> Lowered {
         math::lower(&op_type, ctx)
             .or_else(|| nn::lower(&op_type, ctx))
             .or_else(|| data::lower(&op_type, ctx))
+            .or_else(|| quant::lower(&op_type, ctx))
+            .or_else(|| spatial::lower(&op_type, ctx))
             .unwrap_or_else(|| Err("no kernel for this operator".to_string()))
     } else {
         Err(format!("operators of domain `{domain}` are not supported"))
@@ -124,6 +129,8 @@ pub fn is_known(op_type: &str) -> bool {
     math::OPS.contains(&op_type)
         || nn::OPS.contains(&op_type)
         || data::OPS.contains(&op_type)
+        || quant::OPS.contains(&op_type)
+        || spatial::OPS.contains(&op_type)
         || op_type == "If"
         || op_type == "Constant"
 }

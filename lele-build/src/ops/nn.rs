@@ -1,15 +1,13 @@
 //! Neural-network operators: GEMM, convolution, pooling, normalization,
 //! softmax, resizing and recurrent layers.
-use lele_kernels::DType;
 use lele_kernels::ops::conv::{AutoPad, Conv, ConvTranspose};
 use lele_kernels::ops::matmul::{Gemm, MatMul};
-use lele_kernels::ops::norm::{
-    BatchNormalization, InstanceNormalization, LayerNormalization, RmsNormalization,
-};
-use lele_kernels::ops::pool::{AveragePool, GlobalAveragePool, GlobalMaxPool, MaxPool};
-use lele_kernels::ops::resize::{CoordMode, NearestMode, Resize, ResizeMode};
+use lele_kernels::ops::norm::{InstanceNormalization, LayerNormalization, RmsNormalization};
+use lele_kernels::ops::pool::{GlobalAveragePool, GlobalMaxPool};
+use lele_kernels::ops::resize::{AspectPolicy, CoordMode, NearestMode, Resize, ResizeMode};
 use lele_kernels::ops::rnn::{Direction, Gru, Lstm};
 use lele_kernels::ops::softmax::{LogSoftmax, Softmax};
+use lele_kernels::{DType, IntList};
 
 use super::{Attrs, LowerCtx, LowerResult, Lowered};
 use crate::ir::{OutDType, Tensor};
@@ -24,6 +22,8 @@ pub const OPS: &[&str] = &[
     "AveragePool",
     "GlobalAveragePool",
     "GlobalMaxPool",
+    "LpPool",
+    "MaxUnpool",
     "BatchNormalization",
     "LayerNormalization",
     "RMSNormalization",
@@ -31,15 +31,21 @@ pub const OPS: &[&str] = &[
     "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss",
     "InstanceNormalization",
+    "GroupNormalization",
+    "LRN",
+    "LpNormalization",
+    "MeanVarianceNormalization",
+    "Hardmax",
     "Softmax",
     "LogSoftmax",
     "Resize",
     "Upsample",
     "LSTM",
     "GRU",
+    "RNN",
 ];
 
-fn auto_pad(a: &Attrs<'_>) -> Result<AutoPad, String> {
+pub(super) fn auto_pad(a: &Attrs<'_>) -> Result<AutoPad, String> {
     Ok(match a.string("auto_pad", "NOTSET").as_str() {
         "NOTSET" | "" => AutoPad::NotSet,
         "SAME_UPPER" => AutoPad::SameUpper,
@@ -58,7 +64,7 @@ struct Spatial {
     dilations: [usize; 2],
 }
 
-fn to_usize(v: &[i64], what: &str) -> Result<Vec<usize>, String> {
+pub(super) fn to_usize(v: &[i64], what: &str) -> Result<Vec<usize>, String> {
     v.iter()
         .map(|&x| usize::try_from(x).map_err(|_| format!("negative {what}")))
         .collect()
@@ -188,12 +194,13 @@ fn resize(ctx: &mut LowerCtx<'_>, upsample: bool) -> LowerResult {
             m => return Err(format!("nearest_mode `{m}`")),
         }
     };
-    if a.has("axes") {
-        return Err("Resize with the `axes` attribute".into());
-    }
-    if a.string("keep_aspect_ratio_policy", "stretch") != "stretch" {
-        return Err("Resize keep_aspect_ratio_policy other than stretch".into());
-    }
+    let aspect = match a.string("keep_aspect_ratio_policy", "stretch").as_str() {
+        "stretch" => AspectPolicy::Stretch,
+        "not_larger" => AspectPolicy::NotLarger,
+        "not_smaller" => AspectPolicy::NotSmaller,
+        p => return Err(format!("keep_aspect_ratio_policy `{p}`")),
+    };
+    let axes = IntList::new(a.ints_opt("axes").unwrap_or(&[])).map_err(|e| e.to_string())?;
     let k = Resize {
         mode,
         coord,
@@ -202,6 +209,8 @@ fn resize(ctx: &mut LowerCtx<'_>, upsample: bool) -> LowerResult {
         exclude_outside: a.int("exclude_outside", 0) != 0,
         extrapolation_value: a.float("extrapolation_value", 0.0),
         antialias: a.int("antialias", 0) != 0,
+        axes,
+        aspect,
     };
     // Normalize to inputs (X, roi, scales, sizes).
     if upsample || ctx.opset < 11 {
@@ -225,6 +234,9 @@ fn resize(ctx: &mut LowerCtx<'_>, upsample: bool) -> LowerResult {
 
 /// Lowers the ops of this family; `None` when `op_type` is not one of them.
 pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
+    if let Some(r) = super::pool_norm::lower(op_type, ctx) {
+        return Some(r);
+    }
     let a = ctx.attrs();
     Some((|| -> LowerResult {
         match op_type {
@@ -294,68 +306,8 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
                     1,
                 ))
             }
-            "MaxPool" => {
-                if ctx.n_outputs() > 1 {
-                    return Err("MaxPool with the Indices output".into());
-                }
-                if a.int("storage_order", 0) != 0 {
-                    return Err("MaxPool storage_order=1".into());
-                }
-                let s = spatial(
-                    &a,
-                    to_usize(
-                        a.ints_opt("kernel_shape").ok_or("no kernel_shape")?,
-                        "kernel",
-                    )?,
-                )?;
-                Ok(Lowered::same(
-                    MaxPool {
-                        kernel: s.kernel,
-                        strides: s.strides,
-                        pads: s.pads,
-                        dilations: s.dilations,
-                        ceil_mode: a.int("ceil_mode", 0) != 0,
-                        auto_pad: auto_pad(&a)?,
-                    },
-                    1,
-                ))
-            }
-            "AveragePool" => {
-                let s = spatial(
-                    &a,
-                    to_usize(
-                        a.ints_opt("kernel_shape").ok_or("no kernel_shape")?,
-                        "kernel",
-                    )?,
-                )?;
-                if s.dilations != [1, 1] {
-                    return Err("AveragePool with dilations".into());
-                }
-                Ok(Lowered::same(
-                    AveragePool {
-                        kernel: s.kernel,
-                        strides: s.strides,
-                        pads: s.pads,
-                        ceil_mode: a.int("ceil_mode", 0) != 0,
-                        count_include_pad: a.int("count_include_pad", 0) != 0,
-                        auto_pad: auto_pad(&a)?,
-                    },
-                    1,
-                ))
-            }
             "GlobalAveragePool" => Ok(Lowered::same(GlobalAveragePool {}, 1)),
             "GlobalMaxPool" => Ok(Lowered::same(GlobalMaxPool {}, 1)),
-            "BatchNormalization" => {
-                if ctx.n_outputs() > 1 || a.int("training_mode", 0) != 0 {
-                    return Err("BatchNormalization in training mode".into());
-                }
-                Ok(Lowered::same(
-                    BatchNormalization {
-                        epsilon: a.float("epsilon", 1e-5),
-                    },
-                    1,
-                ))
-            }
             "LayerNormalization" => {
                 if a.int("stash_type", 1) != 1 {
                     return Err("LayerNormalization with stash_type other than float".into());
@@ -488,6 +440,21 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
                         hidden_size: usize::try_from(hidden).map_err(|_| "bad hidden_size")?,
                         direction: direction(&a)?,
                         linear_before_reset: a.int("linear_before_reset", 0) != 0,
+                        layout: a.int("layout", 0),
+                    },
+                    ctx.n_outputs(),
+                ))
+            }
+            "RNN" => {
+                check_activations(&a, &["Tanh"])?;
+                let hidden = a.int_opt("hidden_size").ok_or("RNN without hidden_size")?;
+                if a.has("clip") {
+                    return Err("RNN with clip".into());
+                }
+                Ok(Lowered::same(
+                    lele_kernels::ops::rnn::Rnn {
+                        hidden_size: usize::try_from(hidden).map_err(|_| "bad hidden_size")?,
+                        direction: direction(&a)?,
                         layout: a.int("layout", 0),
                     },
                     ctx.n_outputs(),

@@ -10,11 +10,11 @@
 //! return an error; it never overflows.
 use std::collections::HashMap;
 
-use lele_kernels::{DType, Shape, TensorRef};
+use lele_kernels::{DType, Kernel, KernelError, Shape, TensorRef};
 
 use super::eval::eval_kernel;
 use crate::error::{BuildError, Result};
-use crate::ir::{Block, Graph, Node, Op, Tensor, ValueId};
+use crate::ir::{Block, DeclaredDim, Graph, Node, Op, Tensor, ValueId};
 
 /// Largest intermediate evaluated during sizing (elements).
 const MAX_EVAL_ELEMS: usize = 1 << 16;
@@ -33,6 +33,9 @@ pub struct Sizes {
 #[derive(Default, Clone)]
 struct Point {
     shapes: HashMap<ValueId, Shape>,
+    /// Values whose shape depends on input values unknown at build time:
+    /// the most elements they can have (see `Kernel::max_output_elems`).
+    bounds: HashMap<ValueId, usize>,
     data: HashMap<ValueId, Tensor>,
     scratch: HashMap<ValueId, usize>,
 }
@@ -57,8 +60,9 @@ pub fn size_graph(g: &Graph, points: &[Vec<Vec<usize>>]) -> Result<Sizes> {
         if i == 0 {
             sizes.shapes = p.shapes.clone();
         }
-        for (v, s) in &p.shapes {
-            let bytes = s.numel() * g.values[*v].dtype.unwrap_or(DType::F32).size();
+        let elems = p.shapes.iter().map(|(v, s)| (v, s.numel()));
+        for (v, n) in elems.chain(p.bounds.iter().map(|(v, n)| (v, *n))) {
+            let bytes = n * g.values[*v].dtype.unwrap_or(DType::F32).size();
             let e = sizes.max_bytes.entry(*v).or_insert(0);
             *e = (*e).max(bytes);
         }
@@ -133,6 +137,9 @@ fn node(g: &Graph, n: &Node, p: &mut Point) -> Result<()> {
                 for (v, s) in &pt.shapes {
                     p.shapes.entry(*v).or_insert(*s);
                 }
+                for (v, b) in &pt.bounds {
+                    p.bounds.entry(*v).or_insert(*b);
+                }
                 for (v, s) in &pt.scratch {
                     p.scratch.entry(*v).or_insert(*s);
                 }
@@ -140,6 +147,8 @@ fn node(g: &Graph, n: &Node, p: &mut Point) -> Result<()> {
             for (&src, &dst) in chosen_b.outputs.iter().zip(&n.outputs) {
                 if let Some(s) = shape_of(g, src, &chosen) {
                     p.shapes.insert(dst, s);
+                } else if let Some(&b) = chosen.bounds.get(&src) {
+                    p.bounds.insert(dst, b);
                 }
                 if let Some(t) = g.values[src]
                     .constant
@@ -152,6 +161,14 @@ fn node(g: &Graph, n: &Node, p: &mut Point) -> Result<()> {
             Ok(())
         }
         Op::Kernel(k) | Op::View(k) => {
+            if let Some(b) = unknown_shape_input(g, n, p)? {
+                // A copy or a view of a value whose shape is only bounded:
+                // the same bound holds for the output.
+                for &o in &n.outputs {
+                    p.bounds.insert(o, b);
+                }
+                return Ok(());
+            }
             let mut refs: Vec<Option<TensorRef<'_>>> = Vec::with_capacity(n.inputs.len());
             let mut all_data = true;
             for inp in &n.inputs {
@@ -174,8 +191,18 @@ fn node(g: &Graph, n: &Node, p: &mut Point) -> Result<()> {
                 }
             }
             let mut shapes = vec![Shape::SCALAR; n.outputs.len()];
-            k.infer(&refs, &mut shapes)
-                .map_err(|e| node_err(n, e.to_string()))?;
+            match k.infer(&refs, &mut shapes) {
+                Ok(()) => {}
+                Err(e @ KernelError::NeedsData { .. }) => {
+                    let (scratch, bounds) = bounded_outputs(g, n, k.as_ref(), &refs, e)?;
+                    if let Some(&o) = n.outputs.first() {
+                        p.scratch.insert(o, scratch);
+                    }
+                    p.bounds.extend(n.outputs.iter().copied().zip(bounds));
+                    return Ok(());
+                }
+                Err(e) => return Err(node_err(n, e.to_string())),
+            }
             if let Some(&o) = n.outputs.first() {
                 let scratch = k.scratch_bytes(&refs, &shapes);
                 p.scratch.insert(o, scratch);
@@ -200,4 +227,99 @@ fn node(g: &Graph, n: &Node, p: &mut Point) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The bound of a node input whose shape is unknown (only bounded), when the
+/// node is a copy or a view that keeps the element count; an error for any
+/// other node reading such a value.
+fn unknown_shape_input(g: &Graph, n: &Node, p: &Point) -> Result<Option<usize>> {
+    let Some(b) = n.inputs.iter().flatten().find_map(|v| {
+        (shape_of(g, *v, p).is_none())
+            .then(|| p.bounds.get(v).copied())
+            .flatten()
+    }) else {
+        return Ok(None);
+    };
+    // Views, copies, casts and elementwise kernels whose other operands are
+    // single elements (or the same value) keep the element count of input 0.
+    let first = n.inputs.first().copied().flatten();
+    let others_ok = n
+        .inputs
+        .iter()
+        .skip(1)
+        .flatten()
+        .all(|&v| Some(v) == first || shape_of(g, v, p).is_some_and(|s| s.numel() == 1));
+    let keeps_count = match &n.op {
+        Op::View(_) => true,
+        Op::Kernel(k) => {
+            matches!(n.op_type.as_str(), "Identity" | "Cast" | "CastLike")
+                || (k.elementwise() && others_ok)
+        }
+        _ => false,
+    };
+    if keeps_count && first.is_some_and(|v| p.bounds.contains_key(&v)) {
+        return Ok(Some(b));
+    }
+    Err(node_err(
+        n,
+        "an input's shape depends on values that are only known at run time \
+         (the output of a data-dependent node), and this operator cannot be sized after it",
+    ))
+}
+
+/// The fully fixed shape the model file declares for a value, if any.
+fn declared_shape(g: &Graph, v: ValueId) -> Option<Shape> {
+    let dims: Option<Vec<usize>> = g.values[v]
+        .declared
+        .as_ref()?
+        .iter()
+        .map(|d| match d {
+            DeclaredDim::Fixed(n) => Some(*n),
+            DeclaredDim::Dynamic(_) => None,
+        })
+        .collect();
+    Shape::new(&dims?).ok()
+}
+
+/// Sizes the outputs of a node whose output shape depends on values unknown
+/// at build time: from the kernel's element-count bounds, else from the
+/// fixed shapes the model declares for all of the node's outputs (a
+/// declaration the run-time capacity check enforces). `needs` is the error
+/// to report when neither exists. Returns the scratch bytes and the bound of
+/// each output.
+fn bounded_outputs(
+    g: &Graph,
+    n: &Node,
+    k: &dyn Kernel,
+    refs: &[Option<TensorRef<'_>>],
+    needs: KernelError,
+) -> Result<(usize, Vec<usize>)> {
+    let mut bounds = vec![0usize; n.outputs.len()];
+    let bounded = k
+        .max_output_elems(refs, &mut bounds)
+        .map_err(|e| node_err(n, e.to_string()))?;
+    let declared: Option<Vec<Shape>> = n.outputs.iter().map(|&o| declared_shape(g, o)).collect();
+    let shapes: Vec<Shape> = match (bounded, declared) {
+        (false, Some(d)) => {
+            bounds = d.iter().map(Shape::numel).collect();
+            d
+        }
+        (true, _) => bounds
+            .iter()
+            .map(|&b| Shape::new(&[b]))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| node_err(n, e.to_string()))?,
+        (false, None) => {
+            return Err(node_err(
+                n,
+                format!(
+                    "{needs} at build time, its size has no bound, and the model declares no \
+                     fixed shape for it"
+                ),
+            ));
+        }
+    };
+    // Scratch is sized for the declared shapes, or as if each output were a
+    // flat tensor of its bound.
+    Ok((k.scratch_bytes(refs, &shapes), bounds))
 }

@@ -27,6 +27,12 @@ const F32_ONLY: &[&str] = &[
     "GlobalMaxPool",
     "LSTM",
     "GRU",
+    "RNN",
+    "LpPool",
+    "LRN",
+    "LpNormalization",
+    "MeanVarianceNormalization",
+    "GroupNormalization",
     "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss",
 ];

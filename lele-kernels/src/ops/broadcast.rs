@@ -524,7 +524,15 @@ pub(crate) mod test_util {
         let mut shapes2 = alloc::vec![Shape::SCALAR; out_dtypes.len()];
         match k.infer(&blind, &mut shapes2) {
             Ok(()) => assert_eq!(shapes, shapes2),
-            Err(KernelError::NeedsData { .. }) => {}
+            Err(KernelError::NeedsData { .. }) => {
+                // A stated bound must hold.
+                let mut bounds = alloc::vec![0usize; out_dtypes.len()];
+                if k.max_output_elems(&blind, &mut bounds)? {
+                    for (s, b) in shapes.iter().zip(&bounds) {
+                        assert!(s.numel() <= *b, "{s:?} exceeds the bound {b}");
+                    }
+                }
+            }
             Err(e) => panic!("blind infer failed: {e:?}"),
         }
         let mut outs: Vec<Owned> = out_dtypes

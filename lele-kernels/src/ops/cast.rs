@@ -141,8 +141,72 @@ fn convert<S: Num, D: Num>(x: &[S], y: &mut [D]) {
     }
 }
 
+/// ONNX `BitCast`: reinterprets the little-endian bytes of `input` as dtype
+/// `to` of the same width; the shape is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BitCast {
+    /// Target dtype (same size as the input's).
+    pub to: DType,
+}
+crate::to_rust_struct!(ops::cast::BitCast { to });
+
+impl Kernel for BitCast {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let x = input(inputs, 0, "BitCast")?;
+        if x.dtype.size() != self.to.size() {
+            return Err(KernelError::Invalid {
+                op: "BitCast",
+                msg: "source and target dtypes differ in width",
+            });
+        }
+        *outputs.first_mut().ok_or(KernelError::MissingInput {
+            op: "BitCast",
+            index: 0,
+        })? = x.shape;
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        _scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        let x = input(inputs, 0, "BitCast")?;
+        check_data(x, "BitCast")?;
+        let out = output(outputs, 0, "BitCast")?;
+        check_out(out, self.to, &x.shape, "BitCast")?;
+        if out.data.len() != x.data.len() {
+            return Err(KernelError::Buffer { op: "BitCast" });
+        }
+        // Bytes are stored in the machine's order; ONNX defines BitCast on
+        // little-endian bytes, which is the same thing on every target lele
+        // supports (x86_64, aarch64, wasm32).
+        out.data.copy_from_slice(x.data);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bitcast_keeps_the_bits() {
+        use super::*;
+        use crate::ops::broadcast::test_util::{Owned, run_kernel};
+        let x = Owned::new(&[3], &[1.0f32, -2.5, f32::NAN]);
+        let y = run_kernel(&BitCast { to: DType::I32 }, &[Some(&x)], &[DType::I32]).unwrap();
+        let want: Vec<i32> = [1.0f32, -2.5, f32::NAN]
+            .iter()
+            .map(|v| v.to_bits() as i32)
+            .collect();
+        assert_eq!(y[0].to::<i32>(), want);
+        assert!(run_kernel(&BitCast { to: DType::I64 }, &[Some(&x)], &[DType::I64]).is_err());
+    }
+
     use super::*;
     use crate::ops::broadcast::test_util::{Owned, run1};
     use alloc::vec::Vec;

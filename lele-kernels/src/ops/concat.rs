@@ -190,6 +190,15 @@ impl Kernel for Split {
         Ok(())
     }
 
+    fn max_output_elems(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [usize],
+    ) -> Result<bool, KernelError> {
+        // Each part is a subset of the input.
+        crate::kernel::bound_outputs(outputs, input(inputs, 0, "Split")?.numel())
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],

@@ -310,6 +310,29 @@ impl Kernel for EyeLike {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn eyelike_places_ones_on_the_kth_diagonal() {
+        use super::*;
+        use crate::ops::broadcast::test_util::{Owned, run_kernel};
+        let x = Owned::new(&[3, 4], &[0i32; 12]);
+        for (k, dtype) in [(1i64, DType::I64), (-1, DType::F32), (5, DType::U8)] {
+            let y = run_kernel(&EyeLike { k }, &[Some(&x)], &[dtype]).unwrap();
+            let mut want = vec![0f64; 12];
+            for i in 0..3i64 {
+                let j = i + k;
+                if (0..4).contains(&j) {
+                    want[(i * 4 + j) as usize] = 1.0;
+                }
+            }
+            let got: Vec<f64> = match dtype {
+                DType::I64 => y[0].to::<i64>().iter().map(|&v| v as f64).collect(),
+                DType::F32 => y[0].to::<f32>().iter().map(|&v| v as f64).collect(),
+                _ => y[0].to::<u8>().iter().map(|&v| v as f64).collect(),
+            };
+            assert_eq!(got, want, "k={k}");
+        }
+    }
+
     use super::*;
     use crate::ops::broadcast::test_util::{Owned, run1};
     use alloc::vec::Vec;

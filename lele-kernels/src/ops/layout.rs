@@ -200,6 +200,15 @@ impl Kernel for Reshape {
         set_out(outputs, s, "Reshape")
     }
 
+    fn max_output_elems(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [usize],
+    ) -> Result<bool, KernelError> {
+        // The element count never changes.
+        crate::kernel::bound_outputs(outputs, input(inputs, 0, "Reshape")?.numel())
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],
@@ -330,6 +339,15 @@ impl Kernel for Squeeze {
         set_out(outputs, s, "Squeeze")
     }
 
+    fn max_output_elems(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [usize],
+    ) -> Result<bool, KernelError> {
+        // The element count never changes.
+        crate::kernel::bound_outputs(outputs, input(inputs, 0, "Squeeze")?.numel())
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],
@@ -382,6 +400,15 @@ impl Kernel for Unsqueeze {
     ) -> Result<(), KernelError> {
         let s = self.shape(inputs)?;
         set_out(outputs, s, "Unsqueeze")
+    }
+
+    fn max_output_elems(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [usize],
+    ) -> Result<bool, KernelError> {
+        // The element count never changes.
+        crate::kernel::bound_outputs(outputs, input(inputs, 0, "Unsqueeze")?.numel())
     }
 
     fn run(

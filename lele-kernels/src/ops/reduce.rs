@@ -112,6 +112,18 @@ impl Kernel for Reduce {
         Ok(())
     }
 
+    fn max_output_elems(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [usize],
+    ) -> Result<bool, KernelError> {
+        // Reducing never adds elements, except that an empty reduced axis
+        // still yields one value (kept as 1).
+        let x = input(inputs, 0, OP)?;
+        let n = x.shape.dims().iter().map(|&d| d.max(1)).product();
+        crate::kernel::bound_outputs(outputs, n)
+    }
+
     fn scratch_bytes(&self, _inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
         // Accumulators (i128 or f64) plus the LogSumExp maxima.
         outputs.first().map_or(0, |s| s.numel() * 32)
@@ -150,6 +162,23 @@ impl Kernel for Reduce {
                 op,
                 ReduceOp::Mean | ReduceOp::L2 | ReduceOp::LogSum | ReduceOp::LogSumExp
             );
+        if x.dtype == DType::Bool {
+            // Max/Min of booleans are any/all: reduce the 0/1 bytes; the
+            // empty Min (all of nothing) is true.
+            if !matches!(op, ReduceOp::Max | ReduceOp::Min) {
+                return Err(KernelError::UnsupportedDType {
+                    op: OP,
+                    dtype: x.dtype,
+                });
+            }
+            let acc: &mut [i128] = bytemuck::try_cast_slice_mut(&mut scratch[..n * 16])
+                .map_err(|_| KernelError::Buffer { op: OP })?;
+            reduce_into::<u8, i128>(op, &rows, x.data, acc, count, out.data, &mut []);
+            for b in out.data.iter_mut() {
+                *b = (*b).min(1);
+            }
+            return Ok(());
+        }
         dispatch_num!(x.dtype, OP, |T| {
             let xv = x.typed::<T>(OP)?;
             let y = out.typed::<T>(OP)?;

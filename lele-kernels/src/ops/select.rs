@@ -288,6 +288,16 @@ impl Kernel for NonZero {
         set_out(outputs, Shape::new(&[x.shape.rank(), n])?, "NonZero")
     }
 
+    fn max_output_elems(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [usize],
+    ) -> Result<bool, KernelError> {
+        // At most every element is non-zero; one index per dimension each.
+        let x = input(inputs, 0, "NonZero")?;
+        crate::kernel::bound_outputs(outputs, x.shape.rank().max(1) * x.numel())
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],
@@ -376,6 +386,15 @@ impl Kernel for TopK {
         outputs[0] = s;
         outputs[1] = s;
         Ok(())
+    }
+
+    fn max_output_elems(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [usize],
+    ) -> Result<bool, KernelError> {
+        // k never exceeds the axis length.
+        crate::kernel::bound_outputs(outputs, input(inputs, 0, "TopK")?.numel())
     }
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {

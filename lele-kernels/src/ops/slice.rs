@@ -130,6 +130,15 @@ impl Kernel for Slice {
         Ok(())
     }
 
+    fn max_output_elems(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [usize],
+    ) -> Result<bool, KernelError> {
+        // A slice selects a subset of the input.
+        crate::kernel::bound_outputs(outputs, input(inputs, 0, OP)?.numel())
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],

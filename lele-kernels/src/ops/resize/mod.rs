@@ -9,7 +9,7 @@ use crate::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{check_f32, f32_in, f32_out};
-use crate::shape::{MAX_RANK, Shape};
+use crate::shape::{IntList, MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
 
 mod coords;
@@ -86,9 +86,8 @@ crate::to_rust_enum!(ops::resize::NearestMode {
 /// Inputs: `X`, optional `roi` (f32, `2·rank` values, only read for
 /// `TfCropAndResize`), optional `scales` (f32, one per axis), optional
 /// `sizes` (i64, one per axis). An empty `scales`/`sizes` tensor counts as
-/// absent; exactly one of them must be given. Output: `Y`. The `axes` and
-/// `keep_aspect_ratio_policy` attributes are not supported (the compiler
-/// must expand `axes` into full-rank `scales`/`sizes`).
+/// absent; exactly one of them must be given. With `axes`, `scales`,
+/// `sizes` and `roi` hold values for those axes only. Output: `Y`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Resize {
     /// Interpolation mode.
@@ -106,6 +105,10 @@ pub struct Resize {
     /// Antialiasing filter when downsampling (only accepted when no axis is
     /// downsampled, where it changes nothing).
     pub antialias: bool,
+    /// The axes `scales`, `sizes` and `roi` refer to (empty: all, in order).
+    pub axes: IntList,
+    /// How `sizes` is met.
+    pub aspect: AspectPolicy,
 }
 crate::to_rust_struct!(ops::resize::Resize {
     mode,
@@ -114,7 +117,9 @@ crate::to_rust_struct!(ops::resize::Resize {
     cubic_coeff_a,
     exclude_outside,
     extrapolation_value,
-    antialias
+    antialias,
+    axes,
+    aspect
 });
 
 /// An optional input that is present and non-empty.
@@ -122,70 +127,168 @@ fn present<'a, 'b>(inputs: &'b [Option<TensorRef<'a>>], i: usize) -> Option<&'b 
     opt_input(inputs, i).filter(|t| t.numel() > 0)
 }
 
-/// Output dims and per-axis scale factors.
-fn plan(inputs: &[Option<TensorRef<'_>>]) -> Result<(Shape, Shape, [f64; MAX_RANK]), KernelError> {
-    let x = input(inputs, 0, OP)?;
-    check_f32(x, OP)?;
-    let r = x.shape.rank();
-    let mut scales = [1f64; MAX_RANK];
-    let mut out = x.shape;
-    if let Some(sz) = present(inputs, 3) {
-        if sz.numel() != r {
-            return Err(KernelError::Shape {
+/// `keep_aspect_ratio_policy` (applies to `sizes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AspectPolicy {
+    /// Each axis gets its size (the default).
+    Stretch,
+    /// One scale for all resized axes, the largest keeping every axis within
+    /// its size.
+    NotLarger,
+    /// One scale for all resized axes, the smallest reaching every size.
+    NotSmaller,
+}
+crate::to_rust_enum!(ops::resize::AspectPolicy {
+    Stretch,
+    NotLarger,
+    NotSmaller
+});
+
+impl Resize {
+    /// The axis each `scales`/`sizes`/`roi` entry refers to, and how many
+    /// entries there are (every axis in order when `axes` is empty).
+    fn axis_map(&self, rank: usize) -> Result<([usize; MAX_RANK], usize), KernelError> {
+        let mut map = [0usize; MAX_RANK];
+        if self.axes.len == 0 {
+            for (i, m) in map.iter_mut().enumerate().take(rank) {
+                *m = i;
+            }
+            return Ok((map, rank));
+        }
+        if self.axes.len > rank {
+            return Err(KernelError::Invalid {
                 op: OP,
-                msg: "sizes must have one value per axis",
+                msg: "more axes than the input has",
             });
         }
-        if !sz.has_data() {
-            return Err(KernelError::NeedsData { op: OP });
+        for (i, &a) in self.axes.as_slice().iter().enumerate() {
+            map[i] = crate::shape::normalize_axis(a, rank, OP)?;
+            if map[..i].contains(&map[i]) {
+                return Err(KernelError::Invalid {
+                    op: OP,
+                    msg: "repeated axis",
+                });
+            }
         }
-        let mut v = [0i64; MAX_RANK];
-        sz.read_i64s(OP, &mut v)?;
-        for i in 0..r {
-            if v[i] < 0 {
+        Ok((map, self.axes.len))
+    }
+
+    /// Output dims and per-axis scale factors.
+    fn plan(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+    ) -> Result<(Shape, Shape, [f64; MAX_RANK]), KernelError> {
+        let x = input(inputs, 0, OP)?;
+        check_f32(x, OP)?;
+        let r = x.shape.rank();
+        let (map, n) = self.axis_map(r)?;
+        let map = &map[..n];
+        let mut scales = [1f64; MAX_RANK];
+        let mut out = x.shape;
+        if let Some(sz) = present(inputs, 3) {
+            if sz.numel() != n {
+                return Err(KernelError::Shape {
+                    op: OP,
+                    msg: "sizes must have one value per resized axis",
+                });
+            }
+            if !sz.has_data() {
+                return Err(KernelError::NeedsData { op: OP });
+            }
+            let mut v = [0i64; MAX_RANK];
+            sz.read_i64s(OP, &mut v)?;
+            if v[..n].iter().any(|&d| d < 0) {
                 return Err(KernelError::Invalid {
                     op: OP,
                     msg: "negative size",
                 });
             }
-            out.dims_mut()[i] = v[i] as usize;
-            scales[i] = v[i] as f64 / x.shape.dim(i) as f64;
-        }
-    } else if let Some(sc) = present(inputs, 2) {
-        if sc.numel() != r {
-            return Err(KernelError::Shape {
-                op: OP,
-                msg: "scales must have one value per axis",
-            });
-        }
-        if sc.dtype != DType::F32 {
-            return Err(KernelError::UnsupportedDType {
-                op: OP,
-                dtype: sc.dtype,
-            });
-        }
-        if !sc.has_data() {
-            return Err(KernelError::NeedsData { op: OP });
-        }
-        let v = sc.typed::<f32>(OP)?;
-        for i in 0..r {
-            let s = v[i] as f64;
-            if !s.is_finite() || s <= 0.0 {
-                return Err(KernelError::Invalid {
+            let ratio = |i: usize| v[i] as f64 / x.shape.dim(map[i]) as f64;
+            let common = match self.aspect {
+                AspectPolicy::Stretch => None,
+                AspectPolicy::NotLarger => (0..n).map(ratio).reduce(f64::min),
+                AspectPolicy::NotSmaller => (0..n).map(ratio).reduce(f64::max),
+            };
+            for (i, &ax) in map.iter().enumerate() {
+                match common {
+                    None => {
+                        out.dims_mut()[ax] = v[i] as usize;
+                        scales[ax] = ratio(i);
+                    }
+                    Some(s) => {
+                        // Rounded half up, as the ONNX reference does.
+                        out.dims_mut()[ax] = (s * x.shape.dim(ax) as f64 + 0.5).floor() as usize;
+                        scales[ax] = s;
+                    }
+                }
+            }
+        } else if let Some(sc) = present(inputs, 2) {
+            if sc.numel() != n {
+                return Err(KernelError::Shape {
                     op: OP,
-                    msg: "scales must be positive",
+                    msg: "scales must have one value per resized axis",
                 });
             }
-            scales[i] = s;
-            out.dims_mut()[i] = (s * x.shape.dim(i) as f64).floor() as usize;
+            if sc.dtype != DType::F32 {
+                return Err(KernelError::UnsupportedDType {
+                    op: OP,
+                    dtype: sc.dtype,
+                });
+            }
+            if !sc.has_data() {
+                return Err(KernelError::NeedsData { op: OP });
+            }
+            let v = sc.typed::<f32>(OP)?;
+            for (i, &ax) in map.iter().enumerate() {
+                let s = v[i] as f64;
+                if !s.is_finite() || s <= 0.0 {
+                    return Err(KernelError::Invalid {
+                        op: OP,
+                        msg: "scales must be positive",
+                    });
+                }
+                scales[ax] = s;
+                out.dims_mut()[ax] = (s * x.shape.dim(ax) as f64).floor() as usize;
+            }
+        } else {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "one of scales or sizes is required",
+            });
         }
-    } else {
-        return Err(KernelError::Invalid {
-            op: OP,
-            msg: "one of scales or sizes is required",
-        });
+        Ok((x.shape, out, scales))
     }
-    Ok((x.shape, out, scales))
+
+    /// Reads `roi` (start, end) of the last two axes.
+    fn roi_of(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        rank: usize,
+    ) -> Result<[(f64, f64); 2], KernelError> {
+        let roi = present(inputs, 1).ok_or(KernelError::Invalid {
+            op: OP,
+            msg: "tf_crop_and_resize needs roi",
+        })?;
+        let v = f32_in(roi, OP)?;
+        let (map, n) = self.axis_map(rank)?;
+        if v.len() != 2 * n {
+            return Err(KernelError::Shape {
+                op: OP,
+                msg: "roi must have 2 values per resized axis",
+            });
+        }
+        let mut full = [(0f64, 1f64); MAX_RANK];
+        for (i, &ax) in map[..n].iter().enumerate() {
+            full[ax] = (v[i] as f64, v[n + i] as f64);
+        }
+        if full[..rank - 2].iter().any(|&r| r != (0.0, 1.0)) {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "only the last two axes may be cropped",
+            });
+        }
+        Ok([full[rank - 2], full[rank - 1]])
+    }
 }
 
 impl Resize {
@@ -194,7 +297,7 @@ impl Resize {
         &self,
         inputs: &[Option<TensorRef<'_>>],
     ) -> Result<(Shape, Shape, [f64; MAX_RANK]), KernelError> {
-        let (xs, ys, scales) = plan(inputs)?;
+        let (xs, ys, scales) = self.plan(inputs)?;
         let r = xs.rank();
         if r < 2 {
             return Err(KernelError::Invalid {
@@ -222,32 +325,6 @@ impl Resize {
     }
 }
 
-/// Reads `roi` (start, end) of the last two axes.
-fn roi_of(inputs: &[Option<TensorRef<'_>>], rank: usize) -> Result<[(f64, f64); 2], KernelError> {
-    let roi = present(inputs, 1).ok_or(KernelError::Invalid {
-        op: OP,
-        msg: "tf_crop_and_resize needs roi",
-    })?;
-    let v = f32_in(roi, OP)?;
-    if v.len() != 2 * rank {
-        return Err(KernelError::Shape {
-            op: OP,
-            msg: "roi must have 2 * rank values",
-        });
-    }
-    for i in 0..rank - 2 {
-        if v[i] != 0.0 || v[rank + i] != 1.0 {
-            return Err(KernelError::Invalid {
-                op: OP,
-                msg: "only the last two axes may be cropped",
-            });
-        }
-    }
-    let h = (v[rank - 2] as f64, v[2 * rank - 2] as f64);
-    let w = (v[rank - 1] as f64, v[2 * rank - 1] as f64);
-    Ok([h, w])
-}
-
 impl Kernel for Resize {
     fn infer(
         &self,
@@ -262,13 +339,13 @@ impl Kernel for Resize {
         Ok(())
     }
 
-    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
-        match self.check(inputs) {
-            Ok((_, ys, _)) => {
-                let r = ys.rank();
-                8 * taps(self.mode) * (ys.dim(r - 2) + ys.dim(r - 1))
-            }
-            Err(_) => 0,
+    fn scratch_bytes(&self, _inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
+        // Tap tables for the output rows and columns (from the output shape,
+        // which the compiler may know only from the model's declaration).
+        match outputs.first().map(|ys| (ys.rank(), ys)) {
+            Some((r, ys)) if r >= 2 => 8 * taps(self.mode) * (ys.dim(r - 2) + ys.dim(r - 1)),
+            Some((_, ys)) => 8 * taps(self.mode) * 2 * ys.numel(),
+            None => 0,
         }
     }
 
@@ -297,7 +374,7 @@ impl Kernel for Resize {
             });
         }
         let rois = if self.coord == CoordMode::TfCropAndResize {
-            roi_of(inputs, r)?
+            self.roi_of(inputs, r)?
         } else {
             [(0.0, 1.0); 2]
         };

@@ -456,6 +456,8 @@ fn onnx_reference_cases() {
             exclude_outside: excl,
             extrapolation_value: -7.0,
             antialias: false,
+            axes: crate::shape::IntList::EMPTY,
+            aspect: AspectPolicy::Stretch,
         };
         let sc = scales.map(|s| t(s, &[s.len()]));
         let sz = sizes.map(|s| ti(s, &[s.len()]));
@@ -482,6 +484,8 @@ fn unsupported_and_needs_data() {
         exclude_outside: false,
         extrapolation_value: 0.0,
         antialias: false,
+        axes: crate::shape::IntList::EMPTY,
+        aspect: AspectPolicy::Stretch,
     };
     let xt = t(&x, &[2, 3, 4]);
     // Resizing a leading axis.
@@ -494,6 +498,8 @@ fn unsupported_and_needs_data() {
     let sc = [1f32, 0.5, 0.5];
     let aa = Resize {
         antialias: true,
+        axes: crate::shape::IntList::EMPTY,
+        aspect: AspectPolicy::Stretch,
         ..op
     };
     assert!(matches!(

@@ -1,5 +1,5 @@
-//! Recurrent layers: `Lstm` and `Gru` with the default activations
-//! (sigmoid / tanh / tanh for LSTM, sigmoid / tanh for GRU).
+//! Recurrent layers: `Lstm`, `Gru` and `Rnn` with the default activations
+//! (sigmoid / tanh / tanh for LSTM, sigmoid / tanh for GRU, tanh for RNN).
 //!
 //! The input projection of every time step is one GEMM before the loop;
 //! each step then multiplies the hidden state by `Rᵀ` for the whole batch.
@@ -15,12 +15,14 @@ use crate::tensor::{TensorMut, TensorRef};
 
 mod gru;
 mod lstm;
+mod simple;
 #[cfg(test)]
 #[allow(clippy::excessive_precision, clippy::needless_range_loop)]
 mod tests;
 
 pub use gru::Gru;
 pub use lstm::Lstm;
+pub use simple::Rnn;
 
 /// `direction` of a recurrent layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

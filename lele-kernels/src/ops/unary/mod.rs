@@ -88,6 +88,10 @@ pub enum UnaryOp {
     IsNaN,
     /// Whether x is ±infinity (Bool output).
     IsInf,
+    /// Whether x is +infinity (Bool output; `IsInf` with `detect_negative=0`).
+    IsPosInf,
+    /// Whether x is -infinity (Bool output; `IsInf` with `detect_positive=0`).
+    IsNegInf,
     /// `x * max(0, min(1, x / 6 + 1/2))`.
     HardSwish,
     /// `x * tanh(softplus(x))`.
@@ -129,6 +133,8 @@ crate::to_rust_enum!(ops::unary::UnaryOp {
     BitwiseNot,
     IsNaN,
     IsInf,
+    IsPosInf,
+    IsNegInf,
     HardSwish,
     Mish,
     Gelu,
@@ -139,7 +145,7 @@ impl UnaryOp {
     /// The output dtype for an input dtype.
     pub fn output_dtype(self, x: DType) -> DType {
         match self {
-            UnaryOp::IsNaN | UnaryOp::IsInf => DType::Bool,
+            UnaryOp::IsNaN | UnaryOp::IsInf | UnaryOp::IsPosInf | UnaryOp::IsNegInf => DType::Bool,
             _ => x,
         }
     }
@@ -170,7 +176,10 @@ fn same_shape(
 impl Kernel for Unary {
     fn elementwise(&self) -> bool {
         // Not, IsNaN and IsInf change the dtype.
-        !matches!(self.op, UnaryOp::Not | UnaryOp::IsNaN | UnaryOp::IsInf)
+        !matches!(
+            self.op,
+            UnaryOp::Not | UnaryOp::IsNaN | UnaryOp::IsInf | UnaryOp::IsPosInf | UnaryOp::IsNegInf
+        )
     }
 
     fn infer(
@@ -214,12 +223,17 @@ impl Kernel for Unary {
                     Ok(())
                 })
             }
-            UnaryOp::IsNaN | UnaryOp::IsInf => {
+            UnaryOp::IsNaN | UnaryOp::IsInf | UnaryOp::IsPosInf | UnaryOp::IsNegInf => {
                 dispatch!(x.dtype, OP, [F32 => f32, F64 => f64, F16 => f16, BF16 => bf16], |T| {
                     let (xv, y) = (x.typed::<T>(OP)?, out.typed::<u8>(OP)?);
                     for (y, &v) in y.iter_mut().zip(xv) {
                         let v = v.to_f64();
-                        *y = if op == UnaryOp::IsNaN { v.is_nan() } else { v.is_infinite() } as u8;
+                        *y = match op {
+                            UnaryOp::IsNaN => v.is_nan(),
+                            UnaryOp::IsPosInf => v == f64::INFINITY,
+                            UnaryOp::IsNegInf => v == f64::NEG_INFINITY,
+                            _ => v.is_infinite(),
+                        } as u8;
                     }
                     Ok(())
                 })
@@ -346,7 +360,9 @@ fn apply<T: Real>(op: UnaryOp, x: &[T], y: &mut [T]) {
         | UnaryOp::Not
         | UnaryOp::BitwiseNot
         | UnaryOp::IsNaN
-        | UnaryOp::IsInf => map(x, y, |v| v),
+        | UnaryOp::IsInf
+        | UnaryOp::IsPosInf
+        | UnaryOp::IsNegInf => map(x, y, |v| v),
     }
 }
 

@@ -88,6 +88,8 @@ fn misc_ops() {
     assert_eq!(&relu[..7], &[0.0, 0.0, 0.0, 0.5, 1.5, 2.5, 0.0]);
     let inf = Owned::new(&[3], &[f32::INFINITY, f32::NEG_INFINITY, 1.0]);
     assert_eq!(un(UnaryOp::IsInf, &inf).to::<u8>(), [1, 1, 0]);
+    assert_eq!(un(UnaryOp::IsPosInf, &inf).to::<u8>(), [1, 0, 0]);
+    assert_eq!(un(UnaryOp::IsNegInf, &inf).to::<u8>(), [0, 1, 0]);
     let sp = un(
         UnaryOp::Softplus,
         &Owned::new(&[3], &[0.0f32, 100.0, -100.0]),

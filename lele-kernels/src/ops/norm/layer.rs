@@ -1,0 +1,216 @@
+//! `LayerNormalization` and `RMSNormalization`: statistics over the trailing
+//! dims `axis..`.
+use super::moments;
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input, opt_input, output};
+use crate::ops::gemm::{check_f32, f32_in, f32_out};
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+/// ONNX `LayerNormalization`: normalizes over dims `axis..` (statistics in
+/// f32), then applies `Scale` and `B`.
+///
+/// Inputs: `X`, `Scale`, optional `B`; `Scale`/`B` broadcast to the
+/// normalized dims `X.shape[axis..]` when, without leading 1s, their shape is
+/// a suffix of those dims (e.g. `[D]`, `[1, D]`, the full block or a scalar);
+/// other broadcasts (inner 1s) are rejected.
+/// Outputs: `Y`, optional `Mean`, optional `InvStdDev` (shape of `X` with
+/// dims `axis..` set to 1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerNormalization {
+    /// First normalized axis (negative counts from the end).
+    pub axis: i64,
+    /// Added to the variance.
+    pub epsilon: f32,
+}
+crate::to_rust_struct!(ops::norm::LayerNormalization { axis, epsilon });
+
+impl LayerNormalization {
+    /// `(shape, axis, outer, norm size)`.
+    fn dims(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+    ) -> Result<(Shape, usize, usize, usize), KernelError> {
+        const OP: &str = "LayerNormalization";
+        let x = input(inputs, 0, OP)?;
+        check_f32(x, OP)?;
+        let a = x.shape.axis(self.axis, OP)?;
+        let outer: usize = x.shape.dims()[..a].iter().product();
+        let d: usize = x.shape.dims()[a..].iter().product();
+        let params = [Some(input(inputs, 1, OP)?), opt_input(inputs, 2)];
+        for p in params.into_iter().flatten() {
+            check_f32(p, OP)?;
+            // Without its leading 1s the shape must be a suffix of the
+            // normalized dims (so element i of the block uses i % numel).
+            let pd = p.shape.dims();
+            let first = pd.iter().position(|&v| v != 1).unwrap_or(pd.len());
+            let core = &pd[first..];
+            let xd = &x.shape.dims()[a..];
+            let ok = core.len() <= xd.len() && core == &xd[xd.len() - core.len()..];
+            if !ok {
+                return Err(KernelError::Shape {
+                    op: OP,
+                    msg: "Scale/B do not broadcast to the normalized dims",
+                });
+            }
+        }
+        Ok((x.shape, a, outer, d))
+    }
+}
+
+impl Kernel for LayerNormalization {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let (s, a, ..) = self.dims(inputs)?;
+        if outputs.is_empty() || outputs.len() > 3 {
+            return Err(KernelError::Invalid {
+                op: "LayerNormalization",
+                msg: "expected 1 to 3 outputs",
+            });
+        }
+        outputs[0] = s;
+        let mut stat = s;
+        for d in &mut stat.dims_mut()[a..] {
+            *d = 1;
+        }
+        for o in &mut outputs[1..] {
+            *o = stat;
+        }
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        _scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "LayerNormalization";
+        let (_, _, outer, d) = self.dims(inputs)?;
+        let x = f32_in(input(inputs, 0, OP)?, OP)?;
+        let scale = f32_in(input(inputs, 1, OP)?, OP)?;
+        let bias = match opt_input(inputs, 2) {
+            Some(b) => Some(f32_in(b, OP)?),
+            None => None,
+        };
+        if outputs.is_empty() || outputs.len() > 3 {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "expected 1 to 3 outputs",
+            });
+        }
+        let (first, stats) = outputs.split_at_mut(1);
+        let y = f32_out(&mut first[0], OP)?;
+        if x.len() != outer * d || y.len() != x.len() {
+            return Err(KernelError::Buffer { op: OP });
+        }
+        let mut mean_out: Option<&mut [f32]> = None;
+        let mut inv_out: Option<&mut [f32]> = None;
+        for (i, t) in stats.iter_mut().enumerate() {
+            let s = f32_out(t, OP)?;
+            if s.len() != outer {
+                return Err(KernelError::Buffer { op: OP });
+            }
+            if i == 0 {
+                mean_out = Some(s);
+            } else {
+                inv_out = Some(s);
+            }
+        }
+        if d == 0 {
+            return Ok(());
+        }
+        for (r, (xr, yr)) in x.chunks_exact(d).zip(y.chunks_exact_mut(d)).enumerate() {
+            let (mean, inv) = moments(xr, self.epsilon);
+            if let Some(m) = mean_out.as_deref_mut() {
+                m[r] = mean;
+            }
+            if let Some(s) = inv_out.as_deref_mut() {
+                s[r] = inv;
+            }
+            let sn = scale.len();
+            match bias {
+                Some(b) => {
+                    let bn = b.len();
+                    for (i, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {
+                        *o = (v - mean) * inv * scale[i % sn] + b[i % bn];
+                    }
+                }
+                None => {
+                    for (i, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {
+                        *o = (v - mean) * inv * scale[i % sn];
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// ONNX `RMSNormalization`: `Y = X / sqrt(mean(X² over dims axis..) + epsilon) * Scale`
+/// (statistics in f32).
+///
+/// Inputs: `X`, `Scale` (broadcast to the normalized dims like
+/// [`LayerNormalization`]'s). Output: `Y`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RmsNormalization {
+    /// First normalized axis (negative counts from the end).
+    pub axis: i64,
+    /// Added to the mean square.
+    pub epsilon: f32,
+}
+crate::to_rust_struct!(ops::norm::RmsNormalization { axis, epsilon });
+
+impl Kernel for RmsNormalization {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let ln = LayerNormalization {
+            axis: self.axis,
+            epsilon: self.epsilon,
+        };
+        let (s, ..) = ln.dims(&inputs[..inputs.len().min(2)])?;
+        *outputs.first_mut().ok_or(KernelError::Invalid {
+            op: "RMSNormalization",
+            msg: "expected 1 output",
+        })? = s;
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        _scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "RMSNormalization";
+        let ln = LayerNormalization {
+            axis: self.axis,
+            epsilon: self.epsilon,
+        };
+        let (_, _, outer, d) = ln.dims(&inputs[..inputs.len().min(2)])?;
+        let x = f32_in(input(inputs, 0, OP)?, OP)?;
+        let scale = f32_in(input(inputs, 1, OP)?, OP)?;
+        let y = f32_out(output(outputs, 0, OP)?, OP)?;
+        if x.len() != outer * d || y.len() != x.len() || scale.is_empty() {
+            return Err(KernelError::Buffer { op: OP });
+        }
+        if d == 0 {
+            return Ok(());
+        }
+        let sn = scale.len();
+        for (xr, yr) in x.chunks_exact(d).zip(y.chunks_exact_mut(d)) {
+            let ms = xr.iter().map(|v| v * v).sum::<f32>() / d as f32;
+            let inv = 1.0 / (ms + self.epsilon).sqrt();
+            for (i, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {
+                *o = v * inv * scale[i % sn];
+            }
+        }
+        Ok(())
+    }
+}
