@@ -39,6 +39,8 @@ pub const OPS: &[&str] = &[
     "Scatter",
     "Compress",
     "Unique",
+    "NonMaxSuppression",
+    "ReverseSequence",
     "Range",
     "ConstantOfShape",
     "Pad",
@@ -225,6 +227,25 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
             )
         }),
         "Range" => Ok(Lowered::same(Range, 1)),
+        "ReverseSequence" => {
+            let axis =
+                |n: &str, d: i64| usize::try_from(a.int(n, d)).map_err(|_| format!("bad {n}"));
+            axis("time_axis", 0).and_then(|time_axis| {
+                Ok(Lowered::same(
+                    lele_kernels::ops::reverse_sequence::ReverseSequence {
+                        time_axis,
+                        batch_axis: axis("batch_axis", 1)?,
+                    },
+                    1,
+                ))
+            })
+        }
+        "NonMaxSuppression" => Ok(Lowered::with(
+            lele_kernels::ops::nms::NonMaxSuppression {
+                center_point_box: a.int("center_point_box", 0) != 0,
+            },
+            vec![OutDType::Fixed(DType::I64)],
+        )),
         "Compress" => Ok(Lowered::same(
             lele_kernels::ops::filter::Compress {
                 axis: a.int_opt("axis"),

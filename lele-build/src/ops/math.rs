@@ -68,6 +68,7 @@ pub const OPS: &[&str] = &[
     "BitCast",
     "EyeLike",
     "Einsum",
+    "Det",
     "SwiGLU",
     "RotaryEmbedding",
     "HardSwish",
@@ -410,6 +411,7 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
             Err(e) => Err(e),
         },
         "Einsum" => einsum(ctx, &a.string("equation", "")),
+        "Det" => Ok(Lowered::same(lele_kernels::ops::det::Det, 1)),
         "SwiGLU" => Ok(Lowered::same(
             lele_kernels::ops::rotary::SwiGlu {
                 alpha: a.float("alpha", 1.0),
