@@ -41,35 +41,108 @@ struct OcrCls;
 #[lele::model("tests/models/silero_vad.toml")]
 struct SileroVad;
 
+#[lele::model("tests/models/ppocr_v4_det.toml")]
+struct OcrV4Det;
+
+#[lele::model("tests/models/ppocr_v4_rec.toml")]
+struct OcrV4Rec;
+
+#[lele::model("tests/models/ppocr_v6_det.toml")]
+struct OcrV6Det;
+
+#[lele::model("tests/models/ppocr_v6_rec.toml")]
+struct OcrV6Rec;
+
+#[lele::model("tests/models/yolov8n.toml")]
+struct Yolo;
+
+#[lele::model("tests/models/minilm_l3.toml")]
+struct MiniLm;
+
+/// Allocations made by `f`.
+fn allocations(mut f: impl FnMut()) -> usize {
+    let before = ALLOCS.load(Ordering::SeqCst);
+    f();
+    ALLOCS.load(Ordering::SeqCst) - before
+}
+
+/// One test (the counter is process-wide, so no other test may run
+/// concurrently in this binary): every model of the benchmark set that has
+/// a `model.toml` here, each called once to warm up, then three times
+/// counted. Inputs are loaded before counting.
 #[test]
 fn forward_does_not_allocate() {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+
     let cls = OcrCls::new().unwrap();
-    let mut cls_ws = cls.workspace();
+    let mut ws = cls.workspace();
     let x = load("ppocr_cls_48x192", 0, "in", 0);
-    cls.forward(&mut cls_ws, view(&x)).unwrap();
+    cls.forward(&mut ws, view(&x)).unwrap();
+    counts.push((
+        "ppocr_cls",
+        allocations(|| {
+            for _ in 0..3 {
+                let out = cls.forward(&mut ws, view(&x)).unwrap();
+                assert_eq!(out.save_infer_model_scale_0_tmp_1.dims(), &[1, 2]);
+            }
+        }),
+    ));
 
     let vad = SileroVad::new().unwrap();
-    let mut vad_ws = vad.workspace();
+    let mut ws = vad.workspace();
     let input = load("silero_vad_16k", 0, "in", 0);
     let state = load("silero_vad_16k", 0, "in", 1);
     let sr = load("silero_vad_16k", 0, "in", 2);
-    vad.forward(&mut vad_ws, view(&input), view(&state), view(&sr))
+    vad.forward(&mut ws, view(&input), view(&state), view(&sr))
         .unwrap();
+    counts.push((
+        "silero_vad",
+        allocations(|| {
+            for _ in 0..3 {
+                let out = vad
+                    .forward(&mut ws, view(&input), view(&state), view(&sr))
+                    .unwrap();
+                assert_eq!(out.output.dims(), &[1, 1]);
+            }
+        }),
+    ));
 
-    let before = ALLOCS.load(Ordering::SeqCst);
-    for _ in 0..3 {
-        let out = cls.forward(&mut cls_ws, view(&x)).unwrap();
-        assert_eq!(out.save_infer_model_scale_0_tmp_1.dims(), &[1, 2]);
-        let out = vad
-            .forward(&mut vad_ws, view(&input), view(&state), view(&sr))
-            .unwrap();
-        assert_eq!(out.output.dims(), &[1, 1]);
+    macro_rules! one_input {
+        ($name:literal, $model:ty, $case:literal) => {{
+            let m = <$model>::new().unwrap();
+            let mut ws = m.workspace();
+            let x = load($case, 0, "in", 0);
+            m.forward(&mut ws, view(&x)).unwrap();
+            counts.push((
+                $name,
+                allocations(|| {
+                    for _ in 0..3 {
+                        m.forward(&mut ws, view(&x)).unwrap();
+                    }
+                }),
+            ));
+        }};
     }
-    let after = ALLOCS.load(Ordering::SeqCst);
-    assert_eq!(
-        after - before,
-        0,
-        "forward allocated {} times",
-        after - before
-    );
+    one_input!("ppocr_v4_det", OcrV4Det, "ppocr_v4_det_640x640");
+    one_input!("ppocr_v4_rec", OcrV4Rec, "ppocr_v4_rec_48x320");
+    one_input!("ppocr_v6_det", OcrV6Det, "ppocr_v6_det_480x480");
+    one_input!("ppocr_v6_rec", OcrV6Rec, "ppocr_v6_rec_48x320");
+    one_input!("yolov8n", Yolo, "yolov8n_640");
+
+    let lm = MiniLm::new().unwrap();
+    let mut ws = lm.workspace();
+    let ids = load("minilm_l3_seq128", 0, "in", 0);
+    let mask = load("minilm_l3_seq128", 0, "in", 1);
+    lm.forward(&mut ws, view(&ids), view(&mask)).unwrap();
+    counts.push((
+        "minilm_l3",
+        allocations(|| {
+            for _ in 0..3 {
+                lm.forward(&mut ws, view(&ids), view(&mask)).unwrap();
+            }
+        }),
+    ));
+
+    let allocating: Vec<_> = counts.iter().filter(|(_, n)| *n > 0).collect();
+    assert!(allocating.is_empty(), "forward allocated: {allocating:?}");
 }

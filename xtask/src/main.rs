@@ -1,4 +1,5 @@
 //! Repository tasks: `cargo xtask <command>`.
+mod bench;
 mod conformance;
 mod fixtures;
 mod models;
@@ -32,6 +33,8 @@ enum Cmd {
     Conformance(conformance::Opts),
     /// Regenerate the README's operator table from the conformance ledger.
     OpsTable,
+    /// lele vs ONNX Runtime vs tract on the benchmark models (markdown + JSON lines).
+    Bench(bench::Opts),
     /// Everything CI checks: models, fixtures, fmt, clippy, tests.
     Test {
         /// Extra arguments for `cargo test --workspace` (after `--`).
@@ -47,6 +50,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Fixtures(opts) => fixtures::run(&opts),
         Cmd::Conformance(opts) => conformance::run(&opts),
         Cmd::OpsTable => conformance::ops_table(),
+        Cmd::Bench(opts) => bench::run(&opts),
         Cmd::Test { args } => test::run(&args),
     }
 }

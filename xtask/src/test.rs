@@ -56,6 +56,15 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
         ],
         &[],
     )?;
+    // The kernel layer must build for the other targets lele serves
+    // (`.ci/run` installs them with rustup).
+    for target in ["aarch64-unknown-linux-gnu", "wasm32-unknown-unknown"] {
+        cargo_step(
+            &format!("cargo check -p lele-kernels --target {target}"),
+            &["check", "-p", "lele-kernels", "--target", target],
+            &[],
+        )?;
+    }
     cargo_step("cargo test", &["test", "--workspace"], extra)?;
     step("cargo xtask conformance --check", || {
         crate::conformance::run(&crate::conformance::Opts {

@@ -1,4 +1,5 @@
-//! The `lele` CLI: `inspect`, `gen`, `run`, `fetch` and `prepare`.
+//! The `lele` CLI: `inspect`, `gen`, `run`, `bench`, `fetch` and `prepare`.
+pub mod bench;
 mod inspect;
 pub mod run;
 pub use run::file_name;
@@ -40,6 +41,9 @@ enum Cmd {
     },
     /// Compiles the model through generated code, runs it and writes outputs.
     Run(run::RunArgs),
+    /// Times the model through generated code (release build): median, min
+    /// and max of `--runs` runs after `--warmup`, time to first output, peak RSS.
+    Bench(bench::BenchArgs),
     /// Downloads (and verifies) the model and extra files of a model.toml,
     /// and prints their paths and sha256.
     Fetch {
@@ -69,6 +73,7 @@ pub fn run(cli: Cli) -> Result<()> {
             toml,
         } => gen_cmd(&model, &out, &name, toml.as_deref()),
         Cmd::Run(args) => run::run(&args),
+        Cmd::Bench(args) => bench::bench(&args),
         Cmd::Fetch { toml } => fetch_cmd(&toml),
         Cmd::Prepare { toml, vendor } => prepare_cmd(&toml, vendor),
     }

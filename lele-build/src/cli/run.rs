@@ -13,11 +13,9 @@ use super::{format_tokens, toml_string};
 use crate::error::{BuildError, Result};
 use crate::ir::{DeclaredDim, Tensor};
 
-/// Arguments of `lele run`.
-#[derive(clap::Args, Debug)]
-pub struct RunArgs {
-    /// The ONNX file.
-    pub model: PathBuf,
+/// How `lele run` and `lele bench` get their inputs.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct InputArgs {
     /// `NAME=FILE.npy` for an input.
     #[arg(long = "input")]
     pub inputs: Vec<String>,
@@ -30,9 +28,42 @@ pub struct RunArgs {
     /// Seed of --random.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+}
+
+/// Arguments of `lele run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The ONNX file.
+    pub model: PathBuf,
+    /// The inputs.
+    #[command(flatten)]
+    pub io: InputArgs,
     /// Directory for the outputs.
     #[arg(long)]
     pub out: PathBuf,
+}
+
+/// Which program the generated crate around a model is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunnerKind {
+    /// Reads `.npy` inputs, runs once, writes `.npy` outputs (debug build,
+    /// kernels optimized).
+    Run,
+    /// Times `forward` and prints one JSON line (release build).
+    Bench,
+}
+
+/// A model loaded and its inputs written as `.npy` files, ready for a
+/// runner.
+pub struct Prepared {
+    /// The canonical model path.
+    pub model: PathBuf,
+    /// The loaded graph.
+    pub graph: crate::ir::Graph,
+    /// One `.npy` file per model input, in input order.
+    pub input_files: Vec<PathBuf>,
+    /// The model.toml text pinning every input to its file's shape.
+    pub toml_text: String,
 }
 
 fn parse_kv(s: &str, what: &str) -> Result<(String, String)> {
@@ -134,10 +165,12 @@ fn lele_source_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
 }
 
-/// Runs `lele run`.
-pub fn run(args: &RunArgs) -> Result<()> {
-    let model = args.model.canonicalize().map_err(|source| BuildError::Io {
-        path: args.model.clone(),
+/// Loads the model and resolves its inputs (given files, or seeded random
+/// tensors written into `dir`); every input ends up as a file in `dir`
+/// unless it was given.
+pub fn prepare_inputs(model: &Path, args: &InputArgs, dir: &Path) -> Result<Prepared> {
+    let model = model.canonicalize().map_err(|source| BuildError::Io {
+        path: model.to_path_buf(),
         source,
     })?;
     let g = crate::onnx::load(&model)?;
@@ -162,8 +195,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             Ok((k, dims))
         })
         .collect::<Result<_>>()?;
-    std::fs::create_dir_all(&args.out).map_err(|source| BuildError::Io {
-        path: args.out.clone(),
+    std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
+        path: dir.to_path_buf(),
         source,
     })?;
     let mut rng = Rng(args.seed);
@@ -203,7 +236,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                     .collect::<Result<Vec<_>>>()?,
             };
             let t = random_tensor(dtype, &dims, &mut rng)?;
-            let p = args.out.join(format!("{}.input.npy", file_name(&val.name)));
+            let p = dir.join(format!("{}.input.npy", file_name(&val.name)));
             crate::npy::write(&p, t.dtype, &t.dims, t.bytes())?;
             t
         } else {
@@ -212,8 +245,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 val.name, val.name
             )));
         };
-        let p = args.out.join(format!("{}.input.npy", file_name(&val.name)));
-        if !p.exists() {
+        let p = dir.join(format!("{}.input.npy", file_name(&val.name)));
+        // A given input is copied next to the others (random ones were
+        // written above), so the directory always holds this run's inputs.
+        if given.contains_key(&val.name) {
             crate::npy::write(&p, tensor.dtype, &tensor.dims, tensor.bytes())?;
         }
         toml_inputs.push_str(&format!(
@@ -235,7 +270,19 @@ pub fn run(args: &RunArgs) -> Result<()> {
         "[model]\npath = {}\n\n{toml_inputs}",
         toml_string(&model.to_string_lossy())
     );
-    let exe = build_runner(&model, &g, &toml_text)?;
+    Ok(Prepared {
+        model,
+        graph: g,
+        input_files,
+        toml_text,
+    })
+}
+
+/// Runs `lele run`.
+pub fn run(args: &RunArgs) -> Result<()> {
+    let p = prepare_inputs(&args.model, &args.io, &args.out)?;
+    let (model, g, toml_text, input_files) = (p.model, p.graph, p.toml_text, p.input_files);
+    let exe = build_runner(&model, &g, &toml_text, RunnerKind::Run)?;
     let status = Command::new(&exe)
         .arg(&args.out)
         .args(&input_files)
@@ -252,8 +299,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Generates (once per content hash) and builds the runner crate.
-fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<PathBuf> {
+/// Generates (once per content hash) and builds the runner crate of `kind`;
+/// returns its executable.
+pub fn build_runner(
+    model: &Path,
+    g: &crate::ir::Graph,
+    toml_text: &str,
+    kind: RunnerKind,
+) -> Result<PathBuf> {
     let model_bytes = std::fs::read(model).map_err(|source| BuildError::Io {
         path: model.to_path_buf(),
         source,
@@ -267,6 +320,7 @@ fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<P
     }
     h.update(toml_text.as_bytes());
     h.update(&model_bytes);
+    h.update(format!("{kind:?}").as_bytes());
     let hash: String = h
         .finalize()
         .iter()
@@ -276,10 +330,15 @@ fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<P
     let root = crate::fetch::cache_root().join("run");
     let dir = root.join(&hash);
     let target = root.join("target");
-    let exe = target.join("debug").join(format!("lele-run-{hash}"));
+    let (package, profile) = match kind {
+        RunnerKind::Run => (format!("lele-run-{hash}"), "debug"),
+        RunnerKind::Bench => (format!("lele-bench-{hash}"), "release"),
+    };
+    let exe = target.join(profile).join(&package);
+    let release = kind == RunnerKind::Bench;
     if exe.exists() && dir.join("src").join("model.rs").exists() {
         // Generated already: cargo only relinks if a lele source changed.
-        cargo_build(&dir, &target)?;
+        cargo_build(&dir, &target, release)?;
         return Ok(exe);
     }
     let src = dir.join("src");
@@ -297,17 +356,53 @@ fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<P
             source,
         }
     })?;
-    // main.rs: read inputs, run, write outputs.
+    let main = match kind {
+        RunnerKind::Run => run_main(g),
+        RunnerKind::Bench => bench_main(g),
+    };
+    std::fs::write(src.join("main.rs"), format_tokens(main)?).map_err(|source| BuildError::Io {
+        path: src.join("main.rs"),
+        source,
+    })?;
+    let lele_dir = lele_source_dir();
+    let manifest = format!(
+        "[package]\nname = \"{package}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
+         [dependencies]\nlele = {{ path = {} }}\nlele-build = {{ path = {} }}\n\n[workspace]\n\n\
+         [profile.dev]\ndebug = false\n\n[profile.dev.package.lele-kernels]\nopt-level = 3\n\n\
+         [profile.release]\ndebug = false\n",
+        toml_string(&lele_dir.to_string_lossy()),
+        toml_string(&lele_dir.join("lele-build").to_string_lossy())
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).map_err(|source| BuildError::Io {
+        path: dir.join("Cargo.toml"),
+        source,
+    })?;
+    cargo_build(&dir, &target, release)?;
+    Ok(exe)
+}
+
+/// The reads of a runner's `main`: input `k` from `argv[first + k]`, and
+/// the `forward` arguments viewing them.
+fn input_reads(
+    g: &crate::ir::Graph,
+    first: usize,
+) -> (Vec<proc_macro2::TokenStream>, Vec<proc_macro2::TokenStream>) {
     let mut reads = Vec::new();
     let mut args = Vec::new();
     for k in 0..g.inputs.len() {
         let t = format_ident!("t{k}");
-        let a = k + 2;
+        let a = k + first;
         reads.push(quote! {
             let #t = ::lele_build::npy::read(::std::path::Path::new(&argv[#a]))?;
         });
         args.push(quote!(::lele::kernels::TensorView::from_untyped(#t.view()?)?));
     }
+    (reads, args)
+}
+
+/// `main` of a `lele run` crate: read inputs, run once, write outputs.
+fn run_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
+    let (reads, args) = input_reads(g, 2);
     let mut writes = Vec::new();
     let out_names = crate::emit::names::unique_idents(
         &g.outputs
@@ -327,7 +422,7 @@ fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<P
             }
         });
     }
-    let main = quote! {
+    quote! {
         include!("model.rs");
         fn main() -> ::core::result::Result<(), Box<dyn ::std::error::Error>> {
             let argv: Vec<String> = ::std::env::args().collect();
@@ -339,30 +434,62 @@ fn build_runner(model: &Path, g: &crate::ir::Graph, toml_text: &str) -> Result<P
             #(#writes)*
             Ok(())
         }
-    };
-    std::fs::write(src.join("main.rs"), format_tokens(main)?).map_err(|source| BuildError::Io {
-        path: src.join("main.rs"),
-        source,
-    })?;
-    let lele_dir = lele_source_dir();
-    let manifest = format!(
-        "[package]\nname = \"lele-run-{hash}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [dependencies]\nlele = {{ path = {} }}\nlele-build = {{ path = {} }}\n\n[workspace]\n\n\
-         [profile.dev]\ndebug = false\n\n[profile.dev.package.lele-kernels]\nopt-level = 3\n",
-        toml_string(&lele_dir.to_string_lossy()),
-        toml_string(&lele_dir.join("lele-build").to_string_lossy())
-    );
-    std::fs::write(dir.join("Cargo.toml"), manifest).map_err(|source| BuildError::Io {
-        path: dir.join("Cargo.toml"),
-        source,
-    })?;
-    cargo_build(&dir, &target)?;
-    Ok(exe)
+    }
 }
 
-fn cargo_build(dir: &Path, target: &Path) -> Result<()> {
+/// `main` of a `lele bench` crate: `argv` = warm-up runs, timed runs, input
+/// files. Prints one JSON line: time from `main` to the first output
+/// (reading inputs, loading weights, first `forward`), each timed run, and
+/// the peak resident set size.
+fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
+    let (reads, args) = input_reads(g, 3);
+    quote! {
+        include!("model.rs");
+        fn peak_rss_kb() -> u64 {
+            ::std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find(|l| l.starts_with("VmHWM:"))
+                        .and_then(|l| l.split_whitespace().nth(1))
+                        .and_then(|v| v.parse().ok())
+                })
+                .unwrap_or(0)
+        }
+        fn main() -> ::core::result::Result<(), Box<dyn ::std::error::Error>> {
+            let start = ::std::time::Instant::now();
+            let argv: Vec<String> = ::std::env::args().collect();
+            let warmup: usize = argv[1].parse()?;
+            let runs: usize = argv[2].parse()?;
+            #(#reads)*
+            let model = Model::new()?;
+            let mut ws = model.workspace();
+            ::std::hint::black_box(model.forward(&mut ws, #(#args),*)?);
+            let first = start.elapsed().as_secs_f64() * 1e3;
+            for _ in 0..warmup {
+                ::std::hint::black_box(model.forward(&mut ws, #(#args),*)?);
+            }
+            let mut times = Vec::with_capacity(runs);
+            for _ in 0..runs {
+                let t = ::std::time::Instant::now();
+                ::std::hint::black_box(model.forward(&mut ws, #(#args),*)?);
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            let times: Vec<String> = times.iter().map(|t| format!("{t:.4}")).collect();
+            println!(
+                "{{\"engine\":\"lele\",\"threads\":1,\"first_output_ms\":{first:.4},\"times_ms\":[{}],\"peak_rss_kb\":{}}}",
+                times.join(","),
+                peak_rss_kb()
+            );
+            Ok(())
+        }
+    }
+}
+
+fn cargo_build(dir: &Path, target: &Path, release: bool) -> Result<()> {
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .arg("build")
+        .args(release.then_some("--release"))
         .arg("--quiet")
         .arg("--manifest-path")
         .arg(dir.join("Cargo.toml"))

@@ -1,0 +1,389 @@
+//! `cargo xtask bench`: lele, ONNX Runtime and tract on the same inputs
+//! (the fixtures' first step), each run in its own process, interleaved in
+//! rounds, after warm-up. Prints a markdown table and JSON lines, and writes
+//! both to `target/bench/`.
+//!
+//! Every engine runner speaks one protocol: it prints a JSON line with the
+//! threads it used, the time from the start of its `main` to the end of the
+//! first run (model load, optimization, first inference), each timed run,
+//! and its peak RSS (`VmHWM`). lele's runner is the generated code built by
+//! `lele bench` (release); ORT's is `xtask/python/bench_ort.py` (graph
+//! optimizations on); tract's is the standalone crate `xtask/tract-bench`.
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use lele_build::cli::bench::{RunnerReport, bench_runner, run_bench_runner, summary};
+use lele_build::cli::run::InputArgs;
+
+use crate::fixtures::fixtures_dir;
+use crate::models::zoo_dir;
+use crate::python::{python, repo_root};
+use crate::util::step;
+
+/// The benchmark set: (label, fixture case).
+const SET: &[(&str, &str)] = &[
+    ("Silero VAD v6 (576 samples + state)", "silero_vad_16k"),
+    ("PP-OCRv4 det 640x640", "ppocr_v4_det_640x640"),
+    ("PP-OCRv4 rec 48x320", "ppocr_v4_rec_48x320"),
+    ("PP-OCR cls 48x192", "ppocr_cls_48x192"),
+    ("PP-OCRv6 small det 480x480", "ppocr_v6_det_480x480"),
+    ("PP-OCRv6 small rec 48x320", "ppocr_v6_rec_48x320"),
+    ("YOLOv8n 640x640", "yolov8n_640"),
+    ("paraphrase-MiniLM-L3 seq 128", "minilm_l3_seq128"),
+    ("ddddocr common", "ddddocr_common_160"),
+];
+
+/// Options of `cargo xtask bench`.
+#[derive(clap::Args, Debug)]
+pub struct Opts {
+    /// Only cases whose fixture name contains one of these (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub models: Vec<String>,
+    /// Thread counts for ONNX Runtime (lele and tract run on one thread).
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
+    pub threads: Vec<usize>,
+    /// Rounds; each round runs every engine once, in rotating order.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Untimed runs per process after the first one.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    /// Timed runs per process.
+    #[arg(long, default_value_t = 10)]
+    pub runs: usize,
+    /// Compare the GEMM kernels with NumPy's BLAS (not implemented yet).
+    #[arg(long)]
+    pub kernels: bool,
+}
+
+/// One engine configuration of one model.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Config {
+    engine: &'static str,
+    threads: usize,
+}
+
+/// What a model needs for the engines: its file and its inputs.
+struct Case {
+    label: &'static str,
+    name: &'static str,
+    model: PathBuf,
+    /// `(input name, .npy file)` in graph order.
+    inputs: Vec<(String, PathBuf)>,
+}
+
+fn load_case(label: &'static str, name: &'static str) -> anyhow::Result<Case> {
+    let dir = fixtures_dir().join(name);
+    let text = std::fs::read_to_string(dir.join("case.json"))
+        .with_context(|| format!("fixture {name} (run `cargo xtask fixtures`)"))?;
+    let v: serde_json::Value = serde_json::from_str(&text)?;
+    let model = zoo_dir().join(v["model"].as_str().context("case.json: model")?);
+    let mut inputs = Vec::new();
+    for (i, inp) in v["inputs"]
+        .as_array()
+        .context("case.json: inputs")?
+        .iter()
+        .enumerate()
+    {
+        let n = inp["name"].as_str().context("case.json: input name")?;
+        inputs.push((n.to_string(), dir.join("step0").join(format!("in_{i}.npy"))));
+    }
+    Ok(Case {
+        label,
+        name,
+        model,
+        inputs,
+    })
+}
+
+/// The tract runner, built once (release) into `target/tract-bench`.
+fn tract_runner() -> anyhow::Result<PathBuf> {
+    let manifest = repo_root().join("xtask/tract-bench/Cargo.toml");
+    let target = repo_root().join("target/tract-bench");
+    let ok = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .status()?
+        .success();
+    if !ok {
+        bail!("building xtask/tract-bench failed");
+    }
+    Ok(target.join("release/tract-bench"))
+}
+
+/// Runs an external runner (ORT or tract) and parses its JSON line.
+fn run_external(
+    mut cmd: Command,
+    case: &Case,
+    c: &Config,
+    o: &Opts,
+) -> anyhow::Result<RunnerReport> {
+    cmd.arg("--model").arg(&case.model);
+    for (n, f) in &case.inputs {
+        cmd.arg("--input").arg(format!("{n}={}", f.display()));
+    }
+    cmd.args(["--threads", &c.threads.to_string()])
+        .args(["--warmup", &o.warmup.to_string()])
+        .args(["--runs", &o.runs.to_string()]);
+    let out = cmd.output()?;
+    if !out.status.success() {
+        bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or("");
+    serde_json::from_str(line).with_context(|| format!("unreadable report `{line}`"))
+}
+
+/// The aggregate of one configuration over all rounds.
+#[derive(Default)]
+struct Agg {
+    times: Vec<f64>,
+    first: Vec<f64>,
+    rss_kb: u64,
+    threads_used: usize,
+    error: Option<String>,
+}
+
+impl Agg {
+    fn median(&self) -> Option<f64> {
+        summary(&self.times).map(|s| s.0)
+    }
+}
+
+/// `cargo xtask bench`.
+pub fn run(o: &Opts) -> anyhow::Result<()> {
+    if o.kernels {
+        bail!("--kernels (GEMM against NumPy's BLAS) is not implemented yet");
+    }
+    if o.rounds == 0 || o.runs == 0 {
+        bail!("--rounds and --runs must be at least 1");
+    }
+    let cases: Vec<Case> = SET
+        .iter()
+        .filter(|(_, n)| o.models.is_empty() || o.models.iter().any(|m| n.contains(m.as_str())))
+        .map(|&(l, n)| load_case(l, n))
+        .collect::<anyhow::Result<_>>()?;
+    if cases.is_empty() {
+        bail!("no benchmark case matches {:?}", o.models);
+    }
+    let py = python()?;
+    let ort_script = repo_root().join("xtask/python/bench_ort.py");
+    let tract = step("bench: building the tract runner", tract_runner)?;
+    let mut configs = vec![
+        Config {
+            engine: "lele",
+            threads: 1,
+        },
+        Config {
+            engine: "tract",
+            threads: 1,
+        },
+    ];
+    for &t in &o.threads {
+        configs.push(Config {
+            engine: "ort",
+            threads: t,
+        });
+    }
+    let mut results: BTreeMap<(&str, Config), Agg> = BTreeMap::new();
+    for case in &cases {
+        let lele = step(
+            &format!("bench: building lele's runner for {}", case.name),
+            || {
+                let io = InputArgs {
+                    inputs: case
+                        .inputs
+                        .iter()
+                        .map(|(n, f)| format!("{n}={}", f.display()))
+                        .collect(),
+                    ..Default::default()
+                };
+                let dir = repo_root().join("target/bench/inputs").join(case.name);
+                Ok(bench_runner(&case.model, &io, &dir)?)
+            },
+        );
+        step(&format!("bench: {}", case.name), || {
+            for round in 0..o.rounds {
+                for k in 0..configs.len() {
+                    // Rotate the order so no engine always runs first.
+                    let c = &configs[(k + round) % configs.len()];
+                    let report = match c.engine {
+                        "lele" => match &lele {
+                            Ok((exe, files)) => run_bench_runner(exe, files, o.warmup, o.runs)
+                                .map_err(anyhow::Error::from),
+                            Err(e) => Err(anyhow::anyhow!("{e}")),
+                        },
+                        "ort" => {
+                            let mut cmd = Command::new(&py);
+                            cmd.arg(&ort_script);
+                            run_external(cmd, case, c, o)
+                        }
+                        _ => run_external(Command::new(&tract), case, c, o),
+                    };
+                    let agg = results.entry((case.name, c.clone())).or_default();
+                    match report {
+                        Ok(r) => {
+                            agg.times.extend(&r.times_ms);
+                            agg.first.push(r.first_output_ms);
+                            agg.rss_kb = agg.rss_kb.max(r.peak_rss_kb);
+                            agg.threads_used = r.threads;
+                        }
+                        Err(e) => agg.error = Some(e.to_string()),
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    }
+    report(&cases, &configs, &results, o)
+}
+
+fn report(
+    cases: &[Case],
+    configs: &[Config],
+    results: &BTreeMap<(&str, Config), Agg>,
+    o: &Opts,
+) -> anyhow::Result<()> {
+    let mut jsonl = String::new();
+    let mut md = String::new();
+    let ort_median = |case: &str, threads: usize| {
+        results
+            .get(&(
+                case,
+                Config {
+                    engine: "ort",
+                    threads,
+                },
+            ))
+            .and_then(Agg::median)
+    };
+    for case in cases {
+        for c in configs {
+            let Some(a) = results.get(&(case.name, c.clone())) else {
+                continue;
+            };
+            let mut obj = serde_json::json!({
+                "model": case.name,
+                "engine": c.engine,
+                "threads_requested": c.threads,
+                "threads": a.threads_used,
+            });
+            if let Some((median, min, max)) = summary(&a.times) {
+                obj["median_ms"] = median.into();
+                obj["min_ms"] = min.into();
+                obj["max_ms"] = max.into();
+                obj["runs"] = a.times.len().into();
+                obj["first_output_ms"] = summary(&a.first).map_or(f64::NAN, |s| s.0).into();
+                obj["peak_rss_kb"] = a.rss_kb.into();
+                if let Some(ort) = ort_median(case.name, c.threads) {
+                    obj["ort_over_this"] = (ort / median).into();
+                }
+            }
+            if let Some(e) = &a.error {
+                obj["error"] = e.clone().into();
+            }
+            writeln!(jsonl, "{obj}")?;
+        }
+    }
+    // The table: one row per model and thread count.
+    let cell = |case: &str, engine: &'static str, threads: usize| -> String {
+        match results.get(&(case, Config { engine, threads })) {
+            Some(a) => match (a.median(), &a.error) {
+                (Some(m), _) => format!("{m:.2}"),
+                (None, Some(_)) => "fails".into(),
+                (None, None) => "–".into(),
+            },
+            None => "–".into(),
+        }
+    };
+    let mut geo: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for &t in &o.threads {
+        writeln!(
+            md,
+            "\n**ONNX Runtime with {t} thread{}** (lele and tract: 1 thread), median ms of {} runs × {} rounds:\n",
+            if t == 1 { "" } else { "s" },
+            o.runs,
+            o.rounds
+        )?;
+        writeln!(
+            md,
+            "| model | lele | ORT | tract | ORT / lele | lele first output (ms) | ORT first output (ms) | lele peak RSS (MiB) | ORT peak RSS (MiB) |"
+        )?;
+        writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+        for case in cases {
+            let lele = results.get(&(
+                case.name,
+                Config {
+                    engine: "lele",
+                    threads: 1,
+                },
+            ));
+            let ort = results.get(&(
+                case.name,
+                Config {
+                    engine: "ort",
+                    threads: t,
+                },
+            ));
+            let ratio = match (lele.and_then(Agg::median), ort.and_then(Agg::median)) {
+                (Some(l), Some(r)) => {
+                    geo.entry(t).or_default().push(r / l);
+                    format!("{:.2}", r / l)
+                }
+                _ => "–".into(),
+            };
+            let first = |a: Option<&Agg>| {
+                a.and_then(|a| summary(&a.first))
+                    .map_or("–".into(), |s| format!("{:.1}", s.0))
+            };
+            let rss = |a: Option<&Agg>| {
+                a.filter(|a| a.rss_kb > 0)
+                    .map_or("–".into(), |a| format!("{:.1}", a.rss_kb as f64 / 1024.0))
+            };
+            writeln!(
+                md,
+                "| {} | {} | {} | {} | {ratio} | {} | {} | {} | {} |",
+                case.label,
+                cell(case.name, "lele", 1),
+                cell(case.name, "ort", t),
+                cell(case.name, "tract", 1),
+                first(lele),
+                first(ort),
+                rss(lele),
+                rss(ort)
+            )?;
+        }
+        if let Some(r) = geo.get(&t).filter(|r| !r.is_empty()) {
+            let g = (r.iter().map(|v| v.ln()).sum::<f64>() / r.len() as f64).exp();
+            writeln!(
+                md,
+                "\nGeometric mean of ORT / lele over {} models: {g:.2}",
+                r.len()
+            )?;
+        }
+    }
+    let errors: Vec<String> = results
+        .iter()
+        .filter_map(|((case, c), a)| {
+            a.error
+                .as_ref()
+                .map(|e| format!("- {case} / {} ({} threads): {e}", c.engine, c.threads))
+        })
+        .collect();
+    if !errors.is_empty() {
+        writeln!(md, "\nFailures:\n{}", errors.join("\n"))?;
+    }
+    print!("{jsonl}");
+    println!("{md}");
+    let dir = repo_root().join("target/bench");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("results.jsonl"), &jsonl)?;
+    std::fs::write(dir.join("results.md"), &md)?;
+    eprintln!("wrote {}", dir.join("results.md").display());
+    Ok(())
+}
