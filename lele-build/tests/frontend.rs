@@ -347,3 +347,26 @@ fn data_dependent_outputs_are_sized_from_bounds_or_declarations() {
     let err = size_declared(&g).unwrap_err().to_string();
     assert!(err.contains("no bound"), "{err}");
 }
+
+#[test]
+fn silu_is_fused_only_when_the_sigmoid_has_no_other_reader() {
+    let build = |extra_reader: bool| {
+        let mut nodes = vec![
+            node("Sigmoid", &["x"], &["s"], vec![]),
+            node("Mul", &["s", "x"], &["y"], vec![]),
+        ];
+        let mut outputs = vec![value_info("y", 1, &[4])];
+        if extra_reader {
+            nodes.push(node("Neg", &["s"], &["z"], vec![]));
+            outputs.push(value_info("z", 1, &[4]));
+        }
+        let m = model(nodes, vec![], vec![value_info("x", 1, &[4])], outputs);
+        let mut g = load(&m).unwrap();
+        let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+        let dims = resolve_input_dims(&g, &toml).unwrap();
+        optimize(&mut g, &dims, true, &Default::default()).unwrap();
+        op_types(&g)
+    };
+    assert_eq!(build(false), vec!["Swish"]);
+    assert_eq!(build(true), vec!["Sigmoid", "Mul", "Neg"]);
+}

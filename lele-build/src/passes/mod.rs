@@ -3,10 +3,12 @@
 pub mod dtypes;
 pub mod eval;
 pub mod fold;
+pub mod fuse;
 pub mod sizing;
 pub mod widen;
 
 pub use dtypes::infer_dtypes;
 pub use fold::{eliminate_dead_code, fold_constants};
+pub use fuse::fuse_silu;
 pub use sizing::{Sizes, size_graph};
 pub use widen::widen_half_precision;

@@ -25,17 +25,73 @@ pub(super) fn im2col(conv: &Conv, g: &ConvGeom, xg: &[f32], j0: usize, cw: usize
                         dst.fill(0.0);
                     } else {
                         let xrow = &xc[hh as usize * g.x.w..(hh as usize + 1) * g.x.w];
-                        let base = (kj * dw) as isize - g.pl as isize;
-                        for (t, d) in dst.iter_mut().enumerate() {
-                            let ww = ((ow0 + t) * sw) as isize + base;
-                            *d = if ww >= 0 && ww < iw {
-                                xrow[ww as usize]
+                        // Input column of output column t: first + t·sw. The
+                        // columns inside the input form one range [lo, hi).
+                        let first = (ow0 * sw + kj * dw) as isize - g.pl as isize;
+                        let (lo, hi) = valid_range(first, sw as isize, iw, seg);
+                        dst[..lo].fill(0.0);
+                        dst[hi..].fill(0.0);
+                        if hi > lo {
+                            let start = (first + (lo * sw) as isize) as usize;
+                            let src = xrow[start..].iter().step_by(sw);
+                            if sw == 1 {
+                                dst[lo..hi].copy_from_slice(&xrow[start..start + (hi - lo)]);
                             } else {
-                                0.0
-                            };
+                                for (d, &v) in dst[lo..hi].iter_mut().zip(src) {
+                                    *d = v;
+                                }
+                            }
                         }
                     }
                     j += seg;
+                }
+            }
+        }
+    }
+}
+
+/// The output columns `t` in `0..n` whose input column `first + t·step`
+/// lies in `0..len`, as a range `[lo, hi)` (`step > 0`; empty gives
+/// `lo == hi`).
+fn valid_range(first: isize, step: isize, len: isize, n: usize) -> (usize, usize) {
+    let n = n as isize;
+    // lo: smallest t with first + t·step >= 0.
+    let lo = if first >= 0 {
+        0
+    } else {
+        (-first + step - 1) / step
+    };
+    // hi: smallest t with first + t·step >= len.
+    let hi = if first >= len {
+        0
+    } else {
+        (len - first + step - 1) / step
+    };
+    let lo = lo.clamp(0, n);
+    let hi = hi.clamp(lo, n);
+    (lo as usize, hi as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_range;
+
+    #[test]
+    fn valid_range_matches_a_direct_scan() {
+        for first in -7isize..9 {
+            for step in 1isize..4 {
+                for len in 0isize..7 {
+                    for n in 0usize..9 {
+                        let inside: alloc::vec::Vec<usize> = (0..n)
+                            .filter(|&t| (0..len).contains(&(first + t as isize * step)))
+                            .collect();
+                        let (lo, hi) = valid_range(first, step, len, n);
+                        assert_eq!(
+                            inside,
+                            (lo..hi).collect::<alloc::vec::Vec<_>>(),
+                            "{first} {step} {len} {n}"
+                        );
+                    }
                 }
             }
         }

@@ -85,6 +85,10 @@ fn conv_paths_match_naive() {
         (2, 4, 9, 8, 4, 5, 3, 4, [2, 3], [2, 1, 1, 2], [1, 2]), // depthwise strided
         (1, 4, 9, 8, 8, 3, 3, 4, [1, 1], [1, 1, 1, 1], [1, 1]), // multiplier 2
         (1, 3, 5, 5, 2, 5, 5, 1, [1, 1], [0, 0, 0, 0], [1, 1]), // 1x1 output
+        // Pads wider than the kernel reaches: whole patch rows fall outside.
+        (1, 2, 3, 4, 3, 1, 1, 1, [1, 1], [0, 2, 0, 2], [1, 1]),
+        (1, 2, 3, 3, 2, 2, 1, 1, [1, 1], [2, 3, 2, 3], [1, 1]),
+        (1, 2, 4, 5, 3, 3, 2, 1, [2, 3], [3, 4, 1, 5], [1, 2]),
     ];
     for (ci, &(n, c, h, w, m, kh, kw, group, strides, pads, dil)) in cases.iter().enumerate() {
         let x = rand_vec(n * c * h * w, ci as u64);

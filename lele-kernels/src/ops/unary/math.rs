@@ -102,6 +102,23 @@ pub(super) fn exp_slice(x: &[f32], y: &mut [f32]) {
     }
 }
 
+/// `y = x · sigmoid(alpha · x)` (Swish / SiLU) in one pass, with the same
+/// exponential as [`sigmoid_slice`].
+pub(super) fn swish_slice(alpha: f32, x: &[f32], y: &mut [f32]) {
+    map(x, y, |v| {
+        let z = alpha * v;
+        let e = exp_core(-z.abs());
+        let r = 1.0 / (1.0 + e);
+        v * if z >= 0.0 { r } else { e * r }
+    });
+    for (y, &v) in y.iter_mut().zip(x) {
+        let z = alpha * v;
+        if z.is_nan() || z <= -87.0 {
+            *y = v * sigmoid(z);
+        }
+    }
+}
+
 pub(super) fn sigmoid_slice(x: &[f32], y: &mut [f32]) {
     map(x, y, |v| {
         let e = exp_core(-v.abs());

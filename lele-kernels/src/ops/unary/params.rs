@@ -86,6 +86,7 @@ fn run_param(
     check_data(x, op)?;
     check_out(out, x.dtype, &x.shape, op)?;
     let f32_fn = |a: &[f32], b: &mut [f32]| match p {
+        Param::Swish(alpha) => super::math::swish_slice(alpha, a, b),
         Param::GeluTanh => map(a, b, |v| {
             let k = 0.797_884_6_f32;
             0.5 * v * (1.0 + tanh_fast(k * (v + 0.044715 * v * v * v)))
