@@ -12,11 +12,13 @@
 //! See the README for `model.toml` and the generated API.
 #![warn(missing_docs)]
 
+mod profile;
 mod weights;
 
 pub use lele_kernels as kernels;
 pub use lele_kernels::{DType, Shape, TensorView};
 pub use lele_macros::model;
+pub use profile::{NodeTime, NodeTimer};
 pub use weights::Weights;
 
 /// Errors of a generated model.

@@ -140,6 +140,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     ext.apply_patterns(g)?;
     passes::fuse_silu(g);
     if !fold {
+        passes::fuse_hardswish(g);
         passes::eliminate_dead_code(g);
         return Ok(());
     }
@@ -158,6 +159,10 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         if !changed {
             break;
         }
+    }
+    // After folding, so the constants the pattern checks are values.
+    if passes::fuse_hardswish(g) > 0 {
+        passes::eliminate_dead_code(g);
     }
     Ok(())
 }

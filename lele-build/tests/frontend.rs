@@ -70,6 +70,17 @@ fn i64_init(name: &str, vals: &[i64]) -> proto::TensorProto {
     }
 }
 
+/// A scalar f32 initializer.
+fn f32_init(name: &str, v: f32) -> proto::TensorProto {
+    proto::TensorProto {
+        name: s(name),
+        data_type: Some(1),
+        dims: vec![],
+        float_data: vec![v],
+        ..Default::default()
+    }
+}
+
 fn model(
     nodes: Vec<proto::NodeProto>,
     inits: Vec<proto::TensorProto>,
@@ -369,4 +380,65 @@ fn silu_is_fused_only_when_the_sigmoid_has_no_other_reader() {
     };
     assert_eq!(build(false), vec!["Swish"]);
     assert_eq!(build(true), vec!["Sigmoid", "Mul", "Neg"]);
+}
+
+#[test]
+fn hardswish_is_fused_from_its_decomposed_form() {
+    // y = Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6), as Paddle exports it.
+    let build = |add_const: f32, extra_reader: bool| {
+        let mut nodes = vec![
+            node("Add", &["x", "three"], &["a"], vec![]),
+            node("Clip", &["a", "zero", "six"], &["c"], vec![]),
+            node("Mul", &["x", "c"], &["m"], vec![]),
+            node("Div", &["m", "six"], &["y"], vec![]),
+        ];
+        let mut outputs = vec![value_info("y", 1, &[4])];
+        if extra_reader {
+            nodes.push(node("Neg", &["c"], &["z"], vec![]));
+            outputs.push(value_info("z", 1, &[4]));
+        }
+        let inits = vec![
+            f32_init("three", add_const),
+            f32_init("zero", 0.0),
+            f32_init("six", 6.0),
+        ];
+        let m = model(nodes, inits, vec![value_info("x", 1, &[4])], outputs);
+        let mut g = load(&m).unwrap();
+        let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+        let dims = resolve_input_dims(&g, &toml).unwrap();
+        optimize(&mut g, &dims, true, &Default::default()).unwrap();
+        op_types(&g)
+    };
+    assert_eq!(build(3.0, false), vec!["HardSwish"]);
+    // Another constant is another function; an extra reader keeps the chain.
+    assert_eq!(build(2.0, false), vec!["Add", "Clip", "Mul", "Div"]);
+    assert_eq!(build(3.0, true), vec!["Add", "Clip", "Mul", "Div", "Neg"]);
+}
+
+/// Op types of a zoo model after the compiler's passes.
+fn optimized_zoo_ops(file: &str, inputs: &str) -> Vec<String> {
+    let path = lele_build::config::zoo_dir().join(file);
+    let mut g = lele_build::onnx::load(&path)
+        .unwrap_or_else(|e| panic!("{} (run `cargo xtask models`): {e}", path.display()));
+    let toml = ModelToml::parse(&format!(
+        "[model]\npath = {:?}\n[inputs]\n{inputs}\n",
+        path.display().to_string()
+    ))
+    .unwrap();
+    let dims = resolve_input_dims(&g, &toml).unwrap();
+    optimize(&mut g, &dims, true, &Default::default()).unwrap();
+    op_types(&g)
+}
+
+#[test]
+fn built_in_fusions_fire_on_real_models() {
+    let count = |ops: &[String], op: &str| ops.iter().filter(|o| *o == op).count();
+    // YOLOv8n: every SiLU (57) becomes one Swish; the head's lone Sigmoid stays.
+    let yolo = optimized_zoo_ops("yolov8n_320n.onnx", "images = [1, 3, 640, 640]");
+    assert_eq!(count(&yolo, "Swish"), 57, "{yolo:?}");
+    assert_eq!(count(&yolo, "Sigmoid"), 1, "{yolo:?}");
+    // PP-OCRv4 det: all 24 decomposed HardSwish chains fuse; no Clip is left.
+    let det = optimized_zoo_ops("ppocr_v4_det.onnx", "x = [1, 3, 640, 640]");
+    assert_eq!(count(&det, "HardSwish"), 24, "{det:?}");
+    assert_eq!(count(&det, "Clip"), 0, "{det:?}");
 }

@@ -80,6 +80,36 @@ pub struct Ctx<'a, 'i> {
     pub shapes: &'a mut [Shape],
     /// The model inputs.
     pub inputs: &'a [TensorRef<'i>],
+    /// Told after each node finishes (`None` in a plain `forward`).
+    pub profiler: Option<&'a mut dyn Profiler>,
+}
+
+/// Receives a call after every node of a profiled `forward`.
+///
+/// Node `i` is entry `i` of the model's `node_labels()`. A profiler that
+/// times nodes takes the time between consecutive calls (and between
+/// [`Profiler::start`] and the first call).
+pub trait Profiler {
+    /// The model starts running.
+    fn start(&mut self);
+    /// Node `node` has finished.
+    fn node_done(&mut self, node: usize);
+}
+
+/// Tells the profiler, if any, that the forward pass starts.
+#[inline]
+pub fn profile_start(ctx: &mut Ctx<'_, '_>) {
+    if let Some(p) = ctx.profiler.as_deref_mut() {
+        p.start();
+    }
+}
+
+/// Tells the profiler, if any, that node `node` has finished.
+#[inline]
+pub fn node_done(ctx: &mut Ctx<'_, '_>, node: usize) {
+    if let Some(p) = ctx.profiler.as_deref_mut() {
+        p.node_done(node);
+    }
 }
 
 /// The read-only parts of a [`Ctx`].
@@ -501,6 +531,7 @@ mod tests {
             arena: arena.bytes_mut(),
             shapes: &mut shapes,
             inputs: &inputs,
+            profiler: None,
         };
         exec_in_place(&mut ctx, &Unary { op: UnaryOp::Relu }, &[a], dst).unwrap();
         // x = relu(x) + other, then x = x * 2 (scalar model input).

@@ -54,9 +54,13 @@ pub struct Opts {
     /// Timed runs per process.
     #[arg(long, default_value_t = 10)]
     pub runs: usize,
-    /// Compare the GEMM kernels with NumPy's BLAS (not implemented yet).
+    /// Instead of the models: lele's kernels (GEMM shapes, convolutions,
+    /// activations) on one thread, with GEMM next to NumPy's BLAS.
     #[arg(long)]
     pub kernels: bool,
+    /// With `--kernels`: short time budgets (a smoke run, noisy numbers).
+    #[arg(long)]
+    pub quick: bool,
 }
 
 /// One engine configuration of one model.
@@ -158,7 +162,7 @@ impl Agg {
 /// `cargo xtask bench`.
 pub fn run(o: &Opts) -> anyhow::Result<()> {
     if o.kernels {
-        bail!("--kernels (GEMM against NumPy's BLAS) is not implemented yet");
+        return crate::bench_kernels::run(o.quick);
     }
     if o.rounds == 0 || o.runs == 0 {
         bail!("--rounds and --runs must be at least 1");
@@ -214,8 +218,10 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
                     let c = &configs[(k + round) % configs.len()];
                     let report = match c.engine {
                         "lele" => match &lele {
-                            Ok((exe, files)) => run_bench_runner(exe, files, o.warmup, o.runs)
-                                .map_err(anyhow::Error::from),
+                            Ok((exe, files)) => {
+                                run_bench_runner(exe, files, o.warmup, o.runs, false)
+                                    .map_err(anyhow::Error::from)
+                            }
                             Err(e) => Err(anyhow::anyhow!("{e}")),
                         },
                         "ort" => {

@@ -1,5 +1,6 @@
 //! Repository tasks: `cargo xtask <command>`.
 mod bench;
+mod bench_kernels;
 mod conformance;
 mod fixtures;
 mod models;

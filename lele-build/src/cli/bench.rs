@@ -28,9 +28,13 @@ pub struct BenchArgs {
     /// Print one JSON object instead of a summary line.
     #[arg(long)]
     pub json: bool,
-    /// Time per node (not implemented yet: rejected).
+    /// After the timed runs, as many profiled runs: prints the mean time
+    /// of each node (fused nodes count once), slowest first.
     #[arg(long)]
     pub profile: bool,
+    /// With `--profile`: how many nodes to list (0 = all).
+    #[arg(long, default_value_t = 25)]
+    pub top: usize,
 }
 
 /// What a runner process prints (lele's, and the ORT and tract runners
@@ -47,6 +51,28 @@ pub struct RunnerReport {
     pub times_ms: Vec<f64>,
     /// Peak resident set size (`VmHWM`).
     pub peak_rss_kb: u64,
+    /// Per-node times of the profiled runs (lele with `--profile` only),
+    /// slowest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile: Vec<NodeTimeReport>,
+}
+
+/// One node of a profile.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeTimeReport {
+    /// ONNX op type (a fused node shows its fused op).
+    pub op: String,
+    /// ONNX node name.
+    pub name: String,
+    /// Mean time per run.
+    pub mean_ms: f64,
+    /// Share of the time of all nodes (0..=1).
+    pub share: f64,
+}
+
+/// One profile row as a JSON object (what a timing runner prints).
+pub fn node_time_json(op: &str, name: &str, mean_ms: f64, share: f64) -> String {
+    serde_json::json!({ "op": op, "name": name, "mean_ms": mean_ms, "share": share }).to_string()
 }
 
 /// Median, min and max of a sample (`None` when empty).
@@ -79,10 +105,12 @@ pub fn run_bench_runner(
     inputs: &[PathBuf],
     warmup: usize,
     runs: usize,
+    profile: bool,
 ) -> Result<RunnerReport> {
     let out = Command::new(exe)
         .arg(warmup.to_string())
         .arg(runs.to_string())
+        .arg(if profile { "profile" } else { "time" })
         .args(inputs)
         .output()
         .map_err(|source| BuildError::Io {
@@ -104,11 +132,6 @@ pub fn run_bench_runner(
 
 /// Runs `lele bench`.
 pub fn bench(args: &BenchArgs) -> Result<()> {
-    if args.profile {
-        return Err(BuildError::Config(
-            "--profile (time per node) is not implemented yet".into(),
-        ));
-    }
     if args.threads != 1 {
         return Err(BuildError::Config(
             "lele runs a model on one thread; it has no thread pool yet (use --threads 1)".into(),
@@ -119,7 +142,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     }
     let dir = crate::fetch::cache_root().join("bench").join("inputs");
     let (exe, inputs) = bench_runner(&args.model, &args.io, &dir)?;
-    let r = run_bench_runner(&exe, &inputs, args.warmup, args.runs)?;
+    let r = run_bench_runner(&exe, &inputs, args.warmup, args.runs, args.profile)?;
     let (median, min, max) = summary(&r.times_ms)
         .ok_or_else(|| BuildError::Other("the runner reported no timings".into()))?;
     if args.json {
@@ -135,6 +158,12 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             "peak_rss_kb": r.peak_rss_kb,
         });
         println!("{obj}");
+        for row in &r.profile {
+            println!(
+                "{}",
+                node_time_json(&row.op, &row.name, row.mean_ms, row.share)
+            );
+        }
     } else {
         println!(
             "{}: median {median:.3} ms (min {min:.3}, max {max:.3}) over {} runs, 1 thread; \
@@ -144,8 +173,54 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             r.first_output_ms,
             r.peak_rss_kb as f64 / 1024.0
         );
+        if args.profile {
+            print_profile(&r.profile, args.top);
+        }
     }
     Ok(())
+}
+
+/// The profile as a table: per node and per op type.
+fn print_profile(rows: &[NodeTimeReport], top: usize) {
+    let total: f64 = rows.iter().map(|r| r.mean_ms).sum();
+    println!("\nper node (mean of the profiled runs; total {total:.3} ms):");
+    println!("{:>9}  {:>6}  {:<22} name", "ms", "share", "op");
+    let shown = if top == 0 {
+        rows.len()
+    } else {
+        top.min(rows.len())
+    };
+    for r in &rows[..shown] {
+        println!(
+            "{:>9.3}  {:>5.1}%  {:<22} {}",
+            r.mean_ms,
+            r.share * 100.0,
+            r.op,
+            r.name
+        );
+    }
+    if shown < rows.len() {
+        println!(
+            "  ... {} more nodes (--top 0 lists all)",
+            rows.len() - shown
+        );
+    }
+    let mut by_op: Vec<(String, f64, usize)> = Vec::new();
+    for r in rows {
+        match by_op.iter_mut().find(|(op, ..)| *op == r.op) {
+            Some(e) => {
+                e.1 += r.mean_ms;
+                e.2 += 1;
+            }
+            None => by_op.push((r.op.clone(), r.mean_ms, 1)),
+        }
+    }
+    by_op.sort_by(|a, b| b.1.total_cmp(&a.1));
+    println!("\nper op type:");
+    for (op, ms, n) in by_op {
+        let share = if total > 0.0 { ms / total * 100.0 } else { 0.0 };
+        println!("{ms:>9.3}  {share:>5.1}%  {op:<22} ×{n}");
+    }
 }
 
 #[cfg(test)]

@@ -437,12 +437,13 @@ fn run_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
     }
 }
 
-/// `main` of a `lele bench` crate: `argv` = warm-up runs, timed runs, input
-/// files. Prints one JSON line: time from `main` to the first output
-/// (reading inputs, loading weights, first `forward`), each timed run, and
-/// the peak resident set size.
+/// `main` of a `lele bench` crate: `argv` = warm-up runs, timed runs,
+/// `time` or `profile`, input files. Prints one JSON line: time from `main`
+/// to the first output (reading inputs, loading weights, first `forward`),
+/// each timed run, the peak resident set size and, with `profile`, the mean
+/// time of every node over as many extra (profiled) runs, slowest first.
 fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
-    let (reads, args) = input_reads(g, 3);
+    let (reads, args) = input_reads(g, 4);
     quote! {
         include!("model.rs");
         fn peak_rss_kb() -> u64 {
@@ -475,9 +476,22 @@ fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
                 ::std::hint::black_box(model.forward(&mut ws, #(#args),*)?);
                 times.push(t.elapsed().as_secs_f64() * 1e3);
             }
+            let mut profile = String::new();
+            if argv[3] == "profile" {
+                let mut timer = ::lele::NodeTimer::new(Model::node_labels().len());
+                for _ in 0..runs {
+                    ::std::hint::black_box(model.forward_profiled(&mut ws, &mut timer, #(#args),*)?);
+                }
+                let rows: Vec<String> = timer
+                    .report(Model::node_labels())
+                    .iter()
+                    .map(|r| ::lele_build::cli::bench::node_time_json(r.op, r.name, r.mean.as_secs_f64() * 1e3, r.share))
+                    .collect();
+                profile = format!(",\"profile\":[{}]", rows.join(","));
+            }
             let times: Vec<String> = times.iter().map(|t| format!("{t:.4}")).collect();
             println!(
-                "{{\"engine\":\"lele\",\"threads\":1,\"first_output_ms\":{first:.4},\"times_ms\":[{}],\"peak_rss_kb\":{}}}",
+                "{{\"engine\":\"lele\",\"threads\":1,\"first_output_ms\":{first:.4},\"times_ms\":[{}],\"peak_rss_kb\":{}{profile}}}",
                 times.join(","),
                 peak_rss_kb()
             );

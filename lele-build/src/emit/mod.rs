@@ -68,6 +68,8 @@ pub(crate) fn elem_type(d: DType) -> TokenStream {
 struct Emitter<'a> {
     inp: &'a EmitInput<'a>,
     fns: Vec<TokenStream>,
+    /// `(op type, node name)` per profiled node, in emission order.
+    labels: Vec<(String, String)>,
 }
 
 impl Emitter<'_> {
@@ -127,7 +129,20 @@ impl Emitter<'_> {
         quote!(::lele::kernels::rt::Dst { off: #off, cap: #cap, slot: #slot, dtype: #dtype, name: #name })
     }
 
+    /// The statement running `n`, followed (for kernels and views) by the
+    /// profiler hook naming it.
     fn node_stmt(&mut self, n: &Node) -> TokenStream {
+        let call = self.node_call(n);
+        if matches!(n.op, Op::Kernel(_) | Op::View(_)) {
+            let id = self.labels.len();
+            self.labels.push((n.op_type.clone(), n.name.clone()));
+            quote!(#call ::lele::kernels::rt::node_done(ctx, #id);)
+        } else {
+            call
+        }
+    }
+
+    fn node_call(&mut self, n: &Node) -> TokenStream {
         match &n.op {
             Op::Kernel(k)
                 if n.outputs.len() == 1 && self.inp.plan.in_place.contains(&n.outputs[0]) =>
@@ -216,11 +231,21 @@ pub fn emit_core(inp: &EmitInput<'_>) -> (TokenStream, Signature, Layout) {
     let mut em = Emitter {
         inp,
         fns: Vec::new(),
+        labels: Vec::new(),
     };
     let body = em.block_fns(&g.main, &[]);
     let fns = &em.fns;
+    let labels = em.labels.iter().map(|(op, name)| {
+        let (op, name) = (Literal::string(op), Literal::string(name));
+        quote!((#op, #name))
+    });
     let core = quote! {
+        /// `(op type, node name)` of each profiled node, by node index.
+        #[allow(dead_code)]
+        pub(super) static NODE_LABELS: &[(&str, &str)] = &[#(#labels),*];
+
         pub(super) fn run(ctx: &mut ::lele::kernels::rt::Ctx<'_, '_>) -> ::core::result::Result<(), ::lele::kernels::KernelError> {
+            ::lele::kernels::rt::profile_start(ctx);
             #body
             Ok(())
         }

@@ -67,10 +67,15 @@ pub fn shell(
         .map(|p| p.dtype())
         .collect::<Result<_>>()?;
 
-    let params = in_idents.iter().zip(&in_dtypes).map(|(id, &dt)| {
-        let ty = elem_type(dt);
-        quote!(#id: ::lele::kernels::TensorView<'_, #ty>)
-    });
+    let params: Vec<TokenStream> = in_idents
+        .iter()
+        .zip(&in_dtypes)
+        .map(|(id, &dt)| {
+            let ty = elem_type(dt);
+            quote!(#id: ::lele::kernels::TensorView<'_, #ty>)
+        })
+        .collect();
+    let params2 = &params;
     let out_fields = out_idents
         .iter()
         .zip(&out_dtypes)
@@ -162,6 +167,23 @@ pub fn shell(
                         #(#params),*
                     ) -> ::core::result::Result<#out_name<'w>, ::lele::Error> {
                         let _ = (&self.weights, &ws.arena, &ws.shapes #(, &#unused)*);
+                        Err(::lele::Error::NotGenerated(#reason))
+                    }
+
+                    /// `(op type, node name)` of each node a profiler hears
+                    /// about (none: no generated code).
+                    pub fn node_labels() -> &'static [(&'static str, &'static str)] {
+                        &[]
+                    }
+
+                    /// Like `forward`; always fails in this build.
+                    #[allow(clippy::too_many_arguments, unused_variables)]
+                    pub fn forward_profiled<'w>(
+                        &self,
+                        ws: &'w mut #ws_name,
+                        profiler: &mut dyn ::lele::kernels::rt::Profiler,
+                        #(#params2),*
+                    ) -> ::core::result::Result<#out_name<'w>, ::lele::Error> {
                         Err(::lele::Error::NotGenerated(#reason))
                     }
                 }
@@ -300,6 +322,35 @@ pub fn shell(
                 ws: &'w mut #ws_name,
                 #(#params),*
             ) -> ::core::result::Result<#out_name<'w>, ::lele::Error> {
+                self.forward_impl(ws, None, #(#in_idents),*)
+            }
+
+            /// `(op type, node name)` of each node a profiler hears about
+            /// (fused nodes appear once), indexed by the number passed to
+            /// [`::lele::kernels::rt::Profiler::node_done`].
+            pub fn node_labels() -> &'static [(&'static str, &'static str)] {
+                #mod_name::NODE_LABELS
+            }
+
+            /// `forward`, telling `profiler` after every node (see
+            /// [`Self::node_labels`] and [`::lele::NodeTimer`]).
+            #[allow(clippy::too_many_arguments)]
+            pub fn forward_profiled<'w>(
+                &self,
+                ws: &'w mut #ws_name,
+                profiler: &mut dyn ::lele::kernels::rt::Profiler,
+                #(#params2),*
+            ) -> ::core::result::Result<#out_name<'w>, ::lele::Error> {
+                self.forward_impl(ws, Some(profiler), #(#in_idents),*)
+            }
+
+            #[allow(clippy::too_many_arguments)]
+            fn forward_impl<'w>(
+                &self,
+                ws: &'w mut #ws_name,
+                profiler: ::core::option::Option<&mut dyn ::lele::kernels::rt::Profiler>,
+                #(#params2),*
+            ) -> ::core::result::Result<#out_name<'w>, ::lele::Error> {
                 let inputs = [#(#untyped),*];
                 #(#checks)*
                 #(#set_shapes)*
@@ -309,6 +360,11 @@ pub fn shell(
                         arena: ws.arena.bytes_mut(),
                         shapes: &mut ws.shapes,
                         inputs: &inputs,
+                        // Re-wrapped so the trait object's lifetime can shrink to the context's.
+                        profiler: match profiler {
+                            ::core::option::Option::Some(p) => ::core::option::Option::Some(p),
+                            ::core::option::Option::None => ::core::option::Option::None,
+                        },
                     };
                     #mod_name::run(ctx)?;
                 }

@@ -9,6 +9,6 @@ pub mod widen;
 
 pub use dtypes::infer_dtypes;
 pub use fold::{eliminate_dead_code, fold_constants};
-pub use fuse::fuse_silu;
+pub use fuse::{fuse_hardswish, fuse_silu};
 pub use sizing::{Sizes, size_graph};
 pub use widen::widen_half_precision;

@@ -1,51 +1,71 @@
-//! im2col: unfolds input patches into the `B` operand of the conv GEMM.
+//! Implicit im2col: input patches packed straight into the `B` panels of
+//! the conv GEMM.
 use super::{Conv, ConvGeom};
+use crate::ops::gemm::{GEMM_NC, PackB, scatter_row};
 
-/// Fills `col` (`k × cw`, row-major) with the input patches of output
-/// positions `j0..j0 + cw` of one group.
-pub(super) fn im2col(conv: &Conv, g: &ConvGeom, xg: &[f32], j0: usize, cw: usize, col: &mut [f32]) {
-    let [sh, sw] = conv.strides;
-    let [dh, dw] = conv.dilations;
-    let (ih, iw) = (g.x.h as isize, g.x.w as isize);
-    let mut r = 0;
-    for c in 0..g.cg {
-        let xc = &xg[c * g.x.h * g.x.w..(c + 1) * g.x.h * g.x.w];
-        for ki in 0..g.kh {
-            for kj in 0..g.kw {
-                let row = &mut col[r * cw..(r + 1) * cw];
-                r += 1;
-                let mut j = 0;
-                while j < cw {
-                    let pos = j0 + j;
-                    let (oh, ow0) = (pos / g.ow, pos % g.ow);
-                    let seg = (g.ow - ow0).min(cw - j);
-                    let dst = &mut row[j..j + seg];
-                    let hh = (oh * sh + ki * dh) as isize - g.pt as isize;
-                    if hh < 0 || hh >= ih {
-                        dst.fill(0.0);
+/// The im2col matrix of one group (`k × ohw`, row `(c, ki, kj)`, column
+/// = output position) as a GEMM operand that packs itself straight from the
+/// input: the matrix never exists in memory.
+pub(super) struct Im2col<'a> {
+    pub(super) conv: &'a Conv,
+    pub(super) g: &'a ConvGeom,
+    /// The group's input channels.
+    pub(super) xg: &'a [f32],
+}
+
+impl PackB for Im2col<'_> {
+    fn pack(&self, p0: usize, kc: usize, j0: usize, nc: usize, nr: usize, dst: &mut [f32]) {
+        let mut buf = [0f32; GEMM_NC];
+        // The GEMM never asks for more than GEMM_NC columns at once.
+        let nc = nc.min(GEMM_NC);
+        for p in 0..kc {
+            self.row(p0 + p, j0, &mut buf[..nc]);
+            scatter_row(&buf[..nc], p, kc, nr, dst);
+        }
+    }
+}
+
+impl Im2col<'_> {
+    /// Row `r` (`c·kH·kW + ki·kW + kj`) for output positions
+    /// `j0..j0 + row.len()`.
+    fn row(&self, r: usize, j0: usize, row: &mut [f32]) {
+        let (conv, g) = (self.conv, self.g);
+        let [sh, sw] = conv.strides;
+        let [dh, dw] = conv.dilations;
+        let (ih, iw) = (g.x.h as isize, g.x.w as isize);
+        let (c, ki, kj) = (r / (g.kh * g.kw), (r / g.kw) % g.kh, r % g.kw);
+        let xc = &self.xg[c * g.x.h * g.x.w..(c + 1) * g.x.h * g.x.w];
+        let cw = row.len();
+        let mut j = 0;
+        while j < cw {
+            let pos = j0 + j;
+            let (oh, ow0) = (pos / g.ow, pos % g.ow);
+            let seg = (g.ow - ow0).min(cw - j);
+            let dst = &mut row[j..j + seg];
+            let hh = (oh * sh + ki * dh) as isize - g.pt as isize;
+            if hh < 0 || hh >= ih {
+                dst.fill(0.0);
+            } else {
+                let xrow = &xc[hh as usize * g.x.w..(hh as usize + 1) * g.x.w];
+                // Input column of output column t: first + t·sw. The
+                // columns inside the input form one range [lo, hi).
+                let first = (ow0 * sw + kj * dw) as isize - g.pl as isize;
+                let (lo, hi) = valid_range(first, sw as isize, iw, seg);
+                dst[..lo].fill(0.0);
+                dst[hi..].fill(0.0);
+                if hi > lo {
+                    let start = (first + (lo * sw) as isize) as usize;
+                    if sw == 1 {
+                        dst[lo..hi].copy_from_slice(&xrow[start..start + (hi - lo)]);
                     } else {
-                        let xrow = &xc[hh as usize * g.x.w..(hh as usize + 1) * g.x.w];
-                        // Input column of output column t: first + t·sw. The
-                        // columns inside the input form one range [lo, hi).
-                        let first = (ow0 * sw + kj * dw) as isize - g.pl as isize;
-                        let (lo, hi) = valid_range(first, sw as isize, iw, seg);
-                        dst[..lo].fill(0.0);
-                        dst[hi..].fill(0.0);
-                        if hi > lo {
-                            let start = (first + (lo * sw) as isize) as usize;
-                            let src = xrow[start..].iter().step_by(sw);
-                            if sw == 1 {
-                                dst[lo..hi].copy_from_slice(&xrow[start..start + (hi - lo)]);
-                            } else {
-                                for (d, &v) in dst[lo..hi].iter_mut().zip(src) {
-                                    *d = v;
-                                }
-                            }
+                        for (d, &v) in dst[lo..hi].iter_mut().zip(xrow[start..].iter().step_by(sw))
+                        {
+                            *d = v;
                         }
                     }
-                    j += seg;
                 }
             }
+            j += seg;
         }
     }
 }

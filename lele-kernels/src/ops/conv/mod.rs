@@ -6,7 +6,9 @@
 //! `output_padding = [0, p]`, `output_shape = Some([1, w])`.
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::gemm::{MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_scratch_len};
+use crate::ops::gemm::{
+    MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_packed_b, sgemm_scratch_len,
+};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -18,7 +20,7 @@ mod tests;
 mod transpose;
 
 use depthwise::depthwise_plane;
-use im2col::im2col;
+use im2col::Im2col;
 pub use transpose::ConvTranspose;
 
 /// ONNX `auto_pad`.
@@ -40,8 +42,8 @@ crate::to_rust_enum!(ops::conv::AutoPad {
     Valid
 });
 
-/// Floats of im2col buffer we aim for per chunk.
-const COL_BUDGET: usize = 1 << 20;
+/// Floats of column buffer ConvTranspose aims for per chunk.
+const COL_BUDGET: usize = 1 << 18;
 
 /// `N, C, H, W` of a rank-3 (`H = 1`) or rank-4 tensor.
 #[derive(Clone, Copy, Debug)]
@@ -274,11 +276,6 @@ impl Conv {
     fn is_pointwise(&self, g: &ConvGeom) -> bool {
         g.kh == 1 && g.kw == 1 && self.strides == [1, 1] && g.oh == g.x.h && g.ow == g.x.w
     }
-
-    /// Columns of the im2col buffer processed at once.
-    fn chunk(g: &ConvGeom) -> usize {
-        (COL_BUDGET / g.k().max(1)).max(16).min(g.ohw()).max(1)
-    }
 }
 
 impl Kernel for Conv {
@@ -302,8 +299,7 @@ impl Kernel for Conv {
         } else if self.is_pointwise(&g) {
             4 * sgemm_scratch_len(g.mg, g.ohw(), g.cg)
         } else {
-            let ch = Self::chunk(&g);
-            4 * (g.k() * ch + sgemm_scratch_len(g.mg, ch, g.k()))
+            4 * sgemm_scratch_len(g.mg, g.ohw(), g.k())
         }
     }
 
@@ -366,31 +362,29 @@ impl Kernel for Conv {
             }
             return Ok(());
         }
-        let ch = Self::chunk(&g);
-        let s = scratch_f32(scratch, k * ch + sgemm_scratch_len(g.mg, ch, k), OP)?;
-        let (col, gs) = s.split_at_mut(k * ch);
+        let s = scratch_f32(scratch, sgemm_scratch_len(g.mg, ohw, k), OP)?;
         for n in 0..g.x.n {
             for gi in 0..groups {
                 let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
                 let wg = &w[gi * g.mg * k..][..g.mg * k];
                 let yg = &mut y[(n * g.m + gi * g.mg) * ohw..][..g.mg * ohw];
-                for j0 in (0..ohw).step_by(ch) {
-                    let cw = ch.min(ohw - j0);
-                    let col = &mut col[..k * cw];
-                    im2col(self, &g, xg, j0, cw, col);
-                    sgemm(
-                        g.mg,
-                        cw,
-                        k,
-                        1.0,
-                        MatRef::row_major(wg, k),
-                        MatRef::row_major(col, cw),
-                        beta,
-                        &mut yg[j0..],
-                        ohw,
-                        gs,
-                    )?;
-                }
+                let b = Im2col {
+                    conv: self,
+                    g: &g,
+                    xg,
+                };
+                sgemm_packed_b(
+                    g.mg,
+                    ohw,
+                    k,
+                    1.0,
+                    MatRef::row_major(wg, k),
+                    &b,
+                    beta,
+                    yg,
+                    ohw,
+                    s,
+                )?;
             }
         }
         Ok(())

@@ -18,6 +18,8 @@ pub(crate) mod testutil;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+#[cfg(test)]
+pub(crate) use micro::isa_available;
 use micro::micro_for;
 pub(crate) use micro::{Isa, best_isa};
 
@@ -27,6 +29,8 @@ const MC: usize = 96;
 const KC: usize = 256;
 /// Columns of `B` packed per block.
 const NC: usize = 512;
+/// The most columns [`PackB::pack`] is asked for at once.
+pub const GEMM_NC: usize = NC;
 /// A multiple of every micro-kernel's `MR`.
 const MR_LCM: usize = 24;
 /// A multiple of every micro-kernel's `NR`.
@@ -85,6 +89,62 @@ impl<'a> MatRef<'a> {
     }
 }
 
+/// A `k × n` right-hand operand that can pack itself into the micro-kernel's
+/// panel layout, so it need not exist in memory as a matrix (a convolution
+/// packs its im2col patches straight from the input).
+pub trait PackB {
+    /// Writes rows `p0..p0 + kc`, columns `j0..j0 + nc` as `nc.div_ceil(nr)`
+    /// panels of `kc × nr` floats (row `p` of panel `q` at
+    /// `q·nr·kc + p·nr`), zero padding past column `j0 + nc`.
+    fn pack(&self, p0: usize, kc: usize, j0: usize, nc: usize, nr: usize, dst: &mut [f32]);
+
+    /// The operand as a strided matrix, when it is one (enables the
+    /// unpacked single-row path).
+    fn as_mat(&self) -> Option<MatRef<'_>> {
+        None
+    }
+}
+
+impl PackB for MatRef<'_> {
+    fn pack(&self, p0: usize, kc: usize, j0: usize, nc: usize, nr: usize, dst: &mut [f32]) {
+        let panels = nc.div_ceil(nr);
+        if self.cs == 1 {
+            // Row by row: each source row is read once, front to back (a
+            // column-panel order would jump a whole row stride per 64 bytes).
+            for p in 0..kc {
+                let src = &self.data[(p0 + p) * self.rs + j0..][..nc];
+                scatter_row(src, p, kc, nr, dst);
+            }
+            return;
+        }
+        for (pj, panel) in dst.chunks_exact_mut(nr * kc).take(panels).enumerate() {
+            let c0 = j0 + pj * nr;
+            let w = nr.min(j0 + nc - c0);
+            for (p, d) in panel.chunks_exact_mut(nr).enumerate() {
+                for (jj, x) in d[..w].iter_mut().enumerate() {
+                    *x = self.at(p0 + p, c0 + jj);
+                }
+                d[w..].fill(0.0);
+            }
+        }
+    }
+
+    fn as_mat(&self) -> Option<MatRef<'_>> {
+        Some(*self)
+    }
+}
+
+/// Copies one packed-operand row `src` (all `nc` columns of row `p`) into
+/// its place in each `kc × nr` panel of `dst`, zero padding the last panel.
+#[inline]
+pub fn scatter_row(src: &[f32], p: usize, kc: usize, nr: usize, dst: &mut [f32]) {
+    for (pj, chunk) in src.chunks(nr).enumerate() {
+        let d = &mut dst[pj * nr * kc + p * nr..][..nr];
+        d[..chunk.len()].copy_from_slice(chunk);
+        d[chunk.len()..].fill(0.0);
+    }
+}
+
 /// Number of `f32`s of scratch [`sgemm`] needs for an `m × n × k` product.
 pub fn sgemm_scratch_len(m: usize, n: usize, k: usize) -> usize {
     if m == 0 || n == 0 || k == 0 {
@@ -111,19 +171,40 @@ pub fn sgemm(
     ldc: usize,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
+    if !b.fits(k, n) {
+        return Err(KernelError::Buffer { op: "sgemm" });
+    }
+    sgemm_isa(best_isa(), m, n, k, alpha, a, &b, beta, c, ldc, scratch)
+}
+
+/// [`sgemm`] with a right-hand operand that packs itself (see [`PackB`]);
+/// the caller guarantees `b` has `k` rows and `n` columns.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_packed_b<B: PackB>(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    b: &B,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
     sgemm_isa(best_isa(), m, n, k, alpha, a, b, beta, c, ldc, scratch)
 }
 
 /// [`sgemm`] with an explicit micro-kernel (tests compare them).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn sgemm_isa(
+pub(crate) fn sgemm_isa<B: PackB>(
     isa: Isa,
     m: usize,
     n: usize,
     k: usize,
     alpha: f32,
     a: MatRef<'_>,
-    b: MatRef<'_>,
+    b: &B,
     beta: f32,
     c: &mut [f32],
     ldc: usize,
@@ -138,7 +219,7 @@ pub(crate) fn sgemm_isa(
             .checked_mul(ldc)
             .and_then(|x| x.checked_add(n))
             .is_some_and(|end| end <= c.len());
-    if !c_fits || !a.fits(m, k) || !b.fits(k, n) {
+    if !c_fits || !a.fits(m, k) {
         return Err(KernelError::Buffer { op: OP });
     }
     if k == 0 || alpha == 0.0 {
@@ -152,7 +233,9 @@ pub(crate) fn sgemm_isa(
         }
         return Ok(());
     }
-    if m == 1 {
+    if m == 1
+        && let Some(b) = b.as_mat()
+    {
         gemv_row(n, k, alpha, a, b, beta, &mut c[..n]);
         return Ok(());
     }
@@ -172,25 +255,7 @@ pub(crate) fn sgemm_isa(
             let kc = KC.min(k - pc);
             let beta_eff = if pc == 0 { beta } else { 1.0 };
             // Pack B[pc.., jc..] into NR-wide panels, zero padded.
-            for (pj, panel) in pack_b
-                .chunks_exact_mut(nr * kc)
-                .take(nc.div_ceil(nr))
-                .enumerate()
-            {
-                let j0 = jc + pj * nr;
-                let w = nr.min(jc + nc - j0);
-                for (p, dst) in panel.chunks_exact_mut(nr).enumerate() {
-                    if b.cs == 1 {
-                        let s = (pc + p) * b.rs + j0;
-                        dst[..w].copy_from_slice(&b.data[s..s + w]);
-                    } else {
-                        for (jj, d) in dst[..w].iter_mut().enumerate() {
-                            *d = b.at(pc + p, j0 + jj);
-                        }
-                    }
-                    dst[w..].fill(0.0);
-                }
-            }
+            b.pack(pc, kc, jc, nc, nr, pack_b);
             for ic in (0..m).step_by(MC) {
                 let mc = MC.min(m - ic);
                 // Pack A[ic.., pc..] into MR-tall panels, zero padded.

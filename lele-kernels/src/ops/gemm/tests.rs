@@ -52,7 +52,20 @@ fn check(isa: Isa, m: usize, n: usize, k: usize, ta: bool, tb: bool, alpha: f32,
     naive(m, n, k, alpha, a, b, beta, &mut want, ldc);
     let mut got = c0.clone();
     let mut scratch = vec![0f32; sgemm_scratch_len(m, n, k)];
-    sgemm_isa(isa, m, n, k, alpha, a, b, beta, &mut got, ldc, &mut scratch).unwrap();
+    sgemm_isa(
+        isa,
+        m,
+        n,
+        k,
+        alpha,
+        a,
+        &b,
+        beta,
+        &mut got,
+        ldc,
+        &mut scratch,
+    )
+    .unwrap();
     for i in 0..m {
         for j in 0..ldc {
             let (g, w) = (got[i * ldc + j], want[i * ldc + j]);
@@ -115,8 +128,8 @@ fn simd_matches_scalar() {
             let mut c1 = vec![0f32; m * n];
             let mut c2 = vec![0f32; m * n];
             let (a, b) = (MatRef::row_major(&av, k), MatRef::row_major(&bv, n));
-            sgemm_isa(Isa::Scalar, m, n, k, 1.0, a, b, 0.0, &mut c1, n, &mut s).unwrap();
-            sgemm_isa(isa, m, n, k, 1.0, a, b, 0.0, &mut c2, n, &mut s).unwrap();
+            sgemm_isa(Isa::Scalar, m, n, k, 1.0, a, &b, 0.0, &mut c1, n, &mut s).unwrap();
+            sgemm_isa(isa, m, n, k, 1.0, a, &b, 0.0, &mut c2, n, &mut s).unwrap();
             assert_close(&c2, &c1, 1e-5);
         }
     }

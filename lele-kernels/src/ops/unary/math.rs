@@ -93,7 +93,24 @@ fn exp_core(x: f32) -> f32 {
     p * scale
 }
 
+/// Whether the AVX2+FMA activations can run here.
+#[cfg(target_arch = "x86_64")]
+fn use_avx2() -> bool {
+    use crate::ops::gemm::{Isa, best_isa};
+    matches!(best_isa(), Isa::Avx2 | Isa::Avx512)
+}
+
 pub(super) fn exp_slice(x: &[f32], y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { super::x86::exp(x, y) };
+    }
+    exp_scalar(x, y)
+}
+
+/// Portable [`exp_slice`] (also the reference of the vector versions).
+pub(super) fn exp_scalar(x: &[f32], y: &mut [f32]) {
     map(x, y, exp_core);
     for (y, &v) in y.iter_mut().zip(x) {
         if v.is_nan() || v <= -87.0 || v >= 88.0 {
@@ -105,6 +122,16 @@ pub(super) fn exp_slice(x: &[f32], y: &mut [f32]) {
 /// `y = x · sigmoid(alpha · x)` (Swish / SiLU) in one pass, with the same
 /// exponential as [`sigmoid_slice`].
 pub(super) fn swish_slice(alpha: f32, x: &[f32], y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { super::x86::swish(alpha, x, y) };
+    }
+    swish_scalar(alpha, x, y)
+}
+
+/// Portable [`swish_slice`] (also the reference of the vector versions).
+pub(super) fn swish_scalar(alpha: f32, x: &[f32], y: &mut [f32]) {
     map(x, y, |v| {
         let z = alpha * v;
         let e = exp_core(-z.abs());
@@ -120,6 +147,16 @@ pub(super) fn swish_slice(alpha: f32, x: &[f32], y: &mut [f32]) {
 }
 
 pub(super) fn sigmoid_slice(x: &[f32], y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { super::x86::sigmoid(x, y) };
+    }
+    sigmoid_scalar(x, y)
+}
+
+/// Portable [`sigmoid_slice`] (also the reference of the vector versions).
+pub(super) fn sigmoid_scalar(x: &[f32], y: &mut [f32]) {
     map(x, y, |v| {
         let e = exp_core(-v.abs());
         let r = 1.0 / (1.0 + e);

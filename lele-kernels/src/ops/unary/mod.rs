@@ -3,7 +3,8 @@
 //! f32 paths are written as straight loops that the compiler vectorizes;
 //! `exp`, `sigmoid`, `tanh` and `erf` use polynomial/rational
 //! approximations (within a few ulp), with a scalar fix-up for out-of-range
-//! inputs. f16/bf16 are computed through f32 in stack-sized chunks.
+//! inputs. `exp`, `sigmoid` and Swish also have AVX2+FMA versions (`x86`),
+//! chosen at run time. f16/bf16 are computed through f32 in stack-sized chunks.
 use half::{bf16, f16};
 
 use crate::dtype::DType;
@@ -17,6 +18,8 @@ mod math;
 mod params;
 #[cfg(test)]
 mod tests;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 use math::{Real, erf_f32, exp_slice, gelu_f64, sigmoid_slice, tanh_fast};
 pub use params::{

@@ -198,3 +198,80 @@ fn parameterised() {
     let c = run1(&Clip, &[Some(&xi), Some(&loi)], DType::I32).unwrap();
     assert_eq!(c.to::<i32>(), [0, 3, 9]);
 }
+
+/// The AVX2 activations against the scalar ones: every length 0..70 (all
+/// tails), plus special values in every lane position.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
+    use super::math::{exp_scalar, sigmoid_scalar, swish_scalar};
+    if !crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2) {
+        return;
+    }
+    let specials = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -87.5,
+        -86.9,
+        -100.0,
+        87.9,
+        88.5,
+        0.0,
+        -0.0,
+        1e-30,
+        -3.25,
+        17.0,
+    ];
+    let close = |a: f32, b: f32| {
+        (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 4.0 * f32::EPSILON * b.abs()
+    };
+    for n in (0..70).chain([1000, 1003]) {
+        let mut x: Vec<f32> = (0..n)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.37)
+            .collect();
+        for (i, v) in x.iter_mut().enumerate() {
+            if i % 5 == 3 {
+                *v = specials[(i / 5) % specials.len()];
+            }
+        }
+        let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
+        type Pair = (
+            &'static str,
+            fn(&[f32], &mut [f32]),
+            unsafe fn(&[f32], &mut [f32]),
+        );
+        let pairs: [Pair; 2] = [
+            ("exp", exp_scalar, super::x86::exp),
+            ("sigmoid", sigmoid_scalar, super::x86::sigmoid),
+        ];
+        for (name, scalar, vector) in pairs {
+            scalar(&x, &mut want);
+            // SAFETY: AVX2 and FMA are available (checked above).
+            unsafe { vector(&x, &mut got) };
+            for i in 0..n {
+                assert!(
+                    close(got[i], want[i]),
+                    "{name} n={n} x={} {} vs {}",
+                    x[i],
+                    got[i],
+                    want[i]
+                );
+            }
+        }
+        for alpha in [1.0f32, 1.702, -0.5] {
+            swish_scalar(alpha, &x, &mut want);
+            // SAFETY: as above.
+            unsafe { super::x86::swish(alpha, &x, &mut got) };
+            for i in 0..n {
+                assert!(
+                    close(got[i], want[i]),
+                    "swish({alpha}) n={n} x={} {} vs {}",
+                    x[i],
+                    got[i],
+                    want[i]
+                );
+            }
+        }
+    }
+}

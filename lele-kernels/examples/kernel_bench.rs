@@ -1,0 +1,211 @@
+//! Times lele's kernels on one thread and prints one JSON object per line
+//! (`cargo xtask bench --kernels` runs this next to NumPy's BLAS).
+//!
+//! `cargo run --release -p lele-kernels --example kernel_bench [-- --quick]`
+use std::hint::black_box;
+use std::time::Instant;
+
+use lele_kernels::ops::conv::{AutoPad, Conv};
+use lele_kernels::ops::gemm::{MatRef, sgemm, sgemm_scratch_len};
+use lele_kernels::ops::unary::{Swish, Unary, UnaryOp};
+use lele_kernels::{DType, Kernel, Shape, TensorMut, TensorRef};
+
+/// A deterministic fill in [-1, 1).
+fn fill(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2_654_435_761).max(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s as f32 / u32::MAX as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Median seconds per call of `f`, repeated until about `budget` seconds.
+fn time(budget: f64, mut f: impl FnMut()) -> f64 {
+    f();
+    let t0 = Instant::now();
+    f();
+    let once = t0.elapsed().as_secs_f64().max(1e-7);
+    let reps = ((budget / once) as usize).clamp(3, 2000);
+    let mut v: Vec<f64> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn gemm_case(name: &str, m: usize, n: usize, k: usize, budget: f64) {
+    let a = fill(m * k, 1);
+    let b = fill(k * n, 2);
+    let mut c = vec![0f32; m * n];
+    let mut scratch = vec![0f32; sgemm_scratch_len(m, n, k)];
+    let secs = time(budget, || {
+        sgemm(
+            m,
+            n,
+            k,
+            1.0,
+            MatRef::row_major(&a, k),
+            MatRef::row_major(&b, n),
+            0.0,
+            &mut c,
+            n,
+            &mut scratch,
+        )
+        .expect("sgemm arguments are consistent");
+        black_box(&c);
+    });
+    let gflops = 2.0 * (m * n * k) as f64 / secs / 1e9;
+    println!(
+        "{{\"kernel\":\"sgemm\",\"case\":\"{name}\",\"m\":{m},\"n\":{n},\"k\":{k},\"ms\":{:.4},\"gflops\":{gflops:.2}}}",
+        secs * 1e3
+    );
+}
+
+fn unary_case(name: &str, kernel: &dyn Kernel, len: usize, budget: f64) {
+    let x = fill(len, 3);
+    let mut y = vec![0f32; len];
+    let shape = Shape::new(&[len]).expect("rank 1");
+    let secs = time(budget, || {
+        let ins = [Some(TensorRef {
+            dtype: DType::F32,
+            shape,
+            data: bytemuck_bytes(&x),
+        })];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape,
+            data: bytemuck_bytes_mut(&mut y),
+        }];
+        kernel
+            .run(&ins, &mut outs, &mut [])
+            .expect("unary arguments are consistent");
+        black_box(&y);
+    });
+    println!(
+        "{{\"kernel\":\"{name}\",\"case\":\"{len}\",\"len\":{len},\"ms\":{:.4},\"ns_per_elem\":{:.3}}}",
+        secs * 1e3,
+        secs * 1e9 / len as f64
+    );
+}
+
+/// One `Conv` call: `c` → `m` channels, `k`×`k` kernel, stride `s`, pad
+/// `k / 2`, on an `h`×`h` input, with bias; `group` groups.
+#[allow(clippy::too_many_arguments)]
+fn conv_case(
+    name: &str,
+    c: usize,
+    m: usize,
+    k: usize,
+    s: usize,
+    h: usize,
+    group: usize,
+    budget: f64,
+) {
+    let conv = Conv {
+        group,
+        kernel: [k, k],
+        strides: [s, s],
+        pads: [k / 2; 4],
+        dilations: [1, 1],
+        auto_pad: AutoPad::NotSet,
+    };
+    let x = fill(c * h * h, 4);
+    let w = fill(m * (c / group) * k * k, 5);
+    let b = fill(m, 6);
+    let xs = Shape::new(&[1, c, h, h]).expect("rank 4");
+    let ws = Shape::new(&[m, c / group, k, k]).expect("rank 4");
+    let bs = Shape::new(&[m]).expect("rank 1");
+    let ins = [
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: xs,
+            data: bytemuck_bytes(&x),
+        }),
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: ws,
+            data: bytemuck_bytes(&w),
+        }),
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: bs,
+            data: bytemuck_bytes(&b),
+        }),
+    ];
+    let mut out_shape = [Shape::SCALAR];
+    conv.infer(&ins, &mut out_shape)
+        .expect("conv shapes are consistent");
+    let mut y = vec![0f32; out_shape[0].numel()];
+    let mut scratch = vec![0u8; conv.scratch_bytes(&ins, &out_shape)];
+    let secs = time(budget, || {
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: out_shape[0],
+            data: bytemuck_bytes_mut(&mut y),
+        }];
+        conv.run(&ins, &mut outs, &mut scratch)
+            .expect("conv arguments are consistent");
+        black_box(&y);
+    });
+    let ohw = out_shape[0].numel() / m;
+    let flops = 2.0 * (m * ohw * (c / group) * k * k) as f64;
+    println!(
+        "{{\"kernel\":\"conv\",\"case\":\"{name}\",\"ms\":{:.4},\"gflops\":{:.2}}}",
+        secs * 1e3,
+        flops / secs / 1e9
+    );
+}
+
+fn bytemuck_bytes(x: &[f32]) -> &[u8] {
+    // SAFETY: f32 has no padding or invalid bit patterns as bytes; the
+    // length is the same memory.
+    unsafe { std::slice::from_raw_parts(x.as_ptr().cast(), x.len() * 4) }
+}
+
+fn bytemuck_bytes_mut(x: &mut [f32]) -> &mut [u8] {
+    // SAFETY: as above; every byte pattern is a valid f32.
+    unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast(), x.len() * 4) }
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let budget = if quick { 0.05 } else { 0.5 };
+    for s in [256, 384, 512, 768, 1024] {
+        gemm_case(&format!("square {s}"), s, s, s, budget);
+    }
+    gemm_case("gemv 1x2048x2048", 1, 2048, 2048, budget);
+    // Shapes from the benchmark models: a 3x3 conv of YOLOv8n as im2col
+    // GEMM, a 1x1 conv, and MiniLM's projections at sequence 128.
+    gemm_case("conv3x3 yolo 32x25600x144", 32, 25600, 144, budget);
+    gemm_case("conv1x1 yolo 64x6400x128", 64, 6400, 128, budget);
+    gemm_case("minilm qkv 128x384x384", 128, 384, 384, budget);
+    gemm_case("minilm ffn 128x1536x384", 128, 1536, 384, budget);
+    // Convolutions of the benchmark models (YOLOv8n stem and a C2f block,
+    // a PP-OCR depthwise layer).
+    conv_case("yolo 16->32 3x3 s2 320", 16, 32, 3, 2, 320, 1, budget);
+    conv_case("yolo 32->32 3x3 s1 160", 32, 32, 3, 1, 160, 1, budget);
+    conv_case("yolo 64->64 3x3 s1 80", 64, 64, 3, 1, 80, 1, budget);
+    conv_case("yolo 128->128 1x1 40", 128, 128, 1, 1, 40, 1, budget);
+    conv_case("depthwise 64 3x3 s1 160", 64, 64, 3, 1, 160, 64, budget);
+    conv_case("depthwise 64 3x3 s2 160", 64, 64, 3, 2, 160, 64, budget);
+    let n = 1 << 20;
+    unary_case("swish", &Swish { alpha: 1.0 }, n, budget);
+    unary_case(
+        "sigmoid",
+        &Unary {
+            op: UnaryOp::Sigmoid,
+        },
+        n,
+        budget,
+    );
+    unary_case("exp", &Unary { op: UnaryOp::Exp }, n, budget);
+    unary_case("relu", &Unary { op: UnaryOp::Relu }, n, budget);
+}

@@ -1,0 +1,123 @@
+//! Per-node timing of a profiled `forward`.
+use std::time::{Duration, Instant};
+
+use crate::kernels::rt::Profiler;
+
+/// A [`Profiler`] that adds up the wall time of each node over any number
+/// of `forward_profiled` calls.
+///
+/// ```text
+/// let mut timer = lele::NodeTimer::new(Model::node_labels().len());
+/// model.forward_profiled(&mut ws, &mut timer, input)?;
+/// for row in timer.report(Model::node_labels()) { println!("{row:?}"); }
+/// ```
+#[derive(Debug, Clone)]
+pub struct NodeTimer {
+    total: Vec<Duration>,
+    last: Option<Instant>,
+    runs: u32,
+}
+
+/// One node's share of a [`NodeTimer`]'s time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeTime {
+    /// Position among the model's node labels.
+    pub node: usize,
+    /// ONNX op type (or the fused op's name).
+    pub op: &'static str,
+    /// ONNX node name.
+    pub name: &'static str,
+    /// Mean time per run.
+    pub mean: Duration,
+    /// Fraction of the time of all nodes (0..=1).
+    pub share: f64,
+}
+
+impl NodeTimer {
+    /// A timer for a model with `nodes` profiled nodes
+    /// (`Model::node_labels().len()`). Allocates here, never while timing.
+    pub fn new(nodes: usize) -> Self {
+        NodeTimer {
+            total: vec![Duration::ZERO; nodes],
+            last: None,
+            runs: 0,
+        }
+    }
+
+    /// Number of `forward_profiled` calls timed.
+    pub fn runs(&self) -> u32 {
+        self.runs
+    }
+
+    /// Total time per node, summed over the runs.
+    pub fn totals(&self) -> &[Duration] {
+        &self.total
+    }
+
+    /// Nodes sorted by time, slowest first, with their labels.
+    pub fn report(&self, labels: &'static [(&'static str, &'static str)]) -> Vec<NodeTime> {
+        let all: Duration = self.total.iter().sum();
+        let runs = self.runs.max(1);
+        let mut rows: Vec<NodeTime> = self
+            .total
+            .iter()
+            .enumerate()
+            .map(|(node, &t)| {
+                let (op, name) = labels.get(node).copied().unwrap_or(("?", "?"));
+                NodeTime {
+                    node,
+                    op,
+                    name,
+                    mean: t / runs,
+                    share: if all.is_zero() {
+                        0.0
+                    } else {
+                        t.as_secs_f64() / all.as_secs_f64()
+                    },
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| b.mean.cmp(&a.mean).then(a.node.cmp(&b.node)));
+        rows
+    }
+}
+
+impl Profiler for NodeTimer {
+    fn start(&mut self) {
+        self.runs += 1;
+        self.last = Some(Instant::now());
+    }
+
+    fn node_done(&mut self, node: usize) {
+        let now = Instant::now();
+        if let (Some(last), Some(slot)) = (self.last, self.total.get_mut(node)) {
+            *slot += now - last;
+        }
+        self.last = Some(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_time_between_marks_to_the_node_just_done() {
+        static LABELS: &[(&str, &str)] = &[("Conv", "a"), ("Relu", "b")];
+        let mut t = NodeTimer::new(2);
+        for _ in 0..2 {
+            t.start();
+            std::thread::sleep(Duration::from_millis(4));
+            t.node_done(0);
+            t.node_done(1);
+        }
+        let r = t.report(LABELS);
+        assert_eq!(t.runs(), 2);
+        assert_eq!((r[0].op, r[0].name, r[0].node), ("Conv", "a", 0));
+        assert!(r[0].mean >= Duration::from_millis(4), "{r:?}");
+        assert!(r[1].mean < r[0].mean);
+        assert!((r[0].share + r[1].share - 1.0).abs() < 1e-9);
+        // An index past the labels is ignored, not a panic.
+        t.node_done(7);
+    }
+}
