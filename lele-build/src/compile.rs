@@ -141,6 +141,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     passes::fuse_silu(g);
     if !fold {
         passes::fuse_hardswish(g);
+        passes::fuse_gelu(g);
         passes::eliminate_dead_code(g);
         return Ok(());
     }
@@ -160,8 +161,8 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
             break;
         }
     }
-    // After folding, so the constants the pattern checks are values.
-    if passes::fuse_hardswish(g) > 0 {
+    // After folding, so the constants the patterns check are values.
+    if passes::fold_conv_affine(g) + passes::fuse_hardswish(g) + passes::fuse_gelu(g) > 0 {
         passes::eliminate_dead_code(g);
     }
     Ok(())

@@ -415,6 +415,108 @@ fn hardswish_is_fused_from_its_decomposed_form() {
     assert_eq!(build(3.0, true), vec!["Add", "Clip", "Mul", "Div", "Neg"]);
 }
 
+#[test]
+fn per_channel_affine_after_a_conv_folds_into_its_weights() {
+    // y = Add(Mul(Conv(x, W, B), s[1,2,1,1]), t[2,1,1]).
+    let w = proto::TensorProto {
+        name: s("w"),
+        data_type: Some(1),
+        dims: vec![2, 1, 1, 1],
+        float_data: vec![2.0, 3.0],
+        ..Default::default()
+    };
+    let per_channel = |name: &str, dims: Vec<i64>, v: [f32; 2]| proto::TensorProto {
+        name: s(name),
+        data_type: Some(1),
+        dims,
+        float_data: v.to_vec(),
+        ..Default::default()
+    };
+    let build = |extra_reader: bool| {
+        let mut nodes = vec![
+            node("Conv", &["x", "w", "b"], &["c"], vec![]),
+            node("Mul", &["c", "s"], &["m"], vec![]),
+            node("Add", &["t", "m"], &["y"], vec![]),
+        ];
+        let mut outputs = vec![value_info("y", 1, &[1, 2, 2, 2])];
+        if extra_reader {
+            nodes.push(node("Neg", &["m"], &["z"], vec![]));
+            outputs.push(value_info("z", 1, &[1, 2, 2, 2]));
+        }
+        let inits = vec![
+            w.clone(),
+            per_channel("b", vec![2], [1.0, -1.0]),
+            per_channel("s", vec![1, 2, 1, 1], [0.5, 4.0]),
+            per_channel("t", vec![2, 1, 1], [10.0, 20.0]),
+        ];
+        let m = model(
+            nodes,
+            inits,
+            vec![value_info("x", 1, &[1, 1, 2, 2])],
+            outputs,
+        );
+        let mut g = load(&m).unwrap();
+        let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+        let dims = resolve_input_dims(&g, &toml).unwrap();
+        optimize(&mut g, &dims, true, &Default::default()).unwrap();
+        g
+    };
+    let g = build(false);
+    assert_eq!(op_types(&g), vec!["Conv"]);
+    let conv = &g.main.nodes[0];
+    let vals = |i: usize| {
+        g.values[conv.inputs[i].unwrap()]
+            .constant
+            .as_ref()
+            .unwrap()
+            .to_f64s()
+            .unwrap()
+    };
+    // W·s and B·s + t, per output channel.
+    assert_eq!(vals(1), vec![1.0, 12.0]);
+    assert_eq!(vals(2), vec![10.5, 16.0]);
+    assert_eq!(conv.outputs, g.outputs);
+    // The Mul's result has another reader: the Mul still folds (the conv
+    // then produces exactly that result), the Add stays.
+    assert_eq!(op_types(&build(true)), vec!["Conv", "Add", "Neg"]);
+}
+
+#[test]
+fn gelu_is_fused_from_its_erf_form() {
+    // y = Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5), operands shuffled.
+    let build = |sqrt2: f32, erf_reader: bool| {
+        let mut nodes = vec![
+            node("Div", &["x", "sqrt2"], &["d"], vec![]),
+            node("Erf", &["d"], &["e"], vec![]),
+            node("Add", &["one", "e"], &["a"], vec![]),
+            node("Mul", &["a", "x"], &["m"], vec![]),
+            node("Mul", &["half", "m"], &["y"], vec![]),
+        ];
+        let mut outputs = vec![value_info("y", 1, &[4])];
+        if erf_reader {
+            nodes.push(node("Neg", &["e"], &["z"], vec![]));
+            outputs.push(value_info("z", 1, &[4]));
+        }
+        let inits = vec![
+            f32_init("sqrt2", sqrt2),
+            f32_init("one", 1.0),
+            f32_init("half", 0.5),
+        ];
+        let m = model(nodes, inits, vec![value_info("x", 1, &[4])], outputs);
+        let mut g = load(&m).unwrap();
+        let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+        let dims = resolve_input_dims(&g, &toml).unwrap();
+        optimize(&mut g, &dims, true, &Default::default()).unwrap();
+        op_types(&g)
+    };
+    assert_eq!(build(std::f32::consts::SQRT_2, false), vec!["Gelu"]);
+    assert_eq!(build(1.5, false), vec!["Div", "Erf", "Add", "Mul", "Mul"]);
+    assert_eq!(
+        build(std::f32::consts::SQRT_2, true),
+        vec!["Div", "Erf", "Add", "Mul", "Mul", "Neg"]
+    );
+}
+
 /// Op types of a zoo model after the compiler's passes.
 fn optimized_zoo_ops(file: &str, inputs: &str) -> Vec<String> {
     let path = lele_build::config::zoo_dir().join(file);
@@ -441,4 +543,23 @@ fn built_in_fusions_fire_on_real_models() {
     let det = optimized_zoo_ops("ppocr_v4_det.onnx", "x = [1, 3, 640, 640]");
     assert_eq!(count(&det, "HardSwish"), 24, "{det:?}");
     assert_eq!(count(&det, "Clip"), 0, "{det:?}");
+    // GELU (erf form): MiniLM-L3 has one per layer, PP-OCRv6 det 13.
+    let minilm = optimized_zoo_ops(
+        "minilm_l3.onnx",
+        "input_ids = [1, 128]\nattention_mask = [1, 128]",
+    );
+    assert_eq!(count(&minilm, "Gelu"), 3, "{minilm:?}");
+    assert_eq!(count(&minilm, "Erf"), 0, "{minilm:?}");
+    let v6 = optimized_zoo_ops("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]");
+    assert_eq!((count(&v6, "Gelu"), count(&v6, "Erf")), (13, 0), "{v6:?}");
+    // ... and the per-channel Mul/Add pair Paddle emits for each of the 52
+    // batch norms folds into the conv before it (86 Mul and 89 Add before):
+    // the Mul/Add left follow an activation, scale an SE branch or join
+    // branches.
+    assert_eq!(count(&det, "Conv"), 62, "{det:?}");
+    assert_eq!(
+        (count(&det, "Mul"), count(&det, "Add")),
+        (34, 37),
+        "{det:?}"
+    );
 }

@@ -208,4 +208,6 @@ fn main() {
     );
     unary_case("exp", &Unary { op: UnaryOp::Exp }, n, budget);
     unary_case("relu", &Unary { op: UnaryOp::Relu }, n, budget);
+    unary_case("erf", &Unary { op: UnaryOp::Erf }, n, budget);
+    unary_case("tanh", &Unary { op: UnaryOp::Tanh }, n, budget);
 }

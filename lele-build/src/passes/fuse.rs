@@ -4,6 +4,8 @@
 //!   others) becomes one `Swish { alpha: 1 }` node.
 //! - `Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6)` (HardSwish as Paddle exports
 //!   it, e.g. every PP-OCR backbone) becomes one `HardSwish` node.
+//! - `Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5)` (GELU as PyTorch and
+//!   Paddle export it: MiniLM, PP-OCRv6) becomes one `Gelu` node.
 //!
 //! One pass over the tensor instead of two or four, and no intermediates.
 //! Every inner output must have exactly one reader and not be a model
@@ -18,7 +20,7 @@ use lele_kernels::ops::unary::{Clip, Swish, Unary, UnaryOp};
 use crate::ir::{Graph, Node, Op, OutDType, ValueId};
 
 /// Whether `n` is an `op_type` node running exactly the kernel `own`.
-fn runs(n: &Node, op_type: &str, own: &dyn core::fmt::Debug) -> bool {
+pub(crate) fn runs(n: &Node, op_type: &str, own: &dyn core::fmt::Debug) -> bool {
     n.op_type == op_type && matches!(&n.op, Op::Kernel(k) if format!("{k:?}") == format!("{own:?}"))
 }
 
@@ -34,7 +36,7 @@ fn is_sigmoid(n: &Node) -> bool {
 }
 
 /// Readers of each value (model outputs count as readers).
-fn use_counts(g: &Graph) -> HashMap<ValueId, usize> {
+pub(crate) fn use_counts(g: &Graph) -> HashMap<ValueId, usize> {
     let mut uses: HashMap<ValueId, usize> = HashMap::new();
     g.for_each_node(&mut |n| {
         for v in n.inputs.iter().flatten() {
@@ -56,71 +58,89 @@ fn scalar_const(g: &Graph, v: Option<ValueId>) -> Option<f64> {
     }
 }
 
-/// Fuses Paddle's decomposed HardSwish; returns how many were fused.
-pub fn fuse_hardswish(g: &mut Graph) -> usize {
-    let uses = use_counts(g);
-    let mut producer: HashMap<ValueId, usize> = HashMap::new();
-    for (i, n) in g.main.nodes.iter().enumerate() {
-        for &o in &n.outputs {
-            producer.insert(o, i);
-        }
-    }
-    let binary = |op| Binary { op };
-    let single = |v: ValueId| uses.get(&v) == Some(&1);
-    let is_f32 = |v: ValueId| g.values[v].dtype == Some(DType::F32);
-    let mut fused: Vec<(usize, ValueId, [usize; 3])> = Vec::new();
-    for (i, div) in g.main.nodes.iter().enumerate() {
-        if !runs(div, "Div", &binary(BinaryOp::Div))
-            || div.inputs.len() != 2
-            || scalar_const(g, div.inputs[1]) != Some(6.0)
-        {
-            continue;
-        }
-        let found = (|| {
-            let m_out = div.inputs[0]?;
-            let &mi = producer.get(&m_out)?;
-            let mul = &g.main.nodes[mi];
-            if !single(m_out) || !runs(mul, "Mul", &binary(BinaryOp::Mul)) {
-                return None;
+/// Producers and reader counts of the main block, for chain matching.
+struct Links<'g> {
+    g: &'g Graph,
+    uses: HashMap<ValueId, usize>,
+    producer: HashMap<ValueId, usize>,
+}
+
+impl<'g> Links<'g> {
+    fn new(g: &'g Graph) -> Self {
+        let mut producer = HashMap::new();
+        for (i, n) in g.main.nodes.iter().enumerate() {
+            for &o in &n.outputs {
+                producer.insert(o, i);
             }
-            let (a, b) = (mul.inputs.first().copied()??, mul.inputs.get(1).copied()??);
-            [(a, b), (b, a)].into_iter().find_map(|(x, c_out)| {
-                let &ci = producer.get(&c_out)?;
-                let clip = &g.main.nodes[ci];
-                if !single(c_out)
-                    || !runs(clip, "Clip", &Clip)
-                    || scalar_const(g, clip.inputs.get(1).copied().flatten()) != Some(0.0)
-                    || scalar_const(g, clip.inputs.get(2).copied().flatten()) != Some(6.0)
-                {
-                    return None;
-                }
-                let a_out = clip.inputs.first().copied()??;
-                let &ai = producer.get(&a_out)?;
-                let add = &g.main.nodes[ai];
-                if !single(a_out) || !runs(add, "Add", &binary(BinaryOp::Add)) {
-                    return None;
-                }
-                let (p, q) = (add.inputs.first().copied()??, add.inputs.get(1).copied()??);
-                let plus3 = (p == x && scalar_const(g, Some(q)) == Some(3.0))
-                    || (q == x && scalar_const(g, Some(p)) == Some(3.0));
-                (plus3 && is_f32(x) && ai < ci && ci < mi && mi < i).then_some((x, [ai, ci, mi]))
-            })
-        })();
-        if let Some((x, inner)) = found {
-            fused.push((i, x, inner));
+        }
+        Links {
+            g,
+            uses: use_counts(g),
+            producer,
         }
     }
+
+    /// The node producing `v`, when `v` has exactly one reader and the node
+    /// is an `op_type` running exactly `own`.
+    fn inner(
+        &self,
+        v: ValueId,
+        op_type: &str,
+        own: &dyn core::fmt::Debug,
+    ) -> Option<(usize, &'g Node)> {
+        let &i = self.producer.get(&v)?;
+        let n = &self.g.main.nodes[i];
+        (self.uses.get(&v) == Some(&1) && runs(n, op_type, own)).then_some((i, n))
+    }
+
+    /// The operands of a two-input node as `(other, scalar)` when one of
+    /// them is a one-element constant (tried in both orders).
+    fn with_const(&self, n: &Node) -> Option<(ValueId, f64)> {
+        let (a, b) = (n.inputs.first().copied()??, n.inputs.get(1).copied()??);
+        if n.inputs.len() != 2 {
+            return None;
+        }
+        match (scalar_const(self.g, Some(b)), scalar_const(self.g, Some(a))) {
+            (Some(c), _) => Some((a, c)),
+            (None, Some(c)) => Some((b, c)),
+            _ => None,
+        }
+    }
+
+    /// The operands of a two-input node with `x` as one of them: the other.
+    fn other_than(n: &Node, x: ValueId) -> Option<ValueId> {
+        match (n.inputs.first().copied()?, n.inputs.get(1).copied()?) {
+            (Some(a), Some(b)) if a == x => Some(b),
+            (Some(a), Some(b)) if b == x => Some(a),
+            _ => None,
+        }
+    }
+
+    fn is_f32(&self, v: ValueId) -> bool {
+        self.g.values[v].dtype == Some(DType::F32)
+    }
+}
+
+/// One fused chain: node `last` becomes `op` applied to `x`; the `inner`
+/// nodes go.
+struct Fused {
+    last: usize,
+    x: ValueId,
+    inner: Vec<usize>,
+    op: UnaryOp,
+    tag: &'static str,
+}
+
+fn rewrite(g: &mut Graph, fused: Vec<Fused>) -> usize {
     let mut drop = Vec::new();
-    for &(i, x, inner) in &fused {
-        let n = &mut g.main.nodes[i];
-        n.op = Op::Kernel(Box::new(Unary {
-            op: UnaryOp::HardSwish,
-        }));
-        n.op_type = "HardSwish".into();
-        n.name = format!("{}::hardswish", n.name);
-        n.inputs = vec![Some(x)];
+    for f in &fused {
+        let n = &mut g.main.nodes[f.last];
+        n.op = Op::Kernel(Box::new(Unary { op: f.op }));
+        n.op_type = format!("{:?}", f.op);
+        n.name = format!("{}::{}", n.name, f.tag);
+        n.inputs = vec![Some(f.x)];
         n.out_dtypes = vec![OutDType::Input(0)];
-        drop.extend(inner);
+        drop.extend(&f.inner);
     }
     drop.sort_unstable();
     drop.dedup();
@@ -128,6 +148,97 @@ pub fn fuse_hardswish(g: &mut Graph) -> usize {
         g.main.nodes.remove(p);
     }
     fused.len()
+}
+
+const fn bin(op: BinaryOp) -> Binary {
+    Binary { op }
+}
+
+/// Fuses Paddle's decomposed HardSwish; returns how many were fused.
+pub fn fuse_hardswish(g: &mut Graph) -> usize {
+    let l = Links::new(g);
+    let mut fused = Vec::new();
+    for (i, div) in g.main.nodes.iter().enumerate() {
+        if !runs(div, "Div", &bin(BinaryOp::Div)) || div.inputs.len() != 2 {
+            continue;
+        }
+        let found = (|| {
+            let m_out = div.inputs[0]?;
+            (scalar_const(g, div.inputs[1]) == Some(6.0)).then_some(())?;
+            let (mi, mul) = l.inner(m_out, "Mul", &bin(BinaryOp::Mul))?;
+            let (a, b) = (mul.inputs.first().copied()??, mul.inputs.get(1).copied()??);
+            [(a, b), (b, a)].into_iter().find_map(|(x, c_out)| {
+                let (ci, clip) = l.inner(c_out, "Clip", &Clip)?;
+                let lo = scalar_const(g, clip.inputs.get(1).copied().flatten());
+                let hi = scalar_const(g, clip.inputs.get(2).copied().flatten());
+                (lo == Some(0.0) && hi == Some(6.0)).then_some(())?;
+                let (ai, add) =
+                    l.inner(clip.inputs.first().copied()??, "Add", &bin(BinaryOp::Add))?;
+                let plus3 = l.with_const(add) == Some((x, 3.0));
+                (plus3 && l.is_f32(x)).then(|| Fused {
+                    last: i,
+                    x,
+                    inner: vec![ai, ci, mi],
+                    op: UnaryOp::HardSwish,
+                    tag: "hardswish",
+                })
+            })
+        })();
+        fused.extend(found);
+    }
+    rewrite(g, fused)
+}
+
+/// Fuses the erf form of GELU as PyTorch and Paddle export it,
+/// `Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5)` (operands in either order;
+/// `Mul(x, 1/√2)` for the Div), into one `Gelu`; returns how many.
+pub fn fuse_gelu(g: &mut Graph) -> usize {
+    let l = Links::new(g);
+    let near = |v: f64, want: f64| (v - want).abs() <= 1e-6 * want;
+    let mut fused = Vec::new();
+    for (i, half) in g.main.nodes.iter().enumerate() {
+        if !runs(half, "Mul", &bin(BinaryOp::Mul)) {
+            continue;
+        }
+        let found = (|| {
+            let (m_out, c) = l.with_const(half)?;
+            (c == 0.5).then_some(())?;
+            let (mi, mul) = l.inner(m_out, "Mul", &bin(BinaryOp::Mul))?;
+            let (a, b) = (mul.inputs.first().copied()??, mul.inputs.get(1).copied()??);
+            [(a, b), (b, a)].into_iter().find_map(|(x, add_out)| {
+                let (ai, add) = l.inner(add_out, "Add", &bin(BinaryOp::Add))?;
+                let (e_out, one) = l.with_const(add)?;
+                (one == 1.0).then_some(())?;
+                let (ei, erf) = l.inner(e_out, "Erf", &Unary { op: UnaryOp::Erf })?;
+                let d_out = erf.inputs.first().copied()??;
+                let (di, scale) = l
+                    .inner(d_out, "Div", &bin(BinaryOp::Div))
+                    .filter(|(_, n)| {
+                        scalar_const(g, n.inputs.get(1).copied().flatten())
+                            .is_some_and(|c| near(c, core::f64::consts::SQRT_2))
+                    })
+                    .or_else(|| {
+                        l.inner(d_out, "Mul", &bin(BinaryOp::Mul)).filter(|(_, n)| {
+                            l.with_const(n)
+                                .is_some_and(|(_, c)| near(c, core::f64::consts::FRAC_1_SQRT_2))
+                        })
+                    })?;
+                // Div must divide x (not the constant); Mul either way.
+                let arg_is_x = Links::other_than(scale, x).is_some()
+                    && (scale.op_type == "Mul"
+                        || scale.inputs.first().copied().flatten() == Some(x));
+                (arg_is_x && l.is_f32(x)).then(|| Fused {
+                    last: i,
+                    x,
+                    inner: vec![di, ei, ai, mi],
+                    op: UnaryOp::Gelu,
+                    tag: "gelu",
+                })
+            })
+        })();
+        fused.extend(found);
+    }
+    rewrite(g, fused)
 }
 
 /// Fuses `Mul(x, Sigmoid(x))` into `Swish`; returns how many were fused.

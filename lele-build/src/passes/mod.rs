@@ -3,12 +3,14 @@
 pub mod dtypes;
 pub mod eval;
 pub mod fold;
+pub mod fold_conv;
 pub mod fuse;
 pub mod sizing;
 pub mod widen;
 
 pub use dtypes::infer_dtypes;
 pub use fold::{eliminate_dead_code, fold_constants};
-pub use fuse::{fuse_hardswish, fuse_silu};
+pub use fold_conv::fold_conv_affine;
+pub use fuse::{fuse_gelu, fuse_hardswish, fuse_silu};
 pub use sizing::{Sizes, size_graph};
 pub use widen::widen_half_precision;

@@ -1,0 +1,162 @@
+//! Folds a per-channel affine that follows a convolution into its weights:
+//! `Add(Mul(Conv(x, W, B), s), t)` → `Conv(x, W·s, B·s + t)`.
+//!
+//! Paddle exports every batch norm of PP-OCR this way (a Conv, then a Mul
+//! and an Add with `[1, M, 1, 1]` constants); ONNX Runtime folds the same
+//! chain at load time. Either step may be missing (`Conv → Mul`,
+//! `Conv → Add`). Conditions: `W` (and `B`, if present) and the affine
+//! operands are f32 constants, each operand is a scalar or has `M` values
+//! along the channel axis and 1 elsewhere, every intermediate has exactly
+//! one reader and is not a model output, and the Mul/Add run lele's own
+//! kernels. The product is rounded once, in f32.
+use std::collections::HashMap;
+
+use lele_kernels::DType;
+use lele_kernels::ops::binary::{Binary, BinaryOp};
+
+use super::fuse::{runs, use_counts};
+use crate::ir::{Graph, Tensor, ValueId};
+
+/// The `m` per-channel values of a constant shaped for a rank-`rank` conv
+/// output (`None` when it is not per-channel or not f32).
+fn per_channel(g: &Graph, v: ValueId, m: usize, rank: usize) -> Option<Vec<f32>> {
+    let t = g.values.get(v)?.constant.as_ref()?;
+    if t.dtype != DType::F32 || t.dims.len() > rank {
+        return None;
+    }
+    let vals: &[f32] = bytemuck::try_cast_slice(t.bytes()).ok()?;
+    if vals.len() == 1 {
+        return Some(vec![vals[0]; m]);
+    }
+    // Right-aligned against the output's dims; the channel axis is 1.
+    let lead = rank - t.dims.len();
+    let ok = t
+        .dims
+        .iter()
+        .enumerate()
+        .all(|(i, &d)| if i + lead == 1 { d == m } else { d == 1 });
+    (ok && vals.len() == m).then(|| vals.to_vec())
+}
+
+/// The values of a conv bias (f32 constant of `m` elements).
+fn bias_vals(g: &Graph, v: ValueId, m: usize) -> Option<Vec<f32>> {
+    let t = g.values.get(v)?.constant.as_ref()?;
+    let vals: &[f32] = bytemuck::try_cast_slice(t.bytes()).ok()?;
+    (t.dtype == DType::F32 && vals.len() == m).then(|| vals.to_vec())
+}
+
+/// Folds every matching chain; returns how many convolutions absorbed one.
+pub fn fold_conv_affine(g: &mut Graph) -> usize {
+    let mut folded = 0;
+    loop {
+        let uses = use_counts(g);
+        let mut reader: HashMap<ValueId, usize> = HashMap::new();
+        for (i, n) in g.main.nodes.iter().enumerate() {
+            for v in n.inputs.iter().flatten() {
+                reader.insert(*v, i);
+            }
+        }
+        let mut plan = None;
+        for (ci, conv) in g.main.nodes.iter().enumerate() {
+            if conv.op_type != "Conv" || conv.outputs.len() != 1 || conv.inputs.len() < 2 {
+                continue;
+            }
+            let Some(wv) = conv.inputs[1] else { continue };
+            let Some(w) = g.values[wv].constant.as_ref() else {
+                continue;
+            };
+            if w.dtype != DType::F32 || w.dims.len() < 3 {
+                continue;
+            }
+            let (m, rank) = (w.dims[0], w.dims.len());
+            let bias = conv.inputs.get(2).copied().flatten();
+            if bias.is_some_and(|b| bias_vals(g, b, m).is_none()) {
+                continue;
+            }
+            // The step reading `v` if it is a constant Mul/Add by a
+            // per-channel operand: (node, op, values).
+            let step = |v: ValueId| {
+                if uses.get(&v) != Some(&1) || g.outputs.contains(&v) {
+                    return None;
+                }
+                let &ni = reader.get(&v)?;
+                let n = &g.main.nodes[ni];
+                let op = [BinaryOp::Mul, BinaryOp::Add].into_iter().find(|&op| {
+                    let name = if op == BinaryOp::Mul { "Mul" } else { "Add" };
+                    runs(n, name, &Binary { op })
+                })?;
+                let (a, b) = (n.inputs.first().copied()??, n.inputs.get(1).copied()??);
+                let other = if a == v { b } else { a };
+                if a == b || n.outputs.len() != 1 {
+                    return None;
+                }
+                Some((ni, op, per_channel(g, other, m, rank)?))
+            };
+            let first = step(conv.outputs[0]);
+            let Some((n1, op1, vals1)) = first else {
+                continue;
+            };
+            let second = if op1 == BinaryOp::Mul {
+                step(g.main.nodes[n1].outputs[0]).filter(|s| s.1 == BinaryOp::Add)
+            } else {
+                None
+            };
+            plan = Some((ci, m, (n1, op1, vals1), second));
+            break;
+        }
+        let Some((ci, m, first, second)) = plan else {
+            return folded;
+        };
+        let conv = &g.main.nodes[ci];
+        let (wv, bias) = (conv.inputs[1], conv.inputs.get(2).copied().flatten());
+        let Some(w) = wv.and_then(|v| g.values[v].constant.clone()) else {
+            return folded;
+        };
+        let w_vals: &[f32] = bytemuck::cast_slice(w.bytes());
+        let mut new_w = w_vals.to_vec();
+        let mut new_b = match bias.and_then(|b| bias_vals(g, b, m)) {
+            Some(b) => b,
+            None => vec![0.0; m],
+        };
+        let per = new_w.len() / m.max(1);
+        let mut last = first.0;
+        let mut gone = Vec::new();
+        for (ni, op, vals) in std::iter::once(first).chain(second) {
+            last = ni;
+            gone.push(ni);
+            for c in 0..m {
+                if op == BinaryOp::Mul {
+                    new_w[c * per..(c + 1) * per]
+                        .iter_mut()
+                        .for_each(|x| *x *= vals[c]);
+                    new_b[c] *= vals[c];
+                } else {
+                    new_b[c] += vals[c];
+                }
+            }
+        }
+        let name = g.main.nodes[ci].name.clone();
+        let (Some(wt), Some(bt)) = (
+            Tensor::from_values(&w.dims, &new_w),
+            Tensor::from_values(&[m], &new_b),
+        ) else {
+            return folded;
+        };
+        let wid = g.add_constant(&format!("{name}::folded_w"), wt);
+        let bid = g.add_constant(&format!("{name}::folded_b"), bt);
+        // The conv now produces the last step's output (same value id, so
+        // readers are untouched); the Mul/Add nodes go.
+        let out = g.main.nodes[last].outputs[0];
+        let conv = &mut g.main.nodes[ci];
+        conv.inputs.resize(3, None);
+        conv.inputs[1] = Some(wid);
+        conv.inputs[2] = Some(bid);
+        conv.outputs = vec![out];
+        conv.name = format!("{name}::affine");
+        gone.sort_unstable();
+        for &i in gone.iter().rev() {
+            g.main.nodes.remove(i);
+        }
+        folded += 1;
+    }
+}
