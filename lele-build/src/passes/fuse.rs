@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp};
-use lele_kernels::ops::unary::{Clip, Swish, Unary, UnaryOp};
+use lele_kernels::ops::unary::{Clip, GeluErf, Swish, Unary, UnaryOp};
 
 use crate::ir::{Graph, Node, Op, OutDType, ValueId};
 
@@ -127,27 +127,29 @@ struct Fused {
     last: usize,
     x: ValueId,
     inner: Vec<usize>,
-    op: UnaryOp,
+    kernel: Box<dyn crate::ops::OpKernel>,
+    op_type: &'static str,
     tag: &'static str,
 }
 
 fn rewrite(g: &mut Graph, fused: Vec<Fused>) -> usize {
     let mut drop = Vec::new();
-    for f in &fused {
+    let count = fused.len();
+    for f in fused {
         let n = &mut g.main.nodes[f.last];
-        n.op = Op::Kernel(Box::new(Unary { op: f.op }));
-        n.op_type = format!("{:?}", f.op);
+        n.op = Op::Kernel(f.kernel);
+        n.op_type = f.op_type.into();
         n.name = format!("{}::{}", n.name, f.tag);
         n.inputs = vec![Some(f.x)];
         n.out_dtypes = vec![OutDType::Input(0)];
-        drop.extend(&f.inner);
+        drop.extend(f.inner);
     }
     drop.sort_unstable();
     drop.dedup();
     for &p in drop.iter().rev() {
         g.main.nodes.remove(p);
     }
-    fused.len()
+    count
 }
 
 const fn bin(op: BinaryOp) -> Binary {
@@ -179,7 +181,10 @@ pub fn fuse_hardswish(g: &mut Graph) -> usize {
                     last: i,
                     x,
                     inner: vec![ai, ci, mi],
-                    op: UnaryOp::HardSwish,
+                    kernel: Box::new(Unary {
+                        op: UnaryOp::HardSwish,
+                    }),
+                    op_type: "HardSwish",
                     tag: "hardswish",
                 })
             })
@@ -231,7 +236,8 @@ pub fn fuse_gelu(g: &mut Graph) -> usize {
                     last: i,
                     x,
                     inner: vec![di, ei, ai, mi],
-                    op: UnaryOp::Gelu,
+                    kernel: Box::new(GeluErf {}),
+                    op_type: "Gelu",
                     tag: "gelu",
                 })
             })

@@ -2,6 +2,7 @@
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
 use crate::ops::gemm::{check_f32, f32_in, f32_out, scratch_f32};
+use crate::ops::unary::exp_shifted_in_place;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -67,12 +68,8 @@ fn softmax_run(
     if inner == 1 {
         for (xr, yr) in x.chunks_exact(len).zip(y.chunks_exact_mut(len)) {
             let m = xr.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-            let mut sum = 0f32;
-            for (o, &v) in yr.iter_mut().zip(xr) {
-                let e = (v - m).exp();
-                *o = e;
-                sum += e;
-            }
+            yr.copy_from_slice(xr);
+            let sum = exp_shifted_in_place(yr, m);
             if log {
                 let ls = sum.ln();
                 for (o, &v) in yr.iter_mut().zip(xr) {

@@ -1,5 +1,5 @@
 //! Direct depthwise convolution (one input channel per group).
-use super::{Conv, ConvGeom};
+use super::{Conv, ConvGeom, valid_range};
 
 /// One channel of a depthwise convolution, accumulated into `out` (which
 /// holds the bias). Compiled twice: for the baseline target and with AVX2+FMA
@@ -26,11 +26,18 @@ unsafe fn plane_avx2(conv: &Conv, g: &ConvGeom, xp: &[f32], wk: &[f32], out: &mu
     plane(conv, g, xp, wk, out)
 }
 
+/// Widest input row the stride-2 path splits on the stack.
+const SPLIT_MAX: usize = 4096;
+
 #[inline(always)]
 fn plane(conv: &Conv, g: &ConvGeom, xp: &[f32], wk: &[f32], out: &mut [f32]) {
     let [sh, sw] = conv.strides;
     let [dh, dw] = conv.dilations;
     let (ih, iw) = (g.x.h as isize, g.x.w as isize);
+    // Stride 2: each input row is split into its even and odd columns, so
+    // every tap reads a contiguous run (a strided read does not vectorize).
+    let split = sw == 2 && g.x.w <= SPLIT_MAX;
+    let mut halves = [[0f32; SPLIT_MAX / 2]; 2];
     for oh in 0..g.oh {
         let orow = &mut out[oh * g.ow..(oh + 1) * g.ow];
         for ki in 0..g.kh {
@@ -39,34 +46,40 @@ fn plane(conv: &Conv, g: &ConvGeom, xp: &[f32], wk: &[f32], out: &mut [f32]) {
                 continue;
             }
             let xrow = &xp[hh as usize * g.x.w..(hh as usize + 1) * g.x.w];
+            if split {
+                let [even, odd] = &mut halves;
+                for (i, pair) in xrow.chunks(2).enumerate() {
+                    even[i] = pair[0];
+                    if let Some(&v) = pair.get(1) {
+                        odd[i] = v;
+                    }
+                }
+            }
             for kj in 0..g.kw {
                 let wv = wk[ki * g.kw + kj];
+                // Input column of output column t: base + t·sw.
                 let base = (kj * dw) as isize - g.pl as isize;
-                // Output columns whose input column is inside the row.
-                let lo = if base >= 0 {
-                    0
-                } else {
-                    ((-base) as usize).div_ceil(sw)
-                };
-                let hi = if iw - 1 - base < 0 {
-                    0
-                } else {
-                    (((iw - 1 - base) as usize) / sw + 1).min(g.ow)
-                };
+                let (lo, hi) = valid_range(base, sw as isize, iw, g.ow);
                 if hi <= lo {
                     continue;
                 }
                 // First input column read: lo·sw + base (inside the row).
                 let start = ((lo * sw) as isize + base) as usize;
                 let dst = &mut orow[lo..hi];
-                if sw == 1 {
-                    for (o, &v) in dst.iter_mut().zip(&xrow[start..start + (hi - lo)]) {
-                        *o += wv * v;
-                    }
+                let src = if sw == 1 {
+                    &xrow[start..start + (hi - lo)]
+                } else if split {
+                    // Column `start + 2i` is element `start / 2 + i` of
+                    // the half of `start`'s parity.
+                    &halves[start % 2][start / 2..start / 2 + (hi - lo)]
                 } else {
                     for (o, &v) in dst.iter_mut().zip(xrow[start..].iter().step_by(sw)) {
                         *o += wv * v;
                     }
+                    continue;
+                };
+                for (o, &v) in dst.iter_mut().zip(src) {
+                    *o += wv * v;
                 }
             }
         }

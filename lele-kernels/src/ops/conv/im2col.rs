@@ -73,7 +73,7 @@ impl Im2col<'_> {
 /// The output columns `t` in `0..n` whose input column `first + t·step`
 /// lies in `0..len`, as a range `[lo, hi)` (`step > 0`; empty gives
 /// `lo == hi`).
-fn valid_range(first: isize, step: isize, len: isize, n: usize) -> (usize, usize) {
+pub(crate) fn valid_range(first: isize, step: isize, len: isize, n: usize) -> (usize, usize) {
     let n = n as isize;
     // lo: smallest t with first + t·step >= 0.
     let lo = if first >= 0 {

@@ -21,6 +21,7 @@ mod transpose;
 
 use depthwise::depthwise_plane;
 use im2col::Im2col;
+pub(crate) use im2col::valid_range;
 pub use transpose::ConvTranspose;
 
 /// ONNX `auto_pad`.

@@ -83,6 +83,10 @@ fn conv_paths_match_naive() {
         (1, 3, 6, 6, 2, 1, 1, 1, [2, 2], [0, 0, 0, 0], [1, 1]), // strided 1x1
         (1, 6, 9, 11, 6, 3, 3, 6, [1, 1], [1, 1, 1, 1], [1, 1]), // depthwise
         (2, 4, 9, 8, 4, 5, 3, 4, [2, 3], [2, 1, 1, 2], [1, 2]), // depthwise strided
+        // Depthwise with column stride 2 (even/odd split), odd and even widths.
+        (1, 3, 7, 11, 3, 3, 3, 3, [2, 2], [1, 1, 1, 1], [1, 1]),
+        (2, 2, 6, 10, 2, 3, 3, 2, [2, 2], [0, 2, 1, 1], [1, 2]),
+        (1, 2, 5, 9, 2, 5, 5, 2, [1, 2], [2, 3, 2, 0], [1, 1]),
         (1, 4, 9, 8, 8, 3, 3, 4, [1, 1], [1, 1, 1, 1], [1, 1]), // multiplier 2
         (1, 3, 5, 5, 2, 5, 5, 1, [1, 1], [0, 0, 0, 0], [1, 1]), // 1x1 output
         // Pads wider than the kernel reaches: whole patch rows fall outside.
@@ -426,6 +430,8 @@ fn conv_transpose_matches_naive() {
         (1, 3, 4, 5, 2, 3, 3, 1, [2, 2], [1, 1, 1, 1], [1, 1], [1, 0]),
         (2, 4, 3, 3, 3, 2, 3, 2, [1, 2], [0, 1, 0, 0], [2, 1], [0, 1]),
         (1, 2, 5, 4, 1, 4, 4, 1, [2, 2], [1, 1, 1, 1], [1, 1], [0, 0]),
+        // Stride 3, pads that cut whole taps off, odd widths.
+        (1, 2, 6, 7, 2, 3, 2, 1, [3, 2], [2, 1, 0, 3], [1, 2], [2, 1]),
     ];
     for (ci, &(n, c, h, w, mg, kh, kw, group, strides, pads, dil, opad)) in cases.iter().enumerate()
     {

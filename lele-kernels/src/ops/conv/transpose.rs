@@ -1,5 +1,5 @@
 //! `ConvTranspose` as GEMM + col2im.
-use super::{AutoPad, COL_BUDGET, ConvGeom, kernel_from_w, nchw, out_shape};
+use super::{AutoPad, COL_BUDGET, ConvGeom, kernel_from_w, nchw, out_shape, valid_range};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_scratch_len};
@@ -230,19 +230,32 @@ impl Kernel for ConvTranspose {
                         cw,
                         gs,
                     )?;
-                    // col2im
+                    // col2im, one input-row segment at a time: the output
+                    // columns a segment reaches form one strided run.
                     for (r, crow) in col.chunks_exact(cw).enumerate() {
                         let m = r / (g.kh * g.kw);
                         let ki = (r / g.kw) % g.kh;
                         let kj = r % g.kw;
                         let yp = &mut yg[m * ohw..(m + 1) * ohw];
-                        for (t, &v) in crow.iter().enumerate() {
-                            let (ih, iw) = ((j0 + t) / g.x.w, (j0 + t) % g.x.w);
+                        let mut t = 0;
+                        while t < cw {
+                            let (ih, iw0) = ((j0 + t) / g.x.w, (j0 + t) % g.x.w);
+                            let seg = (g.x.w - iw0).min(cw - t);
                             let oh = (ih * sh + ki * dh) as isize - g.pt as isize;
-                            let ow = (iw * sw + kj * dw) as isize - g.pl as isize;
-                            if oh >= 0 && (oh as usize) < g.oh && ow >= 0 && (ow as usize) < g.ow {
-                                yp[oh as usize * g.ow + ow as usize] += v;
+                            if oh >= 0 && (oh as usize) < g.oh {
+                                let first = (iw0 * sw + kj * dw) as isize - g.pl as isize;
+                                let (lo, hi) = valid_range(first, sw as isize, g.ow as isize, seg);
+                                if hi > lo {
+                                    let yrow =
+                                        &mut yp[oh as usize * g.ow..(oh as usize + 1) * g.ow];
+                                    let start = (first + (lo * sw) as isize) as usize;
+                                    let src = &crow[t + lo..t + hi];
+                                    for (d, &v) in yrow[start..].iter_mut().step_by(sw).zip(src) {
+                                        *d += v;
+                                    }
+                                }
                             }
+                            t += seg;
                         }
                     }
                 }

@@ -133,6 +133,17 @@ impl Kernel for LayerNormalization {
             }
             let sn = scale.len();
             match bias {
+                // The usual case: scale and bias cover the whole row.
+                Some(b) if sn == d && b.len() == d => {
+                    for ((o, &v), (&g, &c)) in yr.iter_mut().zip(xr).zip(scale.iter().zip(b)) {
+                        *o = (v - mean) * inv * g + c;
+                    }
+                }
+                None if sn == d => {
+                    for ((o, &v), &g) in yr.iter_mut().zip(xr).zip(scale) {
+                        *o = (v - mean) * inv * g;
+                    }
+                }
                 Some(b) => {
                     let bn = b.len();
                     for (i, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {

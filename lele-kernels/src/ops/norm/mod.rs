@@ -41,13 +41,32 @@ fn only_first_output(n: usize, op: &'static str) -> Result<(), KernelError> {
     Ok(())
 }
 
-/// Mean and `1 / sqrt(var + eps)` of `x` (two passes in f32).
+/// Mean and `1 / sqrt(var + eps)` of `x` (two passes in f32, eight
+/// partial sums each, so the loops vectorize).
 #[inline]
 fn moments(x: &[f32], eps: f32) -> (f32, f32) {
     let n = x.len() as f32;
-    let mean = x.iter().sum::<f32>() / n;
-    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n;
+    let mean = lane_sum(x, |v| v) / n;
+    let var = lane_sum(x, |v| (v - mean) * (v - mean)) / n;
     (mean, 1.0 / (var + eps).sqrt())
+}
+
+/// `Σ f(v)` over `x` with eight interleaved partial sums.
+#[inline(always)]
+fn lane_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0f32; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += f(v);
+        }
+    }
+    let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for &v in tail {
+        s += f(v);
+    }
+    s
 }
 
 /// Mean and (biased) variance of the values of several slices together,

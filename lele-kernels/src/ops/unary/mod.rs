@@ -23,7 +23,8 @@ mod x86;
 
 use math::{Real, erf_f32, exp_slice, gelu_f64, sigmoid_slice, tanh_fast};
 pub use params::{
-    Celu, Clip, Elu, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, Swish, ThresholdedRelu,
+    Celu, Clip, Elu, GeluErf, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, Swish,
+    ThresholdedRelu,
 };
 
 /// The operation of a [`Unary`] kernel (ONNX operator of the same name).
@@ -393,9 +394,34 @@ fn hard_sigmoid<T: Real>(v: T, alpha: T, beta: T) -> T {
     if t < T::ZERO { T::ZERO } else { t }
 }
 
+/// `y[i] = e^(y[i] - shift)` for every element, with the vectorized exp
+/// (through a small stack buffer, since the exp kernels read and write
+/// distinct slices); returns the sum of the results.
+pub(crate) fn exp_shifted_in_place(y: &mut [f32], shift: f32) -> f32 {
+    let mut tmp = [0f32; 256];
+    let mut sum = 0f32;
+    for chunk in y.chunks_mut(256) {
+        let t = &mut tmp[..chunk.len()];
+        for (d, &v) in t.iter_mut().zip(chunk.iter()) {
+            *d = v - shift;
+        }
+        exp_slice(t, chunk);
+        let mut acc = [0f32; 8];
+        let lanes = chunk.chunks_exact(8);
+        let rest: f32 = lanes.remainder().iter().sum();
+        for c in lanes {
+            for (a, &v) in acc.iter_mut().zip(c) {
+                *a += v;
+            }
+        }
+        sum += acc.iter().sum::<f32>() + rest;
+    }
+    sum
+}
+
 /// [`map`] over f32, compiled with AVX2+FMA when the CPU has them (the
 /// loop then vectorizes eight wide instead of four).
-fn map_f32(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
+pub(super) fn map_f32(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
     #[cfg(target_arch = "x86_64")]
     if matches!(
         crate::ops::gemm::best_isa(),

@@ -1,6 +1,6 @@
 //! Parameterised activations (`HardSigmoid`, `LeakyRelu`, …), `Clip` and
 //! `Shrink`.
-use super::{Real, float_map, hard_sigmoid, map, same_shape, tanh_fast};
+use super::{Real, erf_f32, float_map, hard_sigmoid, map, map_f32, same_shape, tanh_fast};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::broadcast::{Num, check_data, check_out};
@@ -19,6 +19,7 @@ enum Param {
     Celu(f32),
     ThresholdedRelu(f32),
     GeluTanh,
+    GeluErf,
     Swish(f32),
 }
 
@@ -64,6 +65,11 @@ fn apply_param<T: Real>(p: Param, x: &[T], y: &mut [T]) {
             let a = T::c(a as f64);
             map(x, y, |v| v / (one + (-(a * v)).exp()))
         }
+        Param::GeluErf => {
+            let half = T::c(0.5);
+            let r = T::c(core::f64::consts::FRAC_1_SQRT_2);
+            map(x, y, |v| half * v * (one + (v * r).erf()))
+        }
         Param::GeluTanh => {
             let k = T::c((2.0 / core::f64::consts::PI).sqrt());
             let c = T::c(0.044715);
@@ -87,9 +93,12 @@ fn run_param(
     check_out(out, x.dtype, &x.shape, op)?;
     let f32_fn = |a: &[f32], b: &mut [f32]| match p {
         Param::Swish(alpha) => super::math::swish_slice(alpha, a, b),
-        Param::GeluTanh => map(a, b, |v| {
+        Param::GeluTanh => map_f32(a, b, |v| {
             let k = 0.797_884_6_f32;
             0.5 * v * (1.0 + tanh_fast(k * (v + 0.044715 * v * v * v)))
+        }),
+        Param::GeluErf => map_f32(a, b, |v| {
+            0.5 * v * (1.0 + erf_f32(v * core::f32::consts::FRAC_1_SQRT_2))
         }),
         _ => apply_param(p, a, b),
     };
@@ -191,6 +200,13 @@ param_kernel!(
 param_kernel!(
     /// ONNX `Gelu` with `approximate="tanh"`.
     GeluTanh {} => Param::GeluTanh
+);
+param_kernel!(
+    /// GELU in erf form evaluated the way its decomposed ONNX subgraph is,
+    /// `0.5·x·(1 + erf(x/√2))` in the element type (what the fusion pass
+    /// puts in place of that subgraph; ONNX `Gelu` itself is the more
+    /// careful [`super::UnaryOp::Gelu`]).
+    GeluErf {} => Param::GeluErf
 );
 
 /// ONNX `Clip`: inputs `input`, optional scalar `min`, optional scalar `max`

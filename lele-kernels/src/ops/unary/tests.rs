@@ -275,3 +275,28 @@ fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
         }
     }
 }
+
+#[test]
+fn gelu_erf_matches_its_formula_in_f32_and_f64() {
+    // Odd length: the vector body and its tail both run.
+    let xs: Vec<f32> = (0..1001).map(|i| (i as f32 - 500.0) * 0.017).collect();
+    let want = |v: f64| 0.5 * v * (1.0 + erf_f64(v / core::f64::consts::SQRT_2));
+    let x = Owned::new(&[xs.len()], &xs);
+    let got = run1(&GeluErf {}, &[Some(&x)], DType::F32)
+        .unwrap()
+        .to::<f32>();
+    for (&v, &g) in xs.iter().zip(&got) {
+        // The decomposed form rounds 1 + erf near 1 (up to 2 ulp of 1.0),
+        // so for negative inputs its error is absolute: 0.5·|x|·2ε.
+        let atol = (v.abs() * f32::EPSILON) as f64;
+        assert!(close(g as f64, want(v as f64), 1e-6, atol), "{v}: {g}");
+    }
+    let xd: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
+    let x = Owned::new(&[xd.len()], &xd);
+    let got = run1(&GeluErf {}, &[Some(&x)], DType::F64)
+        .unwrap()
+        .to::<f64>();
+    for (&v, &g) in xd.iter().zip(&got) {
+        assert!(close(g, want(v), 1e-12, 1e-14), "{v}: {g}");
+    }
+}
