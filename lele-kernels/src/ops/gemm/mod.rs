@@ -28,7 +28,7 @@ const MC: usize = 96;
 /// Depth of one packed block.
 const KC: usize = 256;
 /// Columns of `B` packed per block.
-const NC: usize = 512;
+const NC: usize = 1024;
 /// The most columns [`PackB::pack`] is asked for at once.
 pub const GEMM_NC: usize = NC;
 /// A multiple of every micro-kernel's `MR`.
@@ -152,10 +152,39 @@ impl PackB for MatRef<'_> {
 /// its place in each `kc × nr` panel of `dst`, zero padding the last panel.
 #[inline]
 pub fn scatter_row(src: &[f32], p: usize, kc: usize, nr: usize, dst: &mut [f32]) {
-    for (pj, chunk) in src.chunks(nr).enumerate() {
-        let d = &mut dst[pj * nr * kc + p * nr..][..nr];
-        d[..chunk.len()].copy_from_slice(chunk);
-        d[chunk.len()..].fill(0.0);
+    // Fixed-width copies for the micro-kernels' widths (a copy of a
+    // run-time length would be a library call per 64 bytes).
+    match nr {
+        8 => scatter_fixed::<8>(src, p, kc, dst),
+        16 => scatter_fixed::<16>(src, p, kc, dst),
+        32 => scatter_fixed::<32>(src, p, kc, dst),
+        _ => {
+            for (pj, chunk) in src.chunks(nr).enumerate() {
+                let d = &mut dst[pj * nr * kc + p * nr..][..nr];
+                d[..chunk.len()].copy_from_slice(chunk);
+                d[chunk.len()..].fill(0.0);
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn scatter_fixed<const NR: usize>(src: &[f32], p: usize, kc: usize, dst: &mut [f32]) {
+    let full = src.chunks_exact(NR);
+    let tail = full.remainder();
+    let mut pj = 0;
+    for chunk in full {
+        let d: &mut [f32; NR] = (&mut dst[pj * NR * kc + p * NR..][..NR])
+            .try_into()
+            .expect("slice of NR floats");
+        let s: &[f32; NR] = chunk.try_into().expect("chunk of NR floats");
+        *d = *s;
+        pj += 1;
+    }
+    if !tail.is_empty() {
+        let d = &mut dst[pj * NR * kc + p * NR..][..NR];
+        d[..tail.len()].copy_from_slice(tail);
+        d[tail.len()..].fill(0.0);
     }
 }
 

@@ -115,6 +115,9 @@ fn block_tails_all_isas() {
         check(isa, 97, 513, 259, false, false, 1.0, 0.0);
         check(isa, 101, 35, 300, true, true, 1.0, 1.0);
         check(isa, 200, 600, 17, false, true, 0.7, -0.3);
+        // Past one NC block of columns, both operand layouts.
+        check(isa, 13, 1030, 40, false, false, 1.0, 0.5);
+        check(isa, 7, 1031, 300, true, true, 1.0, 0.0);
     }
 }
 
