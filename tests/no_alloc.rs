@@ -143,6 +143,38 @@ fn forward_does_not_allocate() {
         }),
     ));
 
+    // With the thread pool: the workers and their buffers start here, so a
+    // parallel forward allocates nothing either, and every output element
+    // is the one the single-threaded run computed.
+    let m = Yolo::new().unwrap();
+    let mut ws = m.workspace();
+    let x = load("yolov8n_640", 0, "in", 0);
+    let single: Vec<f32> = m
+        .forward(&mut ws, view(&x))
+        .unwrap()
+        .output0
+        .data()
+        .to_vec();
+    assert_eq!(lele::kernels::threads::set_num_threads(2), 2);
+    m.forward(&mut ws, view(&x)).unwrap();
+    counts.push((
+        "yolov8n, 2 threads",
+        allocations(|| {
+            for _ in 0..3 {
+                let out = m.forward(&mut ws, view(&x)).unwrap();
+                assert!(
+                    out.output0
+                        .data()
+                        .iter()
+                        .zip(&single)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "2 threads changed YOLOv8n's output"
+                );
+            }
+        }),
+    ));
+    lele::kernels::threads::set_num_threads(1);
+
     let allocating: Vec<_> = counts.iter().filter(|(_, n)| *n > 0).collect();
     assert!(allocating.is_empty(), "forward allocated: {allocating:?}");
 }

@@ -142,6 +142,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     if !fold {
         passes::fuse_hardswish(g);
         passes::fuse_gelu(g);
+        passes::fuse_conv_activation(g);
         passes::eliminate_dead_code(g);
         return Ok(());
     }
@@ -162,7 +163,10 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         }
     }
     // After folding, so the constants the patterns check are values.
-    if passes::fold_conv_affine(g) + passes::fuse_hardswish(g) + passes::fuse_gelu(g) > 0 {
+    // The activations first (so HardSwish chains are one node), then into
+    // the convolutions.
+    let fused = passes::fold_conv_affine(g) + passes::fuse_hardswish(g) + passes::fuse_gelu(g);
+    if fused + passes::fuse_conv_activation(g) > 0 {
         passes::eliminate_dead_code(g);
     }
     Ok(())

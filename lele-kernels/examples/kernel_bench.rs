@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use lele_kernels::ops::conv::{AutoPad, Conv};
 use lele_kernels::ops::gemm::{MatRef, sgemm, sgemm_scratch_len};
-use lele_kernels::ops::unary::{Swish, Unary, UnaryOp};
+use lele_kernels::ops::unary::{Activation, Swish, Unary, UnaryOp};
 use lele_kernels::{DType, Kernel, Shape, TensorMut, TensorRef};
 
 /// A deterministic fill in [-1, 1).
@@ -97,7 +97,8 @@ fn unary_case(name: &str, kernel: &dyn Kernel, len: usize, budget: f64) {
 }
 
 /// One `Conv` call: `c` → `m` channels, `k`×`k` kernel, stride `s`, pad
-/// `k / 2`, on an `h`×`h` input, with bias; `group` groups.
+/// `k / 2`, on an `h`×`h` input, with bias; `group` groups; a fused
+/// `activation`.
 #[allow(clippy::too_many_arguments)]
 fn conv_case(
     name: &str,
@@ -107,6 +108,7 @@ fn conv_case(
     s: usize,
     h: usize,
     group: usize,
+    activation: Activation,
     budget: f64,
 ) {
     let conv = Conv {
@@ -116,6 +118,7 @@ fn conv_case(
         pads: [k / 2; 4],
         dilations: [1, 1],
         auto_pad: AutoPad::NotSet,
+        activation,
     };
     let x = fill(c * h * h, 4);
     let w = fill(m * (c / group) * k * k, 5);
@@ -190,14 +193,102 @@ fn main() {
     gemm_case("minilm ffn 128x1536x384", 128, 1536, 384, budget);
     // Convolutions of the benchmark models (YOLOv8n stem and a C2f block,
     // a PP-OCR depthwise layer).
-    conv_case("yolo 16->32 3x3 s2 320", 16, 32, 3, 2, 320, 1, budget);
-    conv_case("yolo 32->32 3x3 s1 160", 32, 32, 3, 1, 160, 1, budget);
-    conv_case("yolo 64->64 3x3 s1 80", 64, 64, 3, 1, 80, 1, budget);
-    conv_case("yolo 128->128 1x1 40", 128, 128, 1, 1, 40, 1, budget);
-    conv_case("depthwise 64 3x3 s1 160", 64, 64, 3, 1, 160, 64, budget);
-    conv_case("depthwise 64 3x3 s2 160", 64, 64, 3, 2, 160, 64, budget);
+    conv_case(
+        "yolo 16->32 3x3 s2 320",
+        16,
+        32,
+        3,
+        2,
+        320,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 32->32 3x3 s1 160",
+        32,
+        32,
+        3,
+        1,
+        160,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 64->64 3x3 s1 80",
+        64,
+        64,
+        3,
+        1,
+        80,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 64->64 3x3 s1 80 +swish",
+        64,
+        64,
+        3,
+        1,
+        80,
+        1,
+        Activation::Swish,
+        budget,
+    );
+    conv_case(
+        "yolo 32->32 3x3 s1 160 +swish",
+        32,
+        32,
+        3,
+        1,
+        160,
+        1,
+        Activation::Swish,
+        budget,
+    );
+    conv_case(
+        "yolo 128->128 1x1 40",
+        128,
+        128,
+        1,
+        1,
+        40,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "depthwise 64 3x3 s1 160",
+        64,
+        64,
+        3,
+        1,
+        160,
+        64,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "depthwise 64 3x3 s2 160",
+        64,
+        64,
+        3,
+        2,
+        160,
+        64,
+        Activation::None,
+        budget,
+    );
     let n = 1 << 20;
     unary_case("swish", &Swish { alpha: 1.0 }, n, budget);
+    unary_case(
+        "swish 32x160x160",
+        &Swish { alpha: 1.0 },
+        32 * 160 * 160,
+        budget,
+    );
     unary_case(
         "sigmoid",
         &Unary {

@@ -20,6 +20,8 @@ pub mod kernel;
 pub mod rt;
 pub mod shape;
 pub mod tensor;
+#[cfg(feature = "std")]
+pub mod threads;
 
 pub mod ops;
 

@@ -178,21 +178,14 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
     let py = python()?;
     let ort_script = repo_root().join("xtask/python/bench_ort.py");
     let tract = step("bench: building the tract runner", tract_runner)?;
-    let mut configs = vec![
-        Config {
-            engine: "lele",
-            threads: 1,
-        },
-        Config {
-            engine: "tract",
-            threads: 1,
-        },
-    ];
+    let mut configs = vec![Config {
+        engine: "tract",
+        threads: 1,
+    }];
     for &t in &o.threads {
-        configs.push(Config {
-            engine: "ort",
-            threads: t,
-        });
+        for engine in ["lele", "ort"] {
+            configs.push(Config { engine, threads: t });
+        }
     }
     let mut results: BTreeMap<(&str, Config), Agg> = BTreeMap::new();
     for case in &cases {
@@ -219,7 +212,7 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
                     let report = match c.engine {
                         "lele" => match &lele {
                             Ok((exe, files)) => {
-                                run_bench_runner(exe, files, o.warmup, o.runs, false)
+                                run_bench_runner(exe, files, o.warmup, o.runs, false, c.threads)
                                     .map_err(anyhow::Error::from)
                             }
                             Err(e) => Err(anyhow::anyhow!("{e}")),
@@ -311,7 +304,7 @@ fn report(
     for &t in &o.threads {
         writeln!(
             md,
-            "\n**ONNX Runtime with {t} thread{}** (lele and tract: 1 thread), median ms of {} runs × {} rounds:\n",
+            "\n**lele and ONNX Runtime with {t} thread{}** (tract: 1 thread), median ms of {} runs × {} rounds:\n",
             if t == 1 { "" } else { "s" },
             o.runs,
             o.rounds
@@ -326,7 +319,7 @@ fn report(
                 case.name,
                 Config {
                     engine: "lele",
-                    threads: 1,
+                    threads: t,
                 },
             ));
             let ort = results.get(&(
@@ -355,7 +348,7 @@ fn report(
                 md,
                 "| {} | {} | {} | {} | {ratio} | {} | {} | {} | {} |",
                 case.label,
-                cell(case.name, "lele", 1),
+                cell(case.name, "lele", t),
                 cell(case.name, "ort", t),
                 cell(case.name, "tract", 1),
                 first(lele),

@@ -16,7 +16,8 @@ pub struct BenchArgs {
     /// The inputs (as for `lele run`).
     #[command(flatten)]
     pub io: InputArgs,
-    /// Threads (lele runs on one thread; other values are rejected).
+    /// Threads the kernels may use (GEMM and convolutions split their
+    /// columns over a pool; the rest runs on the calling thread).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Untimed runs after the first one.
@@ -106,11 +107,13 @@ pub fn run_bench_runner(
     warmup: usize,
     runs: usize,
     profile: bool,
+    threads: usize,
 ) -> Result<RunnerReport> {
     let out = Command::new(exe)
         .arg(warmup.to_string())
         .arg(runs.to_string())
         .arg(if profile { "profile" } else { "time" })
+        .arg(threads.to_string())
         .args(inputs)
         .output()
         .map_err(|source| BuildError::Io {
@@ -132,17 +135,22 @@ pub fn run_bench_runner(
 
 /// Runs `lele bench`.
 pub fn bench(args: &BenchArgs) -> Result<()> {
-    if args.threads != 1 {
-        return Err(BuildError::Config(
-            "lele runs a model on one thread; it has no thread pool yet (use --threads 1)".into(),
-        ));
+    if args.threads == 0 {
+        return Err(BuildError::Config("--threads must be at least 1".into()));
     }
     if args.runs == 0 {
         return Err(BuildError::Config("--runs must be at least 1".into()));
     }
     let dir = crate::fetch::cache_root().join("bench").join("inputs");
     let (exe, inputs) = bench_runner(&args.model, &args.io, &dir)?;
-    let r = run_bench_runner(&exe, &inputs, args.warmup, args.runs, args.profile)?;
+    let r = run_bench_runner(
+        &exe,
+        &inputs,
+        args.warmup,
+        args.runs,
+        args.profile,
+        args.threads,
+    )?;
     let (median, min, max) = summary(&r.times_ms)
         .ok_or_else(|| BuildError::Other("the runner reported no timings".into()))?;
     if args.json {
@@ -166,10 +174,11 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         }
     } else {
         println!(
-            "{}: median {median:.3} ms (min {min:.3}, max {max:.3}) over {} runs, 1 thread; \
+            "{}: median {median:.3} ms (min {min:.3}, max {max:.3}) over {} runs, {} thread(s); \
              first output {:.1} ms after start; peak RSS {:.1} MiB",
             args.model.display(),
             r.times_ms.len(),
+            r.threads,
             r.first_output_ms,
             r.peak_rss_kb as f64 / 1024.0
         );

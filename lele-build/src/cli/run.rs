@@ -438,12 +438,12 @@ fn run_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
 }
 
 /// `main` of a `lele bench` crate: `argv` = warm-up runs, timed runs,
-/// `time` or `profile`, input files. Prints one JSON line: time from `main`
+/// `time` or `profile`, threads, input files. Prints one JSON line: time from `main`
 /// to the first output (reading inputs, loading weights, first `forward`),
 /// each timed run, the peak resident set size and, with `profile`, the mean
 /// time of every node over as many extra (profiled) runs, slowest first.
 fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
-    let (reads, args) = input_reads(g, 4);
+    let (reads, args) = input_reads(g, 5);
     quote! {
         include!("model.rs");
         fn peak_rss_kb() -> u64 {
@@ -462,6 +462,7 @@ fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
             let argv: Vec<String> = ::std::env::args().collect();
             let warmup: usize = argv[1].parse()?;
             let runs: usize = argv[2].parse()?;
+            let threads = ::lele::kernels::threads::set_num_threads(argv[4].parse()?);
             #(#reads)*
             let model = Model::new()?;
             let mut ws = model.workspace();
@@ -491,7 +492,7 @@ fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
             }
             let times: Vec<String> = times.iter().map(|t| format!("{t:.4}")).collect();
             println!(
-                "{{\"engine\":\"lele\",\"threads\":1,\"first_output_ms\":{first:.4},\"times_ms\":[{}],\"peak_rss_kb\":{}{profile}}}",
+                "{{\"engine\":\"lele\",\"threads\":{threads},\"first_output_ms\":{first:.4},\"times_ms\":[{}],\"peak_rss_kb\":{}{profile}}}",
                 times.join(","),
                 peak_rss_kb()
             );

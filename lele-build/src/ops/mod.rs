@@ -20,9 +20,10 @@ pub use attrs::Attrs;
 use crate::ir::{Graph, Op, OutDType, Tensor, ValueId};
 use crate::onnx::{Limits, proto};
 
-/// A kernel with its parameters, printable as Rust.
-pub trait OpKernel: Kernel + ToRust + Debug + Send + Sync {}
-impl<T: Kernel + ToRust + Debug + Send + Sync> OpKernel for T {}
+/// A kernel with its parameters, printable as Rust (and, through `Any`,
+/// recognizable by the fusion passes).
+pub trait OpKernel: Kernel + ToRust + Debug + Send + Sync + std::any::Any {}
+impl<T: Kernel + ToRust + Debug + Send + Sync + std::any::Any> OpKernel for T {}
 
 /// What lowering needs to know about a node.
 pub struct LowerCtx<'a> {

@@ -7,6 +7,7 @@ use lele_kernels::ops::pool::{GlobalAveragePool, GlobalMaxPool};
 use lele_kernels::ops::resize::{AspectPolicy, CoordMode, NearestMode, Resize, ResizeMode};
 use lele_kernels::ops::rnn::{Direction, Gru, Lstm};
 use lele_kernels::ops::softmax::{LogSoftmax, Softmax};
+use lele_kernels::ops::unary::Activation;
 use lele_kernels::{DType, IntList};
 
 use super::{Attrs, LowerCtx, LowerResult, Lowered};
@@ -260,6 +261,7 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
                         pads: s.pads,
                         dilations: s.dilations,
                         auto_pad: auto_pad(&a)?,
+                        activation: Activation::None,
                     },
                     1,
                 ))

@@ -1,4 +1,12 @@
-//! Folds a per-channel affine that follows a convolution into its weights:
+//! Convolution fusions.
+//!
+//! [`fuse_conv_activation`]: a Relu, Sigmoid, Swish (SiLU) or HardSwish
+//! whose input is a convolution's output (and its only reader) becomes the
+//! convolution's epilogue, applied to each block of the output as the GEMM
+//! finishes it.
+//!
+//! [`fold_conv_affine`] folds a per-channel affine that follows a
+//! convolution into its weights:
 //! `Add(Mul(Conv(x, W, B), s), t)` → `Conv(x, W·s, B·s + t)`.
 //!
 //! Paddle exports every batch norm of PP-OCR this way (a Conv, then a Mul
@@ -11,11 +19,15 @@
 //! kernels. The product is rounded once, in f32.
 use std::collections::HashMap;
 
+use std::any::Any;
+
 use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp};
+use lele_kernels::ops::conv::Conv;
+use lele_kernels::ops::unary::{Activation, Swish, Unary, UnaryOp};
 
 use super::fuse::{runs, use_counts};
-use crate::ir::{Graph, Tensor, ValueId};
+use crate::ir::{Graph, Op, Tensor, ValueId};
 
 /// The `m` per-channel values of a constant shaped for a rank-`rank` conv
 /// output (`None` when it is not per-channel or not f32).
@@ -159,4 +171,83 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
         }
         folded += 1;
     }
+}
+
+/// The fused activation a node applies, when it is one of lele's own
+/// Relu / Sigmoid / Swish(alpha 1) / HardSwish kernels on f32.
+fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
+    let Op::Kernel(k) = &n.op else { return None };
+    let any: &dyn Any = k.as_ref();
+    if let Some(u) = any.downcast_ref::<Unary>() {
+        return match u.op {
+            UnaryOp::Relu => Some(Activation::Relu),
+            UnaryOp::Sigmoid => Some(Activation::Sigmoid),
+            UnaryOp::HardSwish => Some(Activation::HardSwish),
+            _ => None,
+        };
+    }
+    any.downcast_ref::<Swish>()
+        .filter(|s| s.alpha == 1.0)
+        .map(|_| Activation::Swish)
+}
+
+/// Fuses activations into the convolutions before them; returns how many.
+pub fn fuse_conv_activation(g: &mut Graph) -> usize {
+    let uses = use_counts(g);
+    let mut reader: HashMap<ValueId, usize> = HashMap::new();
+    for (i, n) in g.main.nodes.iter().enumerate() {
+        for v in n.inputs.iter().flatten() {
+            reader.insert(*v, i);
+        }
+    }
+    let mut fused: Vec<(usize, usize, Activation)> = Vec::new();
+    for (ci, n) in g.main.nodes.iter().enumerate() {
+        let Op::Kernel(k) = &n.op else { continue };
+        let any: &dyn Any = k.as_ref();
+        let Some(conv) = any.downcast_ref::<Conv>() else {
+            continue;
+        };
+        let Some(&out) = n.outputs.first() else {
+            continue;
+        };
+        if conv.activation != Activation::None
+            || uses.get(&out) != Some(&1)
+            || g.outputs.contains(&out)
+            || g.values[out].dtype != Some(DType::F32)
+        {
+            continue;
+        }
+        let Some(&ai) = reader.get(&out) else {
+            continue;
+        };
+        let act_node = &g.main.nodes[ai];
+        if act_node.inputs.len() != 1 || act_node.outputs.len() != 1 {
+            continue;
+        }
+        if let Some(act) = activation_of(act_node) {
+            fused.push((ci, ai, act));
+        }
+    }
+    for &(ci, ai, act) in &fused {
+        let out = g.main.nodes[ai].outputs[0];
+        let tag = format!("{act:?}");
+        let n = &mut g.main.nodes[ci];
+        let Op::Kernel(k) = &n.op else { continue };
+        let any: &dyn Any = k.as_ref();
+        let Some(&conv) = any.downcast_ref::<Conv>() else {
+            continue;
+        };
+        n.op = Op::Kernel(Box::new(Conv {
+            activation: act,
+            ..conv
+        }));
+        n.op_type = format!("Conv+{tag}");
+        n.outputs = vec![out];
+    }
+    let mut drop: Vec<usize> = fused.iter().map(|f| f.1).collect();
+    drop.sort_unstable();
+    for &i in drop.iter().rev() {
+        g.main.nodes.remove(i);
+    }
+    fused.len()
 }

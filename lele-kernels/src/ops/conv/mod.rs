@@ -7,7 +7,7 @@
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{
-    MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_packed_b, sgemm_scratch_len,
+    Epilogue, MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm_packed_b, sgemm_scratch_len,
 };
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
@@ -19,6 +19,7 @@ mod im2col;
 mod tests;
 mod transpose;
 
+use crate::ops::unary::Activation;
 use depthwise::depthwise_plane;
 use im2col::Im2col;
 pub(crate) use im2col::valid_range;
@@ -165,6 +166,8 @@ pub struct Conv {
     pub dilations: [usize; 2],
     /// Automatic padding.
     pub auto_pad: AutoPad,
+    /// Applied to the output as it is produced (a fused activation node).
+    pub activation: Activation,
 }
 crate::to_rust_struct!(ops::conv::Conv {
     group,
@@ -172,7 +175,8 @@ crate::to_rust_struct!(ops::conv::Conv {
     strides,
     pads,
     dilations,
-    auto_pad
+    auto_pad,
+    activation
 });
 
 /// Everything `Conv::run` needs to know about the shapes.
@@ -336,10 +340,14 @@ impl Kernel for Conv {
                 let c = i % g.m;
                 let xp = &x[i * ihw..(i + 1) * ihw];
                 depthwise_plane(self, &g, xp, &w[c * k..(c + 1) * k], plane);
+                self.activation.apply_in_place(plane);
             }
             return Ok(());
         }
         let groups = self.group;
+        let act = self.activation;
+        let apply = move |row: &mut [f32]| act.apply_in_place(row);
+        let epilogue: Option<Epilogue<'_>> = (act != Activation::None).then_some(&apply);
         if self.is_pointwise(&g) {
             let s = scratch_f32(scratch, sgemm_scratch_len(g.mg, ohw, g.cg), OP)?;
             for n in 0..g.x.n {
@@ -347,17 +355,18 @@ impl Kernel for Conv {
                     let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
                     let wg = &w[gi * g.mg * k..][..g.mg * k];
                     let yg = &mut y[(n * g.m + gi * g.mg) * ohw..][..g.mg * ohw];
-                    sgemm(
+                    sgemm_packed_b(
                         g.mg,
                         ohw,
                         g.cg,
                         1.0,
                         MatRef::row_major(wg, k),
-                        MatRef::row_major(xg, ihw),
+                        &MatRef::row_major(xg, ihw),
                         beta,
                         yg,
                         ohw,
                         s,
+                        epilogue,
                     )?;
                 }
             }
@@ -385,6 +394,7 @@ impl Kernel for Conv {
                     yg,
                     ohw,
                     s,
+                    epilogue,
                 )?;
             }
         }

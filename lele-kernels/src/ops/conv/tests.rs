@@ -56,6 +56,7 @@ fn conv(group: usize, strides: [usize; 2], pads: [usize; 4], dilations: [usize; 
         pads,
         dilations,
         auto_pad: AutoPad::NotSet,
+        activation: Activation::None,
     }
 }
 
@@ -233,6 +234,7 @@ fn conv_1d_and_auto_pad() {
         pads: [0, 1, 0, 1],
         dilations: [1, 1],
         auto_pad: AutoPad::NotSet,
+        activation: Activation::None,
     };
     let out = run(
         &op,
@@ -538,4 +540,67 @@ fn conv_transpose_onnx_literal_and_output_shape() {
     assert_eq!(out[0].0, vec![1, 2, 5]);
     // y[m, 2i] = sum_c x[c, i]; odd positions are zero.
     assert_close(&out[0].1[..5], &[9., 0., 12., 0., 15.], 1e-6);
+}
+
+/// A fused activation gives exactly the conv's output put through the
+/// standalone activation kernel, on every conv path, and on 1 or 3 threads.
+#[test]
+fn fused_activation_equals_conv_then_activation() {
+    use crate::ops::unary::{Swish, Unary, UnaryOp};
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    // (c, h, w, m, k, group, stride): im2col (big enough to go parallel),
+    // pointwise, depthwise.
+    let shapes = [
+        (8, 40, 37, 16, 3, 1, 1),
+        (16, 30, 30, 24, 1, 1, 1),
+        (6, 11, 9, 6, 3, 6, 2),
+    ];
+    let acts: [(Activation, &dyn Kernel); 4] = [
+        (Activation::Relu, &Unary { op: UnaryOp::Relu }),
+        (
+            Activation::Sigmoid,
+            &Unary {
+                op: UnaryOp::Sigmoid,
+            },
+        ),
+        (Activation::Swish, &Swish { alpha: 1.0 }),
+        (
+            Activation::HardSwish,
+            &Unary {
+                op: UnaryOp::HardSwish,
+            },
+        ),
+    ];
+    for threads in [1, 3] {
+        crate::threads::set_num_threads(threads);
+        for (si, &(c, h, w, m, k, group, s)) in shapes.iter().enumerate() {
+            let x = rand_vec(c * h * w, si as u64);
+            let wt = rand_vec(m * (c / group) * k * k, 10 + si as u64);
+            let b = rand_vec(m, 20 + si as u64);
+            let inputs = [
+                Some(t(&x, &[1, c, h, w])),
+                Some(t(&wt, &[m, c / group, k, k])),
+                Some(t(&b, &[m])),
+            ];
+            let mut op = conv(group, [s, s], [k / 2; 4], [1, 1]);
+            let plain = run(&op, &inputs, 1).unwrap();
+            for (act, kernel) in acts {
+                op.activation = act;
+                let fused = run(&op, &inputs, 1).unwrap();
+                let (dims, vals) = &plain[0];
+                let want = run(kernel, &[Some(t(vals, dims))], 1).unwrap();
+                assert!(
+                    fused[0]
+                        .1
+                        .iter()
+                        .zip(&want[0].1)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{act:?} shape {si} threads {threads}"
+                );
+            }
+        }
+    }
+    crate::threads::set_num_threads(1);
 }

@@ -92,7 +92,7 @@ impl<'a> MatRef<'a> {
 /// A `k × n` right-hand operand that can pack itself into the micro-kernel's
 /// panel layout, so it need not exist in memory as a matrix (a convolution
 /// packs its im2col patches straight from the input).
-pub trait PackB {
+pub trait PackB: Sync {
     /// Writes rows `p0..p0 + kc`, columns `j0..j0 + nc` as `nc.div_ceil(nr)`
     /// panels of `kc × nr` floats (row `p` of panel `q` at
     /// `q·nr·kc + p·nr`), zero padding past column `j0 + nc`.
@@ -217,11 +217,30 @@ pub fn sgemm(
     if !b.fits(k, n) {
         return Err(KernelError::Buffer { op: "sgemm" });
     }
-    sgemm_isa(best_isa(), m, n, k, alpha, a, &b, beta, c, ldc, scratch)
+    sgemm_isa(
+        best_isa(),
+        m,
+        n,
+        k,
+        alpha,
+        a,
+        &b,
+        beta,
+        c,
+        ldc,
+        scratch,
+        None,
+    )
 }
 
-/// [`sgemm`] with a right-hand operand that packs itself (see [`PackB`]);
-/// the caller guarantees `b` has `k` rows and `n` columns.
+/// A function applied to each finished row segment of C (a fused
+/// activation); it must not depend on where the segment starts.
+pub type Epilogue<'e> = &'e (dyn Fn(&mut [f32]) + Sync);
+
+/// [`sgemm`] with a right-hand operand that packs itself (see [`PackB`])
+/// and an optional epilogue run on every row segment of C once it holds
+/// its final value (while it is still in cache); the caller guarantees `b`
+/// has `k` rows and `n` columns.
 #[allow(clippy::too_many_arguments)]
 pub fn sgemm_packed_b<B: PackB>(
     m: usize,
@@ -234,8 +253,22 @@ pub fn sgemm_packed_b<B: PackB>(
     c: &mut [f32],
     ldc: usize,
     scratch: &mut [f32],
+    epilogue: Option<Epilogue<'_>>,
 ) -> Result<(), KernelError> {
-    sgemm_isa(best_isa(), m, n, k, alpha, a, b, beta, c, ldc, scratch)
+    sgemm_isa(
+        best_isa(),
+        m,
+        n,
+        k,
+        alpha,
+        a,
+        b,
+        beta,
+        c,
+        ldc,
+        scratch,
+        epilogue,
+    )
 }
 
 /// [`sgemm`] with an explicit micro-kernel (tests compare them).
@@ -252,6 +285,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
     c: &mut [f32],
     ldc: usize,
     scratch: &mut [f32],
+    epilogue: Option<Epilogue<'_>>,
 ) -> Result<(), KernelError> {
     const OP: &str = "sgemm";
     if m == 0 || n == 0 {
@@ -273,6 +307,9 @@ pub(crate) fn sgemm_isa<B: PackB>(
             } else if beta != 1.0 {
                 row.iter_mut().for_each(|x| *x *= beta);
             }
+            if let Some(f) = epilogue {
+                f(row);
+            }
         }
         return Ok(());
     }
@@ -280,11 +317,110 @@ pub(crate) fn sgemm_isa<B: PackB>(
         && let Some(b) = b.as_mat()
     {
         gemv_row(n, k, alpha, a, b, beta, &mut c[..n]);
+        if let Some(f) = epilogue {
+            f(&mut c[..n]);
+        }
         return Ok(());
     }
     if scratch.len() < sgemm_scratch_len(m, n, k) {
         return Err(KernelError::Buffer { op: OP });
     }
+    let cp = CPtr(c.as_mut_ptr());
+    #[cfg(feature = "std")]
+    {
+        let threads = crate::threads::num_threads();
+        if threads > 1 && m * n * k >= PARALLEL_MIN_MACS && n >= 2 * NR_LCM {
+            // Column ranges (multiples of every NR), a few per thread so an
+            // uneven split evens out.
+            let width = n.div_ceil(2 * threads).next_multiple_of(NR_LCM);
+            let tasks = n.div_ceil(width);
+            crate::threads::run(tasks, scratch, &|t, s| {
+                let j0 = t * width;
+                let w = width.min(n - j0);
+                // SAFETY: `cp` points at C, which holds rows `0..m` of
+                // stride `ldc` and `n` columns (checked above); task `t`
+                // writes only columns `j0..j0 + w`, which no other task
+                // touches, and `run` returns only after every task is done.
+                unsafe {
+                    gemm_blocks(
+                        isa,
+                        m,
+                        w,
+                        k,
+                        alpha,
+                        a,
+                        b,
+                        j0,
+                        beta,
+                        cp.add(j0),
+                        ldc,
+                        s,
+                        epilogue,
+                    )
+                };
+            });
+            return Ok(());
+        }
+    }
+    // SAFETY: as above, with one task covering every column.
+    unsafe {
+        gemm_blocks(
+            isa, m, n, k, alpha, a, b, 0, beta, cp, ldc, scratch, epilogue,
+        )
+    };
+    Ok(())
+}
+
+/// Products smaller than this many multiply-adds stay on one thread.
+#[cfg(feature = "std")]
+const PARALLEL_MIN_MACS: usize = 1 << 21;
+
+/// Floats of scratch the largest GEMM block needs (a worker's buffer).
+pub(crate) const MAX_SCRATCH: usize =
+    MC.next_multiple_of(MR_LCM) * KC + NC.next_multiple_of(NR_LCM) * KC;
+
+/// The output matrix as a raw pointer: column ranges of it are written by
+/// different threads, so no `&mut` slice may span it while they run.
+#[derive(Clone, Copy)]
+struct CPtr(*mut f32);
+// SAFETY: only used for disjoint column ranges (see `sgemm_isa`).
+unsafe impl Send for CPtr {}
+// SAFETY: as above.
+unsafe impl Sync for CPtr {}
+
+impl CPtr {
+    /// # Safety
+    /// `off` stays inside the allocation.
+    unsafe fn add(self, off: usize) -> CPtr {
+        // SAFETY: the caller keeps `off` inside C.
+        CPtr(unsafe { self.0.add(off) })
+    }
+}
+
+/// The blocked product for columns `j_off..j_off + n` of `B`, written to
+/// the `m × n` block of C at `c` (row stride `ldc`).
+///
+/// # Safety
+/// `c` addresses `m` rows of `n` writable floats at stride `ldc` that no
+/// one else reads or writes meanwhile; `a` holds `m × k`, `b` has columns
+/// up to `j_off + n`, `scratch` holds [`sgemm_scratch_len`]`(m, n, k)`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_blocks<B: PackB>(
+    isa: Isa,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    b: &B,
+    j_off: usize,
+    beta: f32,
+    c: CPtr,
+    ldc: usize,
+    scratch: &mut [f32],
+    epilogue: Option<Epilogue<'_>>,
+) {
+    let c = c.0;
     let micro = micro_for(isa);
     let (mr, nr) = (micro.mr, micro.nr);
     let kc_max = k.min(KC);
@@ -298,7 +434,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
             let kc = KC.min(k - pc);
             let beta_eff = if pc == 0 { beta } else { 1.0 };
             // Pack B[pc.., jc..] into NR-wide panels, zero padded.
-            b.pack(pc, kc, jc, nc, nr, pack_b);
+            b.pack(pc, kc, j_off + jc, nc, nr, pack_b);
             for ic in (0..m).step_by(MC) {
                 let mc = MC.min(m - ic);
                 // Pack A[ic.., pc..] into MR-tall panels, zero padded.
@@ -338,18 +474,17 @@ pub(crate) fn sgemm_isa<B: PackB>(
                         let ap = &pack_a[(ir / mr) * mr * kc..][..mr * kc];
                         let c0 = (ic + ir) * ldc + jc + jr;
                         if h == mr && w == nr {
-                            // Full tile: rows c0 + i*ldc .. + nr are all in C
-                            // (checked above: (m-1)*ldc + n <= c.len()).
-                            let c_tile = &mut c[c0..c0 + (mr - 1) * ldc + nr];
-                            // SAFETY: `ap`/`bp` hold mr*kc / nr*kc floats, the
-                            // tile lies inside `c_tile`, and `isa` was detected
-                            // (or is scalar).
+                            // SAFETY: the full tile (rows c0 + i·ldc, nr
+                            // columns each) lies in this call's block of C
+                            // (the caller's contract); `ap`/`bp` hold
+                            // mr·kc / nr·kc floats; `isa` was detected (or
+                            // is scalar).
                             unsafe {
                                 (micro.f)(
                                     kc,
                                     ap.as_ptr(),
                                     bp.as_ptr(),
-                                    c_tile.as_mut_ptr(),
+                                    c.add(c0),
                                     ldc,
                                     alpha,
                                     beta_eff,
@@ -370,7 +505,11 @@ pub(crate) fn sgemm_isa<B: PackB>(
                                 );
                             }
                             for i in 0..h {
-                                let dst = &mut c[c0 + i * ldc..c0 + i * ldc + w];
+                                // SAFETY: row i of the edge tile, w floats
+                                // inside this call's block of C.
+                                let dst = unsafe {
+                                    core::slice::from_raw_parts_mut(c.add(c0 + i * ldc), w)
+                                };
                                 let src = &tile[i * nr..i * nr + w];
                                 if beta_eff == 0.0 {
                                     dst.copy_from_slice(src);
@@ -383,10 +522,21 @@ pub(crate) fn sgemm_isa<B: PackB>(
                         }
                     }
                 }
+                if pc + kc == k
+                    && let Some(f) = epilogue
+                {
+                    for i in 0..mc {
+                        // SAFETY: row ic + i of this call's block of C,
+                        // columns jc..jc + nc: finished (last depth block).
+                        let row = unsafe {
+                            core::slice::from_raw_parts_mut(c.add((ic + i) * ldc + jc), nc)
+                        };
+                        f(row);
+                    }
+                }
             }
         }
     }
-    Ok(())
 }
 
 /// `c = alpha·a·B + beta·c` for a single row `a` (no packing). The loops

@@ -64,6 +64,7 @@ fn check(isa: Isa, m: usize, n: usize, k: usize, ta: bool, tb: bool, alpha: f32,
         &mut got,
         ldc,
         &mut scratch,
+        None,
     )
     .unwrap();
     for i in 0..m {
@@ -131,8 +132,22 @@ fn simd_matches_scalar() {
             let mut c1 = vec![0f32; m * n];
             let mut c2 = vec![0f32; m * n];
             let (a, b) = (MatRef::row_major(&av, k), MatRef::row_major(&bv, n));
-            sgemm_isa(Isa::Scalar, m, n, k, 1.0, a, &b, 0.0, &mut c1, n, &mut s).unwrap();
-            sgemm_isa(isa, m, n, k, 1.0, a, &b, 0.0, &mut c2, n, &mut s).unwrap();
+            sgemm_isa(
+                Isa::Scalar,
+                m,
+                n,
+                k,
+                1.0,
+                a,
+                &b,
+                0.0,
+                &mut c1,
+                n,
+                &mut s,
+                None,
+            )
+            .unwrap();
+            sgemm_isa(isa, m, n, k, 1.0, a, &b, 0.0, &mut c2, n, &mut s, None).unwrap();
             assert_close(&c2, &c1, 1e-5);
         }
     }
@@ -203,4 +218,43 @@ fn beta_zero_ignores_nan_and_k_zero() {
         )
         .is_err()
     );
+}
+
+/// Split over threads, every element is computed as on one thread.
+#[cfg(feature = "std")]
+#[test]
+fn threads_give_bit_identical_results() {
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    for (m, n, k, tb) in [
+        (64, 700, 300, false),
+        (30, 1500, 70, true),
+        (7, 2100, 200, false),
+    ] {
+        let av = rand_vec(m * k, 3);
+        let bv = rand_vec(k * n, 4);
+        let a = MatRef::row_major(&av, k);
+        let b = if tb {
+            MatRef::transposed(&bv, k)
+        } else {
+            MatRef::row_major(&bv, n)
+        };
+        let mut s = vec![0f32; sgemm_scratch_len(m, n, k)];
+        let mut one = vec![0.5f32; m * n];
+        crate::threads::set_num_threads(1);
+        sgemm(m, n, k, 1.0, a, b, 0.25, &mut one, n, &mut s).unwrap();
+        for threads in [2, 3] {
+            assert_eq!(crate::threads::set_num_threads(threads), threads);
+            let mut many = vec![0.5f32; m * n];
+            sgemm(m, n, k, 1.0, a, b, 0.25, &mut many, n, &mut s).unwrap();
+            assert!(
+                one.iter()
+                    .zip(&many)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{m}x{n}x{k} on {threads} threads"
+            );
+        }
+        crate::threads::set_num_threads(1);
+    }
 }

@@ -44,7 +44,7 @@ pub type Outputs = Vec<(Vec<usize>, Vec<f32>)>;
 
 /// Runs `k` (infer, scratch, run) and returns the f32 outputs.
 pub fn run(
-    k: &impl Kernel,
+    k: &(impl Kernel + ?Sized),
     inputs: &[Option<TensorRef<'_>>],
     n_out: usize,
 ) -> Result<Outputs, KernelError> {

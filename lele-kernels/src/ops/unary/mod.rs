@@ -14,6 +14,7 @@ use crate::ops::broadcast::{Num, check_data, check_out, dispatch};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
+mod activation;
 mod math;
 mod params;
 #[cfg(test)]
@@ -21,6 +22,7 @@ mod tests;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+pub use activation::Activation;
 use math::{Real, erf_f32, exp_slice, gelu_f64, sigmoid_slice, tanh_fast};
 pub use params::{
     Celu, Clip, Elu, GeluErf, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, Swish,

@@ -2,8 +2,9 @@
 //!
 //! Same algorithm as the scalar code in `math.rs` (range reduction by
 //! `ln 2`, degree-7 polynomial, exponent bits from the rounded multiple),
-//! eight lanes at a time; lanes outside the polynomial's range and the tail
-//! go through the scalar functions, so results agree with them to rounding.
+//! eight lanes at a time (the tail through a padded block); lanes outside
+//! the polynomial's range go through the scalar functions. Results agree
+//! with the scalar code to rounding (FMA contractions differ).
 use core::arch::x86_64::*;
 
 /// `e^x` of eight lanes already clamped to [-87, 88].
@@ -57,8 +58,10 @@ fn sigmoid8(z: __m256) -> (__m256, i32) {
     (s, _mm256_movemask_ps(bad))
 }
 
-/// Applies `lanes` to `x` in blocks of eight into `y`; `fix(i)` recomputes
-/// element `i` of a block whose mask bit is set, and `tail` the remainder.
+/// Applies `lanes` to `x` in blocks of eight into `y`; `fix(v)` recomputes
+/// an element whose mask bit is set. The tail goes through a zero-padded
+/// block, so every element gets the same arithmetic wherever it sits (the
+/// result does not depend on how a tensor is split into calls).
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA.
@@ -69,13 +72,11 @@ fn blocks(
     y: &mut [f32],
     lanes: impl Fn(__m256) -> (__m256, i32),
     fix: impl Fn(f32) -> f32,
-    tail: impl Fn(&[f32], &mut [f32]),
 ) {
     let n = x.len().min(y.len());
     let (x, y) = (&x[..n], &mut y[..n]);
-    let full = n - n % 8;
-    for (xb, yb) in x[..full].chunks_exact(8).zip(y[..full].chunks_exact_mut(8)) {
-        // SAFETY: both blocks hold exactly 8 floats.
+    let block = |xb: &[f32; 8], yb: &mut [f32; 8]| {
+        // SAFETY: both arrays hold exactly 8 floats.
         let (v, mask) = lanes(unsafe { _mm256_loadu_ps(xb.as_ptr()) });
         // SAFETY: as above.
         unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), v) };
@@ -86,8 +87,19 @@ fn blocks(
                 }
             }
         }
+    };
+    let full = n - n % 8;
+    for (xb, yb) in x[..full].chunks_exact(8).zip(y[..full].chunks_exact_mut(8)) {
+        let xb: &[f32; 8] = xb.try_into().expect("chunk of 8");
+        let yb: &mut [f32; 8] = yb.try_into().expect("chunk of 8");
+        block(xb, yb);
     }
-    tail(&x[full..], &mut y[full..]);
+    if full < n {
+        let (mut xt, mut yt) = ([0f32; 8], [0f32; 8]);
+        xt[..n - full].copy_from_slice(&x[full..]);
+        block(&xt, &mut yt);
+        y[full..].copy_from_slice(&yt[..n - full]);
+    }
 }
 
 /// `y = x · sigmoid(alpha · x)`.
@@ -105,7 +117,6 @@ pub(super) unsafe fn swish(alpha: f32, x: &[f32], y: &mut [f32]) {
             (_mm256_mul_ps(v, s), bad)
         },
         |v| v * super::sigmoid(alpha * v),
-        |a, b| super::math::swish_scalar(alpha, a, b),
     );
 }
 
@@ -115,13 +126,7 @@ pub(super) unsafe fn swish(alpha: f32, x: &[f32], y: &mut [f32]) {
 /// The CPU supports AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn sigmoid(x: &[f32], y: &mut [f32]) {
-    blocks(
-        x,
-        y,
-        |v| sigmoid8(v),
-        super::sigmoid,
-        super::math::sigmoid_scalar,
-    );
+    blocks(x, y, |v| sigmoid8(v), super::sigmoid);
 }
 
 /// `y = e^x`.
@@ -148,6 +153,69 @@ pub(super) unsafe fn exp(x: &[f32], y: &mut [f32]) {
             (exp8(c), _mm256_movemask_ps(out))
         },
         f32::exp,
-        super::math::exp_scalar,
     );
+}
+
+/// [`blocks`] reading and writing the same slice (an epilogue's output).
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn blocks_in_place(
+    y: &mut [f32],
+    lanes: impl Fn(__m256) -> (__m256, i32),
+    fix: impl Fn(f32) -> f32,
+) {
+    let block = |yb: &mut [f32; 8]| {
+        let xb = *yb;
+        // SAFETY: the array holds exactly 8 floats.
+        let (v, mask) = lanes(unsafe { _mm256_loadu_ps(xb.as_ptr()) });
+        // SAFETY: as above.
+        unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), v) };
+        if mask != 0 {
+            for i in 0..8 {
+                if mask & (1 << i) != 0 {
+                    yb[i] = fix(xb[i]);
+                }
+            }
+        }
+    };
+    let n = y.len();
+    let full = n - n % 8;
+    for yb in y[..full].chunks_exact_mut(8) {
+        block(yb.try_into().expect("chunk of 8"));
+    }
+    if full < n {
+        let mut t = [0f32; 8];
+        t[..n - full].copy_from_slice(&y[full..]);
+        block(&mut t);
+        y[full..].copy_from_slice(&t[..n - full]);
+    }
+}
+
+/// [`swish`] in place.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn swish_in_place(alpha: f32, y: &mut [f32]) {
+    let va = _mm256_set1_ps(alpha);
+    blocks_in_place(
+        y,
+        |v| {
+            let (s, bad) = sigmoid8(_mm256_mul_ps(va, v));
+            (_mm256_mul_ps(v, s), bad)
+        },
+        |v| v * super::sigmoid(alpha * v),
+    );
+}
+
+/// [`sigmoid`] in place.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn sigmoid_in_place(y: &mut [f32]) {
+    blocks_in_place(y, |v| sigmoid8(v), super::sigmoid);
 }

@@ -1,0 +1,226 @@
+//! An optional pool of worker threads that GEMM (and so Conv, MatMul, Gemm)
+//! splits its work over.
+//!
+//! Off by default: with one thread (the default) every kernel runs on the
+//! caller's thread, as real-time users want. [`set_num_threads`] starts the
+//! workers once; each worker owns the packing buffers it needs, allocated
+//! when it starts, so a parallel call allocates nothing. Work is split by
+//! output columns and every output element is computed by the same sequence
+//! of operations whatever the thread count, so results are bit-identical.
+//!
+//! One parallel region runs at a time: a kernel that finds the pool busy
+//! (another model running on another thread) runs on its own thread.
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+
+/// Floats of private scratch each worker owns (enough for any GEMM block).
+pub(crate) const WORKER_SCRATCH: usize = crate::ops::gemm::MAX_SCRATCH;
+
+/// Most threads [`set_num_threads`] accepts.
+pub const MAX_THREADS: usize = 64;
+
+/// A job: run task `i` with a scratch buffer.
+type Job<'a> = &'a (dyn Fn(usize, &mut [f32]) + Sync);
+
+/// The job pointer with its lifetime erased (see [`Pool::run`]).
+#[derive(Clone, Copy)]
+struct ErasedJob(*const (dyn Fn(usize, &mut [f32]) + Sync));
+// SAFETY: the pointee is `Sync`, and `Pool::run` keeps it alive until every
+// worker has stopped using it.
+unsafe impl Send for ErasedJob {}
+
+struct State {
+    /// Bumped for every job; workers run each generation once.
+    generation: u64,
+    job: Option<ErasedJob>,
+    tasks: usize,
+    /// Workers still inside the current job.
+    active: usize,
+}
+
+struct Pool {
+    state: Mutex<State>,
+    work: Condvar,
+    done: Condvar,
+    /// Next task index of the current job.
+    next: AtomicUsize,
+    /// Workers started so far.
+    workers: Mutex<usize>,
+    /// Serializes parallel regions (`try_lock`: a busy pool means "run
+    /// serially").
+    region: Mutex<()>,
+}
+
+/// Threads kernels may use (1 = no pool).
+static THREADS: AtomicUsize = AtomicUsize::new(1);
+static POOL: OnceLock<Pool> = OnceLock::new();
+
+fn pool() -> &'static Pool {
+    POOL.get_or_init(|| Pool {
+        state: Mutex::new(State {
+            generation: 0,
+            job: None,
+            tasks: 0,
+            active: 0,
+        }),
+        work: Condvar::new(),
+        done: Condvar::new(),
+        next: AtomicUsize::new(0),
+        workers: Mutex::new(0),
+        region: Mutex::new(()),
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking task is caught in the worker, so poisoning only means a
+    // kernel panicked earlier; the state itself stays consistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sets how many threads kernels use (1 to [`MAX_THREADS`]; the caller's
+/// thread counts as one). Starts the missing workers; never stops any (a
+/// lower count just leaves them idle). Returns the count now in effect.
+pub fn set_num_threads(n: usize) -> usize {
+    let n = n.clamp(1, MAX_THREADS);
+    if n > 1 {
+        let p = pool();
+        let mut started = lock(&p.workers);
+        while *started < n - 1 {
+            let spawned = std::thread::Builder::new()
+                .name(format!("lele-worker-{}", *started))
+                .spawn(move || worker(pool()));
+            if spawned.is_err() {
+                break;
+            }
+            *started += 1;
+        }
+        let n = n.min(*started + 1);
+        THREADS.store(n, Ordering::Relaxed);
+        return n;
+    }
+    THREADS.store(1, Ordering::Relaxed);
+    1
+}
+
+/// Threads kernels currently use.
+pub fn num_threads() -> usize {
+    THREADS.load(Ordering::Relaxed)
+}
+
+fn worker(p: &'static Pool) {
+    let mut scratch = vec![0f32; WORKER_SCRATCH];
+    let mut seen = 0u64;
+    loop {
+        let (job, tasks) = {
+            let mut st = lock(&p.state);
+            while st.generation == seen || st.job.is_none() {
+                if st.generation != seen {
+                    seen = st.generation;
+                }
+                st = p.work.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            seen = st.generation;
+            st.active += 1;
+            (st.job, st.tasks)
+        };
+        if let Some(ErasedJob(f)) = job {
+            // SAFETY: `Pool::run` does not return (so the job stays alive)
+            // until `active` is back to zero, which needs this worker's
+            // decrement below.
+            let f = unsafe { &*f };
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                loop {
+                    let i = p.next.fetch_add(1, Ordering::Relaxed);
+                    if i >= tasks {
+                        break;
+                    }
+                    f(i, &mut scratch);
+                }
+            }));
+        }
+        let mut st = lock(&p.state);
+        st.active -= 1;
+        if st.active == 0 {
+            p.done.notify_all();
+        }
+    }
+}
+
+/// Runs `f(i, scratch)` for every `i in 0..tasks`, on the pool's workers and
+/// the caller's thread (which uses `own_scratch`); returns when all are
+/// done. Runs everything on the caller's thread when there is one thread,
+/// one task, or the pool is busy.
+pub(crate) fn run(tasks: usize, own_scratch: &mut [f32], f: Job<'_>) {
+    if tasks <= 1 || num_threads() <= 1 {
+        for i in 0..tasks {
+            f(i, own_scratch);
+        }
+        return;
+    }
+    let p = pool();
+    let Ok(_region) = p.region.try_lock() else {
+        for i in 0..tasks {
+            f(i, own_scratch);
+        }
+        return;
+    };
+    // SAFETY (lifetime erasure): the job is withdrawn and every worker has
+    // left it (`active == 0`, checked under the lock) before this function
+    // returns, so no worker dereferences it after `f`'s borrow ends.
+    let erased = ErasedJob(unsafe { core::mem::transmute::<Job<'_>, Job<'static>>(f) as *const _ });
+    p.next.store(0, Ordering::Relaxed);
+    {
+        let mut st = lock(&p.state);
+        st.job = Some(erased);
+        st.tasks = tasks;
+        st.generation += 1;
+        p.work.notify_all();
+    }
+    loop {
+        let i = p.next.fetch_add(1, Ordering::Relaxed);
+        if i >= tasks {
+            break;
+        }
+        f(i, own_scratch);
+    }
+    let mut st = lock(&p.state);
+    // Workers that had not woken up yet must not pick the job up late.
+    st.job = None;
+    while st.active > 0 {
+        st = p.done.wait(st).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Serializes the tests that change the thread count.
+#[cfg(test)]
+pub(crate) static TEST_LOCK: Mutex<()> = Mutex::new(());
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn every_task_runs_once_on_any_thread_count() {
+        let _serial = lock(&TEST_LOCK);
+        for threads in [1, 2, 3] {
+            assert_eq!(set_num_threads(threads), threads);
+            for tasks in [0, 1, 2, 7, 64] {
+                let hits: Vec<AtomicU64> = (0..tasks).map(|_| AtomicU64::new(0)).collect();
+                let mut own = vec![0f32; 4];
+                for _ in 0..20 {
+                    run(tasks, &mut own, &|i, s| {
+                        assert!(!s.is_empty());
+                        hits[i].fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+                assert!(
+                    hits.iter().all(|h| h.load(Ordering::Relaxed) == 20),
+                    "{threads} {tasks}"
+                );
+            }
+        }
+        set_num_threads(1);
+    }
+}
