@@ -155,6 +155,12 @@ pub fn scatter_row(src: &[f32], p: usize, kc: usize, nr: usize, dst: &mut [f32])
     // Fixed-width copies for the micro-kernels' widths (a copy of a
     // run-time length would be a library call per 64 bytes).
     match nr {
+        // Columns stored contiguously (`narrow`'s transposed copy of B).
+        1 => {
+            for (j, &v) in src.iter().enumerate() {
+                dst[j * kc + p] = v;
+            }
+        }
         8 => scatter_fixed::<8>(src, p, kc, dst),
         16 => scatter_fixed::<16>(src, p, kc, dst),
         32 => scatter_fixed::<32>(src, p, kc, dst),
@@ -325,6 +331,19 @@ pub(crate) fn sgemm_isa<B: PackB>(
     if scratch.len() < sgemm_scratch_len(m, n, k) {
         return Err(KernelError::Buffer { op: OP });
     }
+    if n <= NARROW_N && a.cs == 1 && n * k <= scratch.len() {
+        // A few columns (a convolution over a handful of frames): one pass
+        // over A, dot products against B's columns packed contiguously.
+        let bt = &mut scratch[..n * k];
+        b.pack(0, k, 0, n, 1, bt);
+        narrow(m, n, k, alpha, a, bt, beta, c, ldc);
+        if let Some(f) = epilogue {
+            for i in 0..m {
+                f(&mut c[i * ldc..i * ldc + n]);
+            }
+        }
+        return Ok(());
+    }
     let cp = CPtr(c.as_mut_ptr());
     #[cfg(feature = "std")]
     {
@@ -369,6 +388,118 @@ pub(crate) fn sgemm_isa<B: PackB>(
         )
     };
     Ok(())
+}
+
+/// Products with at most this many columns use [`narrow`].
+const NARROW_N: usize = 4;
+
+/// `C = alpha·A·B + beta·C` for `n ≤ NARROW_N` columns, with `bt` holding
+/// B's columns contiguously (`bt[j·k + p] = B[p, j]`) and A's rows
+/// contiguous. Compiled for the baseline and for AVX2+FMA.
+#[allow(clippy::too_many_arguments)]
+fn narrow(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { narrow_avx2(m, n, k, alpha, a, bt, beta, c, ldc) };
+    }
+    narrow_body(m, n, k, alpha, a, bt, beta, c, ldc)
+}
+
+/// [`narrow_body`] compiled with AVX2+FMA.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn narrow_avx2(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    narrow_body(m, n, k, alpha, a, bt, beta, c, ldc)
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn narrow_body(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    match n {
+        1 => narrow_n::<1>(m, k, alpha, a, bt, beta, c, ldc),
+        2 => narrow_n::<2>(m, k, alpha, a, bt, beta, c, ldc),
+        3 => narrow_n::<3>(m, k, alpha, a, bt, beta, c, ldc),
+        _ => narrow_n::<4>(m, k, alpha, a, bt, beta, c, ldc),
+    }
+}
+
+/// [`narrow_body`] for exactly `N` columns: each row of A is read once,
+/// eight lanes at a time, against all `N` columns.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn narrow_n<const N: usize>(
+    m: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    let cols: [&[f32]; N] = core::array::from_fn(|j| &bt[j * k..(j + 1) * k]);
+    let full = k - k % 8;
+    for i in 0..m {
+        let row = &a.data[i * a.rs..i * a.rs + k];
+        let mut acc = [[0f32; 8]; N];
+        for p in (0..full).step_by(8) {
+            let r8: &[f32; 8] = row[p..p + 8].try_into().expect("8 floats");
+            for (acc_j, col) in acc.iter_mut().zip(&cols) {
+                let c8: &[f32; 8] = col[p..p + 8].try_into().expect("8 floats");
+                for l in 0..8 {
+                    acc_j[l] += r8[l] * c8[l];
+                }
+            }
+        }
+        for (j, (acc_j, col)) in acc.iter().zip(&cols).enumerate() {
+            let mut dot = ((acc_j[0] + acc_j[4]) + (acc_j[1] + acc_j[5]))
+                + ((acc_j[2] + acc_j[6]) + (acc_j[3] + acc_j[7]));
+            for p in full..k {
+                dot += row[p] * col[p];
+            }
+            let out = &mut c[i * ldc + j];
+            *out = if beta == 0.0 {
+                alpha * dot
+            } else {
+                alpha * dot + beta * *out
+            };
+        }
+    }
 }
 
 /// Products smaller than this many multiply-adds stay on one thread.

@@ -103,6 +103,11 @@ fn small_sizes_all_isas() {
             check(isa, 9, n, 5, false, false, 1.0, 0.0);
             check(isa, 13, n, 29, true, true, 0.5, 1.5);
         }
+        // Narrow products (n ≤ 4: dot products), with alpha, beta, either B.
+        for n in 1..=5 {
+            check(isa, 11, n, 300, false, true, 0.5, 1.5);
+            check(isa, 6, n, 13, false, false, -2.0, 0.0);
+        }
         for k in 1..=37 {
             check(isa, 7, 19, k, true, false, -1.0, 0.25);
             check(isa, 1, 19, k, false, true, 2.0, 1.0);
