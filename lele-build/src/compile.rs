@@ -143,6 +143,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         passes::fuse_hardswish(g);
         passes::fuse_gelu(g);
         passes::fuse_conv_activation(g);
+        passes::fuse_conv_scalar_affine(g);
         passes::eliminate_dead_code(g);
         return Ok(());
     }
@@ -166,7 +167,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     // The activations first (so HardSwish chains are one node), then into
     // the convolutions.
     let fused = passes::fold_conv_affine(g) + passes::fuse_hardswish(g) + passes::fuse_gelu(g);
-    if fused + passes::fuse_conv_activation(g) > 0 {
+    if fused + passes::fuse_conv_activation(g) + passes::fuse_conv_scalar_affine(g) > 0 {
         passes::eliminate_dead_code(g);
     }
     Ok(())

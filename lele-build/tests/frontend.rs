@@ -551,9 +551,10 @@ fn built_in_fusions_fire_on_real_models() {
     );
     assert_eq!(count(&yolo, "Sigmoid"), 1, "{yolo:?}");
     // PP-OCRv4 det: all 24 decomposed HardSwish chains fuse (then into the
-    // conv before them); no Clip is left.
+    // conv before them, with the scalar Mul/Add that follows each); no Clip
+    // is left.
     let det = optimized_zoo_ops("ppocr_v4_det.onnx", "x = [1, 3, 640, 640]");
-    assert_eq!(count(&det, "Conv+HardSwish"), 24, "{det:?}");
+    assert_eq!(count(&det, "Conv+HardSwish+Affine"), 24, "{det:?}");
     assert_eq!(
         (count(&det, "HardSwish"), count(&det, "Clip")),
         (0, 0),
@@ -571,13 +572,13 @@ fn built_in_fusions_fire_on_real_models() {
     let v6 = optimized_zoo_ops("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]");
     assert_eq!((count(&v6, "Gelu"), count(&v6, "Erf")), (13, 0), "{v6:?}");
     // ... and the per-channel Mul/Add pair Paddle emits for each of the 52
-    // batch norms folds into the conv before it (86 Mul and 89 Add before):
-    // the Mul/Add left follow an activation, scale an SE branch or join
-    // branches.
+    // batch norms folds into the conv before it (86 Mul and 89 Add before,
+    // 34 and 37 after that step, 10 and 13 after the scalar ones): the
+    // Mul/Add left scale an SE branch or join branches.
     assert_eq!(convs(&det), 62, "{det:?}");
     assert_eq!(
         (count(&det, "Mul"), count(&det, "Add")),
-        (34, 37),
+        (10, 13),
         "{det:?}"
     );
 }

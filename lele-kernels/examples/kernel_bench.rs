@@ -119,6 +119,8 @@ fn conv_case(
         dilations: [1, 1],
         auto_pad: AutoPad::NotSet,
         activation,
+        post_mul: 1.0,
+        post_add: 0.0,
     };
     let x = fill(c * h * h, 4);
     let w = fill(m * (c / group) * k * k, 5);

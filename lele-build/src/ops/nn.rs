@@ -262,6 +262,8 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
                         dilations: s.dilations,
                         auto_pad: auto_pad(&a)?,
                         activation: Activation::None,
+                        post_mul: 1.0,
+                        post_add: 0.0,
                     },
                     1,
                 ))

@@ -168,6 +168,11 @@ pub struct Conv {
     pub auto_pad: AutoPad,
     /// Applied to the output as it is produced (a fused activation node).
     pub activation: Activation,
+    /// After the activation, `y · post_mul + post_add` (fused scalar Mul
+    /// and Add nodes; 1 and 0 when there are none).
+    pub post_mul: f32,
+    /// See [`Conv::post_mul`].
+    pub post_add: f32,
 }
 crate::to_rust_struct!(ops::conv::Conv {
     group,
@@ -176,7 +181,9 @@ crate::to_rust_struct!(ops::conv::Conv {
     pads,
     dilations,
     auto_pad,
-    activation
+    activation,
+    post_mul,
+    post_add
 });
 
 /// Everything `Conv::run` needs to know about the shapes.
@@ -274,6 +281,21 @@ impl Conv {
         })
     }
 
+    /// Whether outputs need [`Conv::finish`].
+    fn has_epilogue(&self) -> bool {
+        self.activation != Activation::None || self.post_mul != 1.0 || self.post_add != 0.0
+    }
+
+    /// The fused tail applied to finished outputs: the activation, then
+    /// the scalar multiply and add, each rounded as the separate nodes were.
+    fn finish(&self, y: &mut [f32]) {
+        self.activation.apply_in_place(y);
+        if self.post_mul != 1.0 || self.post_add != 0.0 {
+            let (s, t) = (self.post_mul, self.post_add);
+            y.iter_mut().for_each(|v| *v = *v * s + t);
+        }
+    }
+
     fn is_depthwise(&self, g: &ConvGeom) -> bool {
         g.cg == 1 && g.mg == 1
     }
@@ -340,14 +362,13 @@ impl Kernel for Conv {
                 let c = i % g.m;
                 let xp = &x[i * ihw..(i + 1) * ihw];
                 depthwise_plane(self, &g, xp, &w[c * k..(c + 1) * k], plane);
-                self.activation.apply_in_place(plane);
+                self.finish(plane);
             }
             return Ok(());
         }
         let groups = self.group;
-        let act = self.activation;
-        let apply = move |row: &mut [f32]| act.apply_in_place(row);
-        let epilogue: Option<Epilogue<'_>> = (act != Activation::None).then_some(&apply);
+        let apply = |row: &mut [f32]| self.finish(row);
+        let epilogue: Option<Epilogue<'_>> = self.has_epilogue().then_some(&apply);
         if self.is_pointwise(&g) {
             let s = scratch_f32(scratch, sgemm_scratch_len(g.mg, ohw, g.cg), OP)?;
             for n in 0..g.x.n {

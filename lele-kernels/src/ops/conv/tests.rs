@@ -57,6 +57,8 @@ fn conv(group: usize, strides: [usize; 2], pads: [usize; 4], dilations: [usize; 
         dilations,
         auto_pad: AutoPad::NotSet,
         activation: Activation::None,
+        post_mul: 1.0,
+        post_add: 0.0,
     }
 }
 
@@ -235,6 +237,8 @@ fn conv_1d_and_auto_pad() {
         dilations: [1, 1],
         auto_pad: AutoPad::NotSet,
         activation: Activation::None,
+        post_mul: 1.0,
+        post_add: 0.0,
     };
     let out = run(
         &op,
