@@ -192,6 +192,42 @@ pub(crate) fn run(tasks: usize, own_scratch: &mut [f32], f: Job<'_>) {
     }
 }
 
+/// A mutable buffer that tasks write disjoint parts of.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedMut {
+    ptr: *mut f32,
+    len: usize,
+}
+// SAFETY: tasks only take disjoint ranges (see `range`), and `run` joins
+// them before the buffer's borrow ends.
+unsafe impl Send for SharedMut {}
+// SAFETY: as above.
+unsafe impl Sync for SharedMut {}
+
+impl SharedMut {
+    /// Shares `buf` for the duration of one `run`.
+    pub(crate) fn new(buf: &mut [f32]) -> Self {
+        SharedMut {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        }
+    }
+
+    /// Elements `start..start + len` (panics when out of bounds).
+    ///
+    /// # Safety
+    /// No other task accesses any of these elements while the slice lives,
+    /// and the buffer outlives it (`'a` is chosen by the caller).
+    pub(crate) unsafe fn range<'a>(self, start: usize, len: usize) -> &'a mut [f32] {
+        assert!(
+            start <= self.len && len <= self.len - start,
+            "range outside the buffer"
+        );
+        // SAFETY: in bounds (checked) and exclusive (the caller's contract).
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.add(start), len) }
+    }
+}
+
 /// Serializes the tests that change the thread count.
 #[cfg(test)]
 pub(crate) static TEST_LOCK: Mutex<()> = Mutex::new(());

@@ -358,11 +358,32 @@ impl Kernel for Conv {
         }
         let beta = if bias.is_some() { 1.0 } else { 0.0 };
         if self.is_depthwise(&g) {
-            for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
+            let one = |i: usize, plane: &mut [f32]| {
                 let c = i % g.m;
                 let xp = &x[i * ihw..(i + 1) * ihw];
                 depthwise_plane(self, &g, xp, &w[c * k..(c + 1) * k], plane);
                 self.finish(plane);
+            };
+            #[cfg(feature = "std")]
+            {
+                let planes = g.x.n * g.m;
+                let threads = crate::threads::num_threads();
+                if threads > 1 && planes >= 2 && planes * ohw * k >= 1 << 18 {
+                    // Planes split in a few chunks per thread.
+                    let per = planes.div_ceil(2 * threads);
+                    let shared = crate::threads::SharedMut::new(y);
+                    crate::threads::run(planes.div_ceil(per), &mut [], &|t, _| {
+                        for i in t * per..((t + 1) * per).min(planes) {
+                            // SAFETY: plane i belongs to task t only, and
+                            // `run` returns after every task.
+                            one(i, unsafe { shared.range(i * ohw, ohw) });
+                        }
+                    });
+                    return Ok(());
+                }
+            }
+            for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
+                one(i, plane);
             }
             return Ok(());
         }

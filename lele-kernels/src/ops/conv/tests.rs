@@ -560,7 +560,10 @@ fn fused_activation_equals_conv_then_activation() {
         (8, 40, 37, 16, 3, 1, 1),
         (16, 30, 30, 24, 1, 1, 1),
         (6, 11, 9, 6, 3, 6, 2),
+        // Depthwise, big enough to split its planes over threads.
+        (32, 41, 40, 32, 3, 32, 1),
     ];
+    let mut single_thread: Vec<Vec<f32>> = Vec::new();
     let acts: [(Activation, &dyn Kernel); 4] = [
         (Activation::Relu, &Unary { op: UnaryOp::Relu }),
         (
@@ -590,6 +593,19 @@ fn fused_activation_equals_conv_then_activation() {
             ];
             let mut op = conv(group, [s, s], [k / 2; 4], [1, 1]);
             let plain = run(&op, &inputs, 1).unwrap();
+            // Any thread count computes every element the same way.
+            if threads == 1 {
+                single_thread.push(plain[0].1.clone());
+            } else {
+                assert!(
+                    plain[0]
+                        .1
+                        .iter()
+                        .zip(&single_thread[si])
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "shape {si}: {threads} threads differ from 1"
+                );
+            }
             for (act, kernel) in acts {
                 op.activation = act;
                 let fused = run(&op, &inputs, 1).unwrap();
