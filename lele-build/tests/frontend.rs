@@ -109,6 +109,15 @@ fn load(m: &proto::ModelProto) -> lele_build::Result<Graph> {
     from_proto(m, Path::new("."), &Limits::default())
 }
 
+/// Loads a test model (no `[inputs]` needed) and runs the compiler's passes.
+fn optimized(m: &proto::ModelProto) -> Graph {
+    let mut g = load(m).unwrap();
+    let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+    let dims = resolve_input_dims(&g, &toml).unwrap();
+    optimize(&mut g, &dims, true, &Default::default()).unwrap();
+    g
+}
+
 fn op_types(g: &Graph) -> Vec<String> {
     let mut v = Vec::new();
     g.for_each_node(&mut |n| v.push(n.op_type.clone()));
@@ -372,11 +381,7 @@ fn silu_is_fused_only_when_the_sigmoid_has_no_other_reader() {
             outputs.push(value_info("z", 1, &[4]));
         }
         let m = model(nodes, vec![], vec![value_info("x", 1, &[4])], outputs);
-        let mut g = load(&m).unwrap();
-        let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
-        let dims = resolve_input_dims(&g, &toml).unwrap();
-        optimize(&mut g, &dims, true, &Default::default()).unwrap();
-        op_types(&g)
+        op_types(&optimized(&m))
     };
     assert_eq!(build(false), vec!["Swish"]);
     assert_eq!(build(true), vec!["Sigmoid", "Mul", "Neg"]);
@@ -403,11 +408,7 @@ fn hardswish_is_fused_from_its_decomposed_form() {
             f32_init("six", 6.0),
         ];
         let m = model(nodes, inits, vec![value_info("x", 1, &[4])], outputs);
-        let mut g = load(&m).unwrap();
-        let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
-        let dims = resolve_input_dims(&g, &toml).unwrap();
-        optimize(&mut g, &dims, true, &Default::default()).unwrap();
-        op_types(&g)
+        op_types(&optimized(&m))
     };
     assert_eq!(build(3.0, false), vec!["HardSwish"]);
     // Another constant is another function; an extra reader keeps the chain.
@@ -455,11 +456,7 @@ fn per_channel_affine_after_a_conv_folds_into_its_weights() {
             vec![value_info("x", 1, &[1, 1, 2, 2])],
             outputs,
         );
-        let mut g = load(&m).unwrap();
-        let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
-        let dims = resolve_input_dims(&g, &toml).unwrap();
-        optimize(&mut g, &dims, true, &Default::default()).unwrap();
-        g
+        optimized(&m)
     };
     let g = build(false);
     assert_eq!(op_types(&g), vec!["Conv"]);
@@ -503,11 +500,7 @@ fn gelu_is_fused_from_its_erf_form() {
             f32_init("half", 0.5),
         ];
         let m = model(nodes, inits, vec![value_info("x", 1, &[4])], outputs);
-        let mut g = load(&m).unwrap();
-        let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
-        let dims = resolve_input_dims(&g, &toml).unwrap();
-        optimize(&mut g, &dims, true, &Default::default()).unwrap();
-        op_types(&g)
+        op_types(&optimized(&m))
     };
     assert_eq!(build(std::f32::consts::SQRT_2, false), vec!["Gelu"]);
     assert_eq!(build(1.5, false), vec!["Div", "Erf", "Add", "Mul", "Mul"]);

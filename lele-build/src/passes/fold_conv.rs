@@ -17,16 +17,13 @@
 //! along the channel axis and 1 elsewhere, every intermediate has exactly
 //! one reader and is not a model output, and the Mul/Add run lele's own
 //! kernels. The product is rounded once, in f32.
-use std::collections::HashMap;
-
-use std::any::Any;
 
 use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp};
 use lele_kernels::ops::conv::Conv;
 use lele_kernels::ops::unary::{Activation, Swish, Unary, UnaryOp};
 
-use super::fuse::{runs, use_counts};
+use super::fuse::{kernel_of, readers, runs, use_counts};
 use crate::ir::{Graph, Op, Tensor, ValueId};
 
 /// The `m` per-channel values of a constant shaped for a rank-`rank` conv
@@ -62,12 +59,7 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
     let mut folded = 0;
     loop {
         let uses = use_counts(g);
-        let mut reader: HashMap<ValueId, usize> = HashMap::new();
-        for (i, n) in g.main.nodes.iter().enumerate() {
-            for v in n.inputs.iter().flatten() {
-                reader.insert(*v, i);
-            }
-        }
+        let reader = readers(g);
         let mut plan = None;
         for (ci, conv) in g.main.nodes.iter().enumerate() {
             if conv.op_type != "Conv" || conv.outputs.len() != 1 || conv.inputs.len() < 2 {
@@ -176,9 +168,7 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
 /// The fused activation a node applies, when it is one of lele's own
 /// Relu / Sigmoid / Swish(alpha 1) / HardSwish kernels on f32.
 fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
-    let Op::Kernel(k) = &n.op else { return None };
-    let any: &dyn Any = k.as_ref();
-    if let Some(u) = any.downcast_ref::<Unary>() {
+    if let Some(u) = kernel_of::<Unary>(n) {
         return match u.op {
             UnaryOp::Relu => Some(Activation::Relu),
             UnaryOp::Sigmoid => Some(Activation::Sigmoid),
@@ -186,7 +176,7 @@ fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
             _ => None,
         };
     }
-    any.downcast_ref::<Swish>()
+    kernel_of::<Swish>(n)
         .filter(|s| s.alpha == 1.0)
         .map(|_| Activation::Swish)
 }
@@ -194,17 +184,10 @@ fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
 /// Fuses activations into the convolutions before them; returns how many.
 pub fn fuse_conv_activation(g: &mut Graph) -> usize {
     let uses = use_counts(g);
-    let mut reader: HashMap<ValueId, usize> = HashMap::new();
-    for (i, n) in g.main.nodes.iter().enumerate() {
-        for v in n.inputs.iter().flatten() {
-            reader.insert(*v, i);
-        }
-    }
+    let reader = readers(g);
     let mut fused: Vec<(usize, usize, Activation)> = Vec::new();
     for (ci, n) in g.main.nodes.iter().enumerate() {
-        let Op::Kernel(k) = &n.op else { continue };
-        let any: &dyn Any = k.as_ref();
-        let Some(conv) = any.downcast_ref::<Conv>() else {
+        let Some(conv) = kernel_of::<Conv>(n) else {
             continue;
         };
         let Some(&out) = n.outputs.first() else {
@@ -231,12 +214,10 @@ pub fn fuse_conv_activation(g: &mut Graph) -> usize {
     for &(ci, ai, act) in &fused {
         let out = g.main.nodes[ai].outputs[0];
         let tag = format!("{act:?}");
-        let n = &mut g.main.nodes[ci];
-        let Op::Kernel(k) = &n.op else { continue };
-        let any: &dyn Any = k.as_ref();
-        let Some(&conv) = any.downcast_ref::<Conv>() else {
+        let Some(&conv) = kernel_of::<Conv>(&g.main.nodes[ci]) else {
             continue;
         };
+        let n = &mut g.main.nodes[ci];
         n.op = Op::Kernel(Box::new(Conv {
             activation: act,
             ..conv
@@ -273,19 +254,12 @@ pub fn fuse_conv_scalar_affine(g: &mut Graph) -> usize {
     let mut fused = 0;
     loop {
         let uses = use_counts(g);
-        let mut reader: HashMap<ValueId, usize> = HashMap::new();
-        for (i, n) in g.main.nodes.iter().enumerate() {
-            for v in n.inputs.iter().flatten() {
-                reader.insert(*v, i);
-            }
-        }
+        let reader = readers(g);
         // The conv index and the (node, op, scalar) steps of the first
         // chain found.
         let mut plan: Option<(usize, Vec<Step>)> = None;
         for (ci, n) in g.main.nodes.iter().enumerate() {
-            let Op::Kernel(k) = &n.op else { continue };
-            let any: &dyn Any = k.as_ref();
-            let Some(conv) = any.downcast_ref::<Conv>() else {
+            let Some(conv) = kernel_of::<Conv>(n) else {
                 continue;
             };
             if conv.post_mul != 1.0 || conv.post_add != 0.0 || n.outputs.len() != 1 {
@@ -335,11 +309,7 @@ pub fn fuse_conv_scalar_affine(g: &mut Graph) -> usize {
         let Some((ci, steps)) = plan else {
             return fused;
         };
-        let Op::Kernel(k) = &g.main.nodes[ci].op else {
-            return fused;
-        };
-        let any: &dyn Any = k.as_ref();
-        let Some(&conv) = any.downcast_ref::<Conv>() else {
+        let Some(&conv) = kernel_of::<Conv>(&g.main.nodes[ci]) else {
             return fused;
         };
         let (mut post_mul, mut post_add) = (1.0, 0.0);

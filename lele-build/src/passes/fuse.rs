@@ -20,8 +20,27 @@ use lele_kernels::ops::unary::{Clip, GeluErf, Swish, Unary, UnaryOp};
 use crate::ir::{Graph, Node, Op, OutDType, ValueId};
 
 /// Whether `n` is an `op_type` node running exactly the kernel `own`.
-pub(crate) fn runs(n: &Node, op_type: &str, own: &dyn core::fmt::Debug) -> bool {
-    n.op_type == op_type && matches!(&n.op, Op::Kernel(k) if format!("{k:?}") == format!("{own:?}"))
+pub(crate) fn runs<K: PartialEq + 'static>(n: &Node, op_type: &str, own: &K) -> bool {
+    n.op_type == op_type && kernel_of::<K>(n) == Some(own)
+}
+
+/// The node's kernel when it is lele's own `K` (not a user override).
+pub(crate) fn kernel_of<K: 'static>(n: &Node) -> Option<&K> {
+    let Op::Kernel(k) = &n.op else { return None };
+    let any: &dyn std::any::Any = k.as_ref();
+    any.downcast_ref::<K>()
+}
+
+/// The node reading each value of the main block (the last one, when
+/// several do; callers check the value has one reader).
+pub(crate) fn readers(g: &Graph) -> HashMap<ValueId, usize> {
+    let mut reader = HashMap::new();
+    for (i, n) in g.main.nodes.iter().enumerate() {
+        for v in n.inputs.iter().flatten() {
+            reader.insert(*v, i);
+        }
+    }
+    reader
 }
 
 /// Whether the node runs lele's own `Sigmoid` kernel (not a user override).
@@ -82,11 +101,11 @@ impl<'g> Links<'g> {
 
     /// The node producing `v`, when `v` has exactly one reader and the node
     /// is an `op_type` running exactly `own`.
-    fn inner(
+    fn inner<K: PartialEq + 'static>(
         &self,
         v: ValueId,
         op_type: &str,
-        own: &dyn core::fmt::Debug,
+        own: &K,
     ) -> Option<(usize, &'g Node)> {
         let &i = self.producer.get(&v)?;
         let n = &self.g.main.nodes[i];

@@ -58,10 +58,37 @@ fn sigmoid8(z: __m256) -> (__m256, i32) {
     (s, _mm256_movemask_ps(bad))
 }
 
-/// Applies `lanes` to `x` in blocks of eight into `y`; `fix(v)` recomputes
-/// an element whose mask bit is set. The tail goes through a zero-padded
-/// block, so every element gets the same arithmetic wherever it sits (the
-/// result does not depend on how a tensor is split into calls).
+/// One block of eight: `lanes`, then `fix(v)` for the lanes whose mask
+/// bit is set.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn block8(
+    xb: &[f32; 8],
+    lanes: &impl Fn(__m256) -> (__m256, i32),
+    fix: &impl Fn(f32) -> f32,
+) -> [f32; 8] {
+    let mut yb = [0f32; 8];
+    // SAFETY: both arrays hold exactly 8 floats.
+    let (v, mask) = lanes(unsafe { _mm256_loadu_ps(xb.as_ptr()) });
+    // SAFETY: as above.
+    unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), v) };
+    if mask != 0 {
+        for i in 0..8 {
+            if mask & (1 << i) != 0 {
+                yb[i] = fix(xb[i]);
+            }
+        }
+    }
+    yb
+}
+
+/// Applies `lanes` to `x` in blocks of eight into `y` (see [`block8`]).
+/// The tail goes through a zero-padded block, so every element gets the
+/// same arithmetic wherever it sits (the result does not depend on how a
+/// tensor is split into calls).
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA.
@@ -75,30 +102,14 @@ fn blocks(
 ) {
     let n = x.len().min(y.len());
     let (x, y) = (&x[..n], &mut y[..n]);
-    let block = |xb: &[f32; 8], yb: &mut [f32; 8]| {
-        // SAFETY: both arrays hold exactly 8 floats.
-        let (v, mask) = lanes(unsafe { _mm256_loadu_ps(xb.as_ptr()) });
-        // SAFETY: as above.
-        unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), v) };
-        if mask != 0 {
-            for i in 0..8 {
-                if mask & (1 << i) != 0 {
-                    yb[i] = fix(xb[i]);
-                }
-            }
-        }
-    };
     let full = n - n % 8;
     for (xb, yb) in x[..full].chunks_exact(8).zip(y[..full].chunks_exact_mut(8)) {
-        let xb: &[f32; 8] = xb.try_into().expect("chunk of 8");
-        let yb: &mut [f32; 8] = yb.try_into().expect("chunk of 8");
-        block(xb, yb);
+        yb.copy_from_slice(&block8(xb.try_into().expect("chunk of 8"), &lanes, &fix));
     }
     if full < n {
-        let (mut xt, mut yt) = ([0f32; 8], [0f32; 8]);
+        let mut xt = [0f32; 8];
         xt[..n - full].copy_from_slice(&x[full..]);
-        block(&xt, &mut yt);
-        y[full..].copy_from_slice(&yt[..n - full]);
+        y[full..].copy_from_slice(&block8(&xt, &lanes, &fix)[..n - full]);
     }
 }
 
@@ -167,30 +178,16 @@ fn blocks_in_place(
     lanes: impl Fn(__m256) -> (__m256, i32),
     fix: impl Fn(f32) -> f32,
 ) {
-    let block = |yb: &mut [f32; 8]| {
-        let xb = *yb;
-        // SAFETY: the array holds exactly 8 floats.
-        let (v, mask) = lanes(unsafe { _mm256_loadu_ps(xb.as_ptr()) });
-        // SAFETY: as above.
-        unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), v) };
-        if mask != 0 {
-            for i in 0..8 {
-                if mask & (1 << i) != 0 {
-                    yb[i] = fix(xb[i]);
-                }
-            }
-        }
-    };
     let n = y.len();
     let full = n - n % 8;
     for yb in y[..full].chunks_exact_mut(8) {
-        block(yb.try_into().expect("chunk of 8"));
+        let xb: [f32; 8] = (&*yb).try_into().expect("chunk of 8");
+        yb.copy_from_slice(&block8(&xb, &lanes, &fix));
     }
     if full < n {
         let mut t = [0f32; 8];
         t[..n - full].copy_from_slice(&y[full..]);
-        block(&mut t);
-        y[full..].copy_from_slice(&t[..n - full]);
+        y[full..].copy_from_slice(&block8(&t, &lanes, &fix)[..n - full]);
     }
 }
 
