@@ -4,7 +4,8 @@
 //! Layout: `<fixtures>/<case>/case.json` and
 //! `<fixtures>/<case>/step<k>/{in_<i>,out_<j>}.npy`, where `i`/`j` are the
 //! positions of the graph inputs (initializers excluded) and outputs in ONNX
-//! order.
+//! order. The example apps' references (`apps_reference.py`) go to
+//! `<fixtures>/apps/{vad,detect,embed}.json`.
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -58,5 +59,33 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
         cmd.arg("--list");
     }
     cmd.args(&opts.cases);
-    run_inherited(&mut cmd).context("generating fixtures")
+    run_inherited(&mut cmd).context("generating fixtures")?;
+    if opts.list || !opts.cases.is_empty() {
+        return Ok(());
+    }
+    app_references(&py, &zoo, &out.join("apps"), false)
+}
+
+/// ONNX Runtime runs of the example apps' pipelines
+/// (`xtask/python/apps_reference.py`) into `out`; with `timings`, also
+/// ORT's time per model call.
+pub fn app_references(
+    py: &std::path::Path,
+    zoo: &std::path::Path,
+    out: &std::path::Path,
+    timings: bool,
+) -> anyhow::Result<()> {
+    let root = repo_root();
+    let mut cmd = Command::new(py);
+    cmd.arg(root.join("xtask").join("python").join("apps_reference.py"))
+        .arg("--zoo")
+        .arg(zoo)
+        .arg("--data")
+        .arg(root.join("examples").join("data"))
+        .arg("--out")
+        .arg(out);
+    if timings {
+        cmd.arg("--timings");
+    }
+    run_inherited(&mut cmd).context("running the example apps' ONNX Runtime references")
 }

@@ -182,6 +182,19 @@ pub const MODELS: &[Model] = &[
         sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
         extra: false,
     },
+    // Not a model: the public-domain photo the `detect` example and its test
+    // run on (scikit-image bundles it).
+    Model {
+        file: "astronaut.png",
+        parts: &[pip(
+            "scikit-image",
+            "0.25.2",
+            "skimage/data/astronaut.png",
+        )],
+        bytes: 791_555,
+        sha256: "88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5",
+        extra: false,
+    },
     Model {
         file: "ddddocr_common.onnx",
         parts: &[pip(DDDDOCR.0, DDDDOCR.1, "ddddocr/common.onnx")],

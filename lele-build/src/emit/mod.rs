@@ -239,10 +239,17 @@ pub fn emit_core(inp: &EmitInput<'_>) -> (TokenStream, Signature, Layout) {
         let (op, name) = (Literal::string(op), Literal::string(name));
         quote!((#op, #name))
     });
+    let metadata = g.metadata.iter().map(|(key, value)| {
+        let (key, value) = (Literal::string(key), Literal::string(value));
+        quote!((#key, #value))
+    });
     let core = quote! {
         /// `(op type, node name)` of each profiled node, by node index.
         #[allow(dead_code)]
         pub(super) static NODE_LABELS: &[(&str, &str)] = &[#(#labels),*];
+
+        /// The model's `metadata_props`, `(key, value)` in file order.
+        pub(super) static METADATA: &[(&str, &str)] = &[#(#metadata),*];
 
         pub(super) fn run(ctx: &mut ::lele::kernels::rt::Ctx<'_, '_>) -> ::core::result::Result<(), ::lele::kernels::KernelError> {
             ::lele::kernels::rt::profile_start(ctx);

@@ -176,6 +176,17 @@ pub fn shell(
                         &[]
                     }
 
+                    /// The model's `metadata_props` (none: no generated code).
+                    pub fn metadata() -> &'static [(&'static str, &'static str)] {
+                        &[]
+                    }
+
+                    /// The value of one `metadata_props` key (none: no generated code).
+                    pub fn metadata_value(key: &str) -> ::core::option::Option<&'static str> {
+                        let _ = key;
+                        None
+                    }
+
                     /// Like `forward`; always fails in this build.
                     #[allow(clippy::too_many_arguments, unused_variables)]
                     pub fn forward_profiled<'w>(
@@ -330,6 +341,21 @@ pub fn shell(
             /// [`::lele::kernels::rt::Profiler::node_done`].
             pub fn node_labels() -> &'static [(&'static str, &'static str)] {
                 #mod_name::NODE_LABELS
+            }
+
+            /// The model's `metadata_props` as `(key, value)` pairs in file
+            /// order (e.g. the character list of an OCR recognizer or the
+            /// class names of a detector), embedded at compile time.
+            pub fn metadata() -> &'static [(&'static str, &'static str)] {
+                #mod_name::METADATA
+            }
+
+            /// The value of the first `metadata_props` entry named `key`.
+            pub fn metadata_value(key: &str) -> ::core::option::Option<&'static str> {
+                #mod_name::METADATA
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, v)| *v)
             }
 
             /// `forward`, telling `profiler` after every node (see

@@ -1,0 +1,576 @@
+"""ONNX Runtime reference pipelines for the example apps (VAD, YOLO, embeddings).
+
+    apps_reference.py --zoo ZOO --data examples/data --out OUTDIR [--timings]
+
+Runs with the pinned venv of `xtask/python/requirements.txt` (numpy,
+onnxruntime, onnx, tokenizers, pillow). Every session is ONNX Runtime on
+CPUExecutionProvider, 1 intra-op thread, 1 inter-op thread, sequential
+execution, ORT_ENABLE_ALL. Writes JSON files to OUTDIR:
+
+  vad.json, detect.json, embed.json, and with --timings timings.json
+
+and a short summary to stderr. Missing inputs exit non-zero with a message.
+The Rust example apps implement exactly the pipelines described below; the
+end-to-end tests compare their results with these files.
+
+Inputs: ZOO/silero_vad.onnx, ZOO/yolov8n_320n.onnx, ZOO/minilm_l3.onnx,
+ZOO/minilm_tokenizer.json, ZOO/astronaut.png, ZOO/ppocr_v4_det.onnx,
+ZOO/ppocr_v6_det_small.onnx, ZOO/ppocr_cls.onnx, ZOO/ppocr_v4_rec.onnx,
+ZOO/ppocr_v6_rec_small.onnx; DATA/speech_16k.wav, DATA/speech_8k.wav,
+DATA/sentences.txt, DATA/text.png.
+
+VAD (silero_vad.onnx; vad.json)
+-------------------------------
+Audio: 16-bit PCM mono WAV, samples as float32 s / 32768.
+Model inputs: `input` f32 [1, C + W], `state` f32 [2, 1, 128], `sr` i64
+scalar; outputs `output` f32 [1, 1] (speech probability), `stateN`
+[2, 1, 128]. W (window) = 512 at 16 kHz, 256 at 8 kHz; C (context) = 64 at
+16 kHz, 32 at 8 kHz. The audio is cut into consecutive windows of W samples
+from sample 0; the last partial window is zero-padded to W. Each call feeds
+`input` = the last C samples of the previous call's `input` (zeros for the
+first call) followed by the W window samples; `state` starts at zeros and is
+the previous call's `stateN` afterwards. One probability per window.
+Segments (the logic of Silero's get_speech_timestamps with
+max_speech_duration_s = infinity), all in samples, window i starting at i*W:
+threshold 0.5, neg_threshold 0.35 (threshold - 0.15), min_speech 250 ms,
+min_silence 100 ms, speech_pad 30 ms (sr*ms/1000 samples).
+  triggered = false, temp_end = 0
+  for each window i with probability p:
+    if p >= threshold and temp_end != 0: temp_end = 0
+    if p >= threshold and not triggered: triggered, start = i*W; next window
+    if p < neg_threshold and triggered:
+      if temp_end == 0: temp_end = i*W
+      if i*W - temp_end < min_silence: next window
+      else: end = temp_end; keep [start, end] if end - start > min_speech;
+            triggered = false, temp_end = 0
+  at the end, if triggered and len - start > min_speech: keep [start, len]
+  padding: the first segment's start -= pad (floor at 0); between segment k
+  and k+1 with gap g = start(k+1) - end(k): if g < 2*pad, end(k) += g // 2
+  and start(k+1) -= g // 2, else end(k) += pad and start(k+1) -= pad; the
+  last segment's end += pad (capped at len). pad is 480 samples at 16 kHz,
+  240 at 8 kHz (integers; all arithmetic in integers).
+vad.json: {"16000": [[start_s, end_s]...], "8000": [...],
+"samples_16000"/"samples_8000": the same in samples, "probs_16000"/
+"probs_8000": per-window probabilities}; seconds are samples / sr unrounded.
+
+Detection (yolov8n_320n.onnx; detect.json)
+------------------------------------------
+1. Decode ZOO/astronaut.png to RGB u8 (alpha dropped), h x w.
+2. Letterbox to S = 320: r = min(S/h, S/w) (f64); nw = round(w*r),
+   nh = round(h*r) (round half away from zero); resize the image to nh x nw
+   with the bilinear resize below; pad to S x S with 114 on every channel,
+   the image at left = (S - nw) // 2, top = (S - nh) // 2.
+3. Input `images` f32 [1, 3, S, S] = u8 / 255, RGB planes (NCHW).
+4. Output `output0` f32 [1, 4 + nc, N]: per anchor j the rows are cx, cy, w,
+   h (letterboxed pixels) then nc class scores. For each anchor: best class
+   = argmax of the scores (first index on ties), score = that score; keep
+   the anchor if score >= 0.25. Box x1 = cx - w/2, y1 = cy - h/2,
+   x2 = cx + w/2, y2 = cy + h/2.
+5. Class-wise NMS: sort the kept anchors by score descending (stable: equal
+   scores keep anchor order); walk them in order, keeping one unless its
+   IoU with an already kept box of the same class is > 0.45.
+   IoU = inter / (area1 + area2 - inter), areas (x2-x1)*(y2-y1),
+   inter = max(0, min(x2) - max(x1)) * max(0, min(y2) - max(y1));
+   IoU = 0 if the union is <= 0. Computed in f32 on the letterboxed boxes.
+6. Map back: x = (x - left) / r, y = (y - top) / r, then clamp x to [0, w]
+   and y to [0, h] (computed in f64 here; compare with a tolerance).
+Class names: model metadata `names`, a Python-dict-like string
+"{0: 'A', 1: 'B', ...}". detect.json: {"image", "input_size", "conf", "iou",
+"names", "detections": [{"class_id", "class_name", "score",
+"box": [x1, y1, x2, y2]}] in the NMS order (score descending)}.
+
+Bilinear resize (u8 RGB, src h x w -> dst oh x ow), as computed here in f32:
+  for dst column dx: sx = (dx + 0.5) * (w / ow) - 0.5, clamped to
+  [0, w - 1]; x0 = floor(sx); x1 = min(x0 + 1, w - 1); fx = sx - x0
+  (same for rows with h / oh). The ratio w / ow is computed once in f32.
+  top = p[y0,x0]*(1-fx) + p[y0,x1]*fx; bot = p[y1,x0]*(1-fx) + p[y1,x1]*fx;
+  v = top*(1-fy) + bot*fy (f32, no fused multiply-add; evaluation in this
+  order), out = round half away from zero of v (v >= 0), clamped to 255.
+  No antialiasing.
+
+Embeddings (minilm_l3.onnx + minilm_tokenizer.json; embed.json)
+----------------------------------------------------------------
+DATA/sentences.txt: line 1 is the query, each following non-empty line a
+candidate (lines are stripped; blank lines skipped). Each sentence alone
+(batch 1): tokenizers.Tokenizer.from_file(tokenizer), padding disabled (the
+file asks for fixed padding to 128: it is turned off), truncation to 128
+tokens, add_special_tokens=True ([CLS] ... [SEP]). Model inputs: only those
+the model declares among input_ids / attention_mask / token_type_ids (this
+model: input_ids and attention_mask), i64 [1, T]; attention_mask = the
+encoding's mask (all ones, no padding). The last hidden state is the model's
+rank-3 output [1, T, 384] (here named `onnx::Shape_422`, the third output;
+the first output `output` is only input_ids passed through). Embedding =
+sum_t mask_t * h_t / max(sum_t mask_t, 1e-9), then divided by its L2 norm
+(max(norm, 1e-12)). Score of a candidate = dot(query, candidate). Ranking =
+candidate indices by score descending (stable). embed.json: {"query",
+"candidates", "token_ids" (query first), "scores", "ranking", "embeddings"
+(query first)}.
+
+Timings (timings.json)
+----------------------
+ONNX Runtime per call, after 3 untimed warm-up calls, over 25 timed calls
+(perf_counter around session.run): median_ms and min_ms. Calls: Silero VAD
+one 16 kHz window (the first window of speech_16k.wav, zero state); YOLOv8 on
+the letterboxed astronaut; MiniLM on the query's token ids; PP-OCR det v4
+and v6 on DATA/text.png resized (bilinear above) to multiples of 32 (scale =
+min(1, 960 / max(h, w)); each side round(side * scale / 32) * 32, at least
+32), normalized per channel (x / 255 - mean) / std with mean (0.485, 0.456,
+0.406), std (0.229, 0.224, 0.225), RGB, NCHW; ppocr_cls at [1, 3, 48, 192]
+and the two recognizers at [1, 3, 48, 320] on uniform random inputs in
+[-1, 1] (numpy default_rng seed 0; random data is enough for timing: the
+models do the same work whatever the values).
+"""
+
+import argparse
+import ast
+import json
+import os
+import statistics
+import sys
+import time
+import wave
+
+import numpy as np
+
+# --------------------------------------------------------------------------
+# Shared helpers
+
+
+def fail(msg):
+    print(f"apps_reference: error: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def need(path):
+    if not os.path.isfile(path):
+        fail(f"missing file {path}")
+    return path
+
+
+def session(path):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(need(path), opts, providers=["CPUExecutionProvider"])
+
+
+def round_half_away(v):
+    """Round non-negative values half away from zero (as Rust's f32::round)."""
+    t = np.trunc(v)
+    return t + ((v - t) >= 0.5)
+
+
+# --------------------------------------------------------------------------
+# VAD
+
+VAD_WINDOW = {16000: 512, 8000: 256}
+VAD_CONTEXT = {16000: 64, 8000: 32}
+
+
+def read_wav_mono16(path):
+    """16-bit PCM mono WAV -> (float32 samples in [-1, 1), sample rate)."""
+    with wave.open(need(path), "rb") as w:
+        if w.getnchannels() != 1 or w.getsampwidth() != 2:
+            fail(f"{path}: expected mono 16-bit PCM")
+        sr = w.getframerate()
+        data = w.readframes(w.getnframes())
+    return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0, sr
+
+
+def vad_probs(sess, audio, sr):
+    """Per-window speech probabilities of the streaming Silero pipeline."""
+    win, ctx = VAD_WINDOW[sr], VAD_CONTEXT[sr]
+    state = np.zeros((2, 1, 128), dtype=np.float32)
+    context = np.zeros(ctx, dtype=np.float32)
+    sr_t = np.array(sr, dtype=np.int64)
+    probs = []
+    for start in range(0, len(audio), win):
+        chunk = np.zeros(win, dtype=np.float32)
+        part = audio[start : start + win]
+        chunk[: len(part)] = part
+        x = np.concatenate([context, chunk])[None, :]
+        out, state = sess.run(["output", "stateN"], {"input": x, "state": state, "sr": sr_t})
+        probs.append(float(out.reshape(-1)[0]))
+        context = x[0, -ctx:]
+    return probs
+
+
+def vad_segments(probs, sr, n_samples, threshold=0.5, min_speech_ms=250,
+                 min_silence_ms=100, speech_pad_ms=30):
+    """Silero get_speech_timestamps segment logic (no max speech length)."""
+    win = VAD_WINDOW[sr]
+    neg_threshold = max(threshold - 0.15, 0.01)
+    min_speech = sr * min_speech_ms // 1000
+    min_silence = sr * min_silence_ms // 1000
+    pad = sr * speech_pad_ms // 1000
+    speeches = []
+    triggered = False
+    start = 0
+    temp_end = 0
+    for i, p in enumerate(probs):
+        pos = i * win
+        if p >= threshold and temp_end:
+            temp_end = 0
+        if p >= threshold and not triggered:
+            triggered = True
+            start = pos
+            continue
+        if p < neg_threshold and triggered:
+            if not temp_end:
+                temp_end = pos
+            if pos - temp_end < min_silence:
+                continue
+            if temp_end - start > min_speech:
+                speeches.append([start, temp_end])
+            triggered = False
+            temp_end = 0
+    if triggered and n_samples - start > min_speech:
+        speeches.append([start, n_samples])
+    for k, seg in enumerate(speeches):
+        if k == 0:
+            seg[0] = max(0, seg[0] - pad)
+        if k != len(speeches) - 1:
+            gap = speeches[k + 1][0] - seg[1]
+            if gap < 2 * pad:
+                seg[1] += gap // 2
+                speeches[k + 1][0] = max(0, speeches[k + 1][0] - gap // 2)
+            else:
+                seg[1] = min(n_samples, seg[1] + pad)
+                speeches[k + 1][0] = max(0, speeches[k + 1][0] - pad)
+        else:
+            seg[1] = min(n_samples, seg[1] + pad)
+    return speeches
+
+
+def run_vad(model_path, wav_path):
+    """-> (segments in samples, segments in seconds, probs, sr)."""
+    audio, sr = read_wav_mono16(wav_path)
+    if sr not in VAD_WINDOW:
+        fail(f"{wav_path}: sample rate {sr} is not 16000 or 8000")
+    sess = session(model_path)
+    probs = vad_probs(sess, audio, sr)
+    segs = vad_segments(probs, sr, len(audio))
+    secs = [[s / sr, e / sr] for s, e in segs]
+    return segs, secs, probs, sr
+
+
+# --------------------------------------------------------------------------
+# Images
+
+
+def read_rgb(path):
+    from PIL import Image
+
+    with Image.open(need(path)) as im:
+        im = im.convert("RGB")
+        return np.asarray(im, dtype=np.uint8).copy()
+
+
+def resize_bilinear(img, oh, ow):
+    """u8 HxWx3 -> u8 oh x ow x 3; see the module docstring."""
+    h, w = img.shape[:2]
+
+    def axis(n_out, n_in):
+        ratio = np.float32(n_in) / np.float32(n_out)
+        s = (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) * ratio - np.float32(0.5)
+        s = np.clip(s, np.float32(0), np.float32(n_in - 1))
+        i0 = np.floor(s).astype(np.int64)
+        i1 = np.minimum(i0 + 1, n_in - 1)
+        f = (s - i0.astype(np.float32)).astype(np.float32)
+        return i0, i1, f
+
+    y0, y1, fy = axis(oh, h)
+    x0, x1, fx = axis(ow, w)
+    p = img.astype(np.float32)
+    fx = fx[None, :, None]
+    gx = np.float32(1) - fx
+    fy = fy[:, None, None]
+    gy = np.float32(1) - fy
+    top = p[y0][:, x0] * gx + p[y0][:, x1] * fx
+    bot = p[y1][:, x0] * gx + p[y1][:, x1] * fx
+    v = top * gy + bot * fy
+    return np.minimum(round_half_away(v), 255).astype(np.uint8)
+
+
+def letterbox(img, size):
+    h, w = img.shape[:2]
+    r = min(size / h, size / w)
+    nw = int(round_half_away(np.float64(w * r)))
+    nh = int(round_half_away(np.float64(h * r)))
+    resized = resize_bilinear(img, nh, nw)
+    left = (size - nw) // 2
+    top = (size - nh) // 2
+    out = np.full((size, size, 3), 114, dtype=np.uint8)
+    out[top : top + nh, left : left + nw] = resized
+    return out, r, left, top
+
+
+def to_nchw(img_f32):
+    return np.ascontiguousarray(img_f32.transpose(2, 0, 1)[None])
+
+
+def yolo_input(img, size):
+    boxed, r, left, top = letterbox(img, size)
+    return to_nchw(boxed.astype(np.float32) / np.float32(255)), r, left, top
+
+
+def iou(a, b):
+    ix = max(np.float32(0), min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(np.float32(0), min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return np.float32(0) if union <= 0 else inter / union
+
+
+def yolo_postprocess(out, conf, iou_thr):
+    """out [4 + nc, N] -> list of (class_id, score, box f32[4]) after NMS."""
+    out = out.astype(np.float32)
+    scores = out[4:]
+    cls = np.argmax(scores, axis=0)
+    best = scores[cls, np.arange(out.shape[1])]
+    cand = [j for j in range(out.shape[1]) if best[j] >= conf]
+    cand.sort(key=lambda j: -best[j])  # stable
+    kept = []
+    for j in cand:
+        cx, cy, bw, bh = out[0, j], out[1, j], out[2, j], out[3, j]
+        half_w, half_h = bw / np.float32(2), bh / np.float32(2)
+        box = np.array([cx - half_w, cy - half_h, cx + half_w, cy + half_h], dtype=np.float32)
+        c = int(cls[j])
+        if all(k[0] != c or iou(k[2], box) <= np.float32(iou_thr) for k in kept):
+            kept.append((c, float(best[j]), box))
+    return kept
+
+
+def model_names(path):
+    import onnx
+
+    m = onnx.load(path, load_external_data=False)
+    meta = {p.key: p.value for p in m.metadata_props}
+    if "names" not in meta:
+        fail(f"{path}: no `names` metadata")
+    names = ast.literal_eval(meta["names"])
+    return [names[i] for i in range(len(names))]
+
+
+def run_detect(zoo, size=320, conf=0.25, iou_thr=0.45):
+    model = os.path.join(zoo, "yolov8n_320n.onnx")
+    img = read_rgb(os.path.join(zoo, "astronaut.png"))
+    h, w = img.shape[:2]
+    x, r, left, top = yolo_input(img, size)
+    sess = session(model)
+    out = sess.run(None, {sess.get_inputs()[0].name: x})[0][0]
+    names = model_names(model)
+    dets = []
+    for c, s, box in yolo_postprocess(out, conf, iou_thr):
+        x1 = min(max((float(box[0]) - left) / r, 0.0), w)
+        y1 = min(max((float(box[1]) - top) / r, 0.0), h)
+        x2 = min(max((float(box[2]) - left) / r, 0.0), w)
+        y2 = min(max((float(box[3]) - top) / r, 0.0), h)
+        dets.append({"class_id": c, "class_name": names[c], "score": s,
+                     "box": [x1, y1, x2, y2]})
+    result = {"image": "astronaut.png", "input_size": size, "conf": conf, "iou": iou_thr,
+              "image_size": [w, h], "letterbox": {"r": r, "left": left, "top": top},
+              "names": names, "detections": dets}
+    return result, (sess, x)
+
+
+def det_input(img, limit=960):
+    """PP-OCR det preprocessing -> f32 [1, 3, H, W] (multiples of 32)."""
+    h, w = img.shape[:2]
+    scale = min(1.0, limit / max(h, w))
+    oh = max(32, int(round_half_away(np.float64(h * scale / 32))) * 32)
+    ow = max(32, int(round_half_away(np.float64(w * scale / 32))) * 32)
+    x = resize_bilinear(img, oh, ow).astype(np.float32) / np.float32(255)
+    mean = np.array([0.485, 0.456, 0.406], dtype=np.float32)
+    std = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+    return to_nchw((x - mean) / std)
+
+
+# --------------------------------------------------------------------------
+# Embeddings
+
+
+def read_sentences(path):
+    with open(need(path), encoding="utf-8") as f:
+        lines = [ln.strip() for ln in f]
+    lines = [ln for ln in lines if ln]
+    if len(lines) < 2:
+        fail(f"{path}: need a query line and at least one candidate")
+    return lines[0], lines[1:]
+
+
+def load_tokenizer(path):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(need(path))
+    tok.no_padding()
+    tok.enable_truncation(max_length=128)
+    return tok
+
+
+def embed_feeds(sess, enc):
+    ids = np.array([enc.ids], dtype=np.int64)
+    have = {i.name for i in sess.get_inputs()}
+    feeds = {"input_ids": ids}
+    if "attention_mask" in have:
+        feeds["attention_mask"] = np.array([enc.attention_mask], dtype=np.int64)
+    if "token_type_ids" in have:
+        feeds["token_type_ids"] = np.array([enc.type_ids], dtype=np.int64)
+    return feeds
+
+
+def hidden_output(sess):
+    rank3 = [o.name for o in sess.get_outputs() if len(o.shape) == 3]
+    if len(rank3) != 1:
+        fail("minilm: expected exactly one rank-3 output (the last hidden state)")
+    return rank3[0]
+
+
+def embed_one(sess, out_name, feeds):
+    h = sess.run([out_name], feeds)[0][0].astype(np.float32)  # [T, 384]
+    mask = feeds.get("attention_mask", np.ones_like(feeds["input_ids"]))[0].astype(np.float32)
+    v = (h * mask[:, None]).sum(axis=0) / max(float(mask.sum()), 1e-9)
+    return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
+def run_embed(zoo, data):
+    query, cands = read_sentences(os.path.join(data, "sentences.txt"))
+    tok = load_tokenizer(os.path.join(zoo, "minilm_tokenizer.json"))
+    sess = session(os.path.join(zoo, "minilm_l3.onnx"))
+    out_name = hidden_output(sess)
+    token_ids, embs, query_feeds = [], [], None
+    for s in [query] + cands:
+        feeds = embed_feeds(sess, tok.encode(s))
+        query_feeds = query_feeds or feeds
+        token_ids.append([int(t) for t in feeds["input_ids"][0]])
+        embs.append(embed_one(sess, out_name, feeds))
+    q = embs[0]
+    scores = [float(np.dot(q, e)) for e in embs[1:]]
+    ranking = sorted(range(len(cands)), key=lambda i: -scores[i])
+    result = {"query": query, "candidates": cands, "hidden_output": out_name,
+              "token_ids": token_ids, "scores": scores, "ranking": ranking,
+              "embeddings": [[float(v) for v in e] for e in embs]}
+    return result, (sess, query_feeds, out_name)
+
+
+# --------------------------------------------------------------------------
+# Timings
+
+
+def time_calls(sess, feeds, outputs=None, warmup=3, runs=25):
+    for _ in range(warmup):
+        sess.run(outputs, feeds)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        sess.run(outputs, feeds)
+        times.append((time.perf_counter() - t) * 1000.0)
+    return statistics.median(times), min(times)
+
+
+def run_timings(zoo, data, yolo, embed):
+    import onnxruntime as ort
+
+    calls = []
+
+    def add(model, what, sess, feeds, outputs=None):
+        shape = list(next(iter(feeds.values())).shape)
+        med, mn = time_calls(sess, feeds, outputs)
+        calls.append({"model": model, "what": what, "shape": shape,
+                      "median_ms": med, "min_ms": mn})
+
+    audio, sr = read_wav_mono16(os.path.join(data, "speech_16k.wav"))
+    x = np.zeros((1, VAD_CONTEXT[16000] + VAD_WINDOW[16000]), dtype=np.float32)
+    x[0, VAD_CONTEXT[16000]:] = audio[: VAD_WINDOW[16000]]
+    feeds = {"input": x, "state": np.zeros((2, 1, 128), dtype=np.float32),
+             "sr": np.array(16000, dtype=np.int64)}
+    add("silero_vad.onnx", "one 16 kHz window (64 context + 512)",
+        session(os.path.join(zoo, "silero_vad.onnx")), feeds)
+
+    ysess, yx = yolo
+    add("yolov8n_320n.onnx", "letterboxed astronaut.png", ysess, {ysess.get_inputs()[0].name: yx})
+
+    esess, efeeds, eout = embed
+    add("minilm_l3.onnx", "query token ids", esess, efeeds, [eout])
+
+    dx = det_input(read_rgb(os.path.join(data, "text.png")))
+    for m in ["ppocr_v4_det.onnx", "ppocr_v6_det_small.onnx"]:
+        add(m, "text.png resized to multiples of 32, mean/std normalized",
+            session(os.path.join(zoo, m)), {"x": dx})
+
+    rng = np.random.default_rng(0)
+    cls_x = rng.uniform(-1, 1, size=(1, 3, 48, 192)).astype(np.float32)
+    rec_x = rng.uniform(-1, 1, size=(1, 3, 48, 320)).astype(np.float32)
+    add("ppocr_cls.onnx", "random input in [-1, 1] (seed 0)",
+        session(os.path.join(zoo, "ppocr_cls.onnx")), {"x": cls_x})
+    for m in ["ppocr_v4_rec.onnx", "ppocr_v6_rec_small.onnx"]:
+        add(m, "random input in [-1, 1] (seed 0)", session(os.path.join(zoo, m)), {"x": rec_x})
+    return {"ort_version": ort.__version__, "threads": 1, "warmup": 3, "runs": 25,
+            "calls": calls}
+
+
+# --------------------------------------------------------------------------
+
+
+def write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1)
+        f.write("\n")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--zoo", required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--timings", action="store_true",
+                   help="also time ONNX Runtime per call (timings.json)")
+    a = p.parse_args()
+    for f in ["silero_vad.onnx", "yolov8n_320n.onnx", "minilm_l3.onnx", "minilm_tokenizer.json",
+              "astronaut.png", "ppocr_v4_det.onnx", "ppocr_v6_det_small.onnx", "ppocr_cls.onnx",
+              "ppocr_v4_rec.onnx", "ppocr_v6_rec_small.onnx"]:
+        need(os.path.join(a.zoo, f))
+    for f in ["speech_16k.wav", "speech_8k.wav", "sentences.txt", "text.png"]:
+        need(os.path.join(a.data, f))
+    os.makedirs(a.out, exist_ok=True)
+    log = lambda s: print(s, file=sys.stderr)  # noqa: E731
+
+    vad = {}
+    vad_model = os.path.join(a.zoo, "silero_vad.onnx")
+    for name in ["speech_16k.wav", "speech_8k.wav"]:
+        segs, secs, probs, sr = run_vad(vad_model, os.path.join(a.data, name))
+        vad[str(sr)] = secs
+        vad[f"samples_{sr}"] = segs
+        vad[f"probs_{sr}"] = probs
+        log(f"vad {name}: " + ", ".join(f"{s:.3f}-{e:.3f}s" for s, e in secs))
+    write_json(os.path.join(a.out, "vad.json"), vad)
+
+    detect, yolo = run_detect(a.zoo)
+    if not detect["detections"]:
+        fail("yolov8: no detection on astronaut.png")
+    for d in detect["detections"]:
+        log("detect: {} {:.3f} [{}]".format(d["class_name"], d["score"],
+                                            ", ".join(f"{v:.1f}" for v in d["box"])))
+    write_json(os.path.join(a.out, "detect.json"), detect)
+
+    embed, emb = run_embed(a.zoo, a.data)
+    log(f"embed: query {embed['query']!r}")
+    for i in embed["ranking"]:
+        log(f"  {embed['scores'][i]:.4f}  {embed['candidates'][i]}")
+    write_json(os.path.join(a.out, "embed.json"), embed)
+
+    if not a.timings:
+        return
+    timings = run_timings(a.zoo, a.data, yolo, emb)
+    for c in timings["calls"]:
+        log(f"ort {c['model']} {c['shape']}: median {c['median_ms']:.3f} ms, "
+            f"min {c['min_ms']:.3f} ms")
+    write_json(os.path.join(a.out, "timings.json"), timings)
+
+
+if __name__ == "__main__":
+    main()
