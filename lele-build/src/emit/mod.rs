@@ -249,6 +249,7 @@ pub fn emit_core(inp: &EmitInput<'_>) -> (TokenStream, Signature, Layout) {
         pub(super) static NODE_LABELS: &[(&str, &str)] = &[#(#labels),*];
 
         /// The model's `metadata_props`, `(key, value)` in file order.
+        #[allow(dead_code)]
         pub(super) static METADATA: &[(&str, &str)] = &[#(#metadata),*];
 
         pub(super) fn run(ctx: &mut ::lele::kernels::rt::Ctx<'_, '_>) -> ::core::result::Result<(), ::lele::kernels::KernelError> {
