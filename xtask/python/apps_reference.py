@@ -1,23 +1,21 @@
 """ONNX Runtime reference pipelines for the example apps (VAD, YOLO, embeddings).
 
-    apps_reference.py --zoo ZOO --data examples/data --out OUTDIR [--timings]
+    apps_reference.py --zoo ZOO --data examples/data --out OUTDIR
 
 Runs with the pinned venv of `xtask/python/requirements.txt` (numpy,
 onnxruntime, onnx, tokenizers, pillow). Every session is ONNX Runtime on
 CPUExecutionProvider, 1 intra-op thread, 1 inter-op thread, sequential
 execution, ORT_ENABLE_ALL. Writes JSON files to OUTDIR:
 
-  vad.json, detect.json, embed.json, and with --timings timings.json
+  vad.json, detect.json, embed.json
 
 and a short summary to stderr. Missing inputs exit non-zero with a message.
 The Rust example apps implement exactly the pipelines described below; the
 end-to-end tests compare their results with these files.
 
 Inputs: ZOO/silero_vad.onnx, ZOO/yolov8n_320n.onnx, ZOO/minilm_l3.onnx,
-ZOO/minilm_tokenizer.json, ZOO/astronaut.png, ZOO/ppocr_v4_det.onnx,
-ZOO/ppocr_v6_det_small.onnx, ZOO/ppocr_cls.onnx, ZOO/ppocr_v4_rec.onnx,
-ZOO/ppocr_v6_rec_small.onnx; DATA/speech_16k.wav, DATA/speech_8k.wav,
-DATA/sentences.txt, DATA/text.png.
+ZOO/minilm_tokenizer.json, ZOO/astronaut.png; DATA/speech_16k.wav,
+DATA/speech_8k.wav, DATA/sentences.txt.
 
 VAD (silero_vad.onnx; vad.json)
 -------------------------------
@@ -105,29 +103,13 @@ sum_t mask_t * h_t / max(sum_t mask_t, 1e-9), then divided by its L2 norm
 candidate indices by score descending (stable). embed.json: {"query",
 "candidates", "token_ids" (query first), "scores", "ranking", "embeddings"
 (query first)}.
-
-Timings (timings.json)
-----------------------
-ONNX Runtime per call, after 3 untimed warm-up calls, over 25 timed calls
-(perf_counter around session.run): median_ms and min_ms. Calls: Silero VAD
-one 16 kHz window (the first window of speech_16k.wav, zero state); YOLOv8 on
-the letterboxed astronaut; MiniLM on the query's token ids; PP-OCR det v4
-and v6 on DATA/text.png resized (bilinear above) to multiples of 32 (scale =
-min(1, 960 / max(h, w)); each side round(side * scale / 32) * 32, at least
-32), normalized per channel (x / 255 - mean) / std with mean (0.485, 0.456,
-0.406), std (0.229, 0.224, 0.225), RGB, NCHW; ppocr_cls at [1, 3, 48, 192]
-and the two recognizers at [1, 3, 48, 320] on uniform random inputs in
-[-1, 1] (numpy default_rng seed 0; random data is enough for timing: the
-models do the same work whatever the values).
 """
 
 import argparse
 import ast
 import json
 import os
-import statistics
 import sys
-import time
 import wave
 
 import numpy as np
@@ -378,18 +360,6 @@ def run_detect(zoo, size=320, conf=0.25, iou_thr=0.45):
     return result, (sess, x)
 
 
-def det_input(img, limit=960):
-    """PP-OCR det preprocessing -> f32 [1, 3, H, W] (multiples of 32)."""
-    h, w = img.shape[:2]
-    scale = min(1.0, limit / max(h, w))
-    oh = max(32, int(round_half_away(np.float64(h * scale / 32))) * 32)
-    ow = max(32, int(round_half_away(np.float64(w * scale / 32))) * 32)
-    x = resize_bilinear(img, oh, ow).astype(np.float32) / np.float32(255)
-    mean = np.array([0.485, 0.456, 0.406], dtype=np.float32)
-    std = np.array([0.229, 0.224, 0.225], dtype=np.float32)
-    return to_nchw((x - mean) / std)
-
-
 # --------------------------------------------------------------------------
 # Embeddings
 
@@ -458,62 +428,6 @@ def run_embed(zoo, data):
 
 
 # --------------------------------------------------------------------------
-# Timings
-
-
-def time_calls(sess, feeds, outputs=None, warmup=3, runs=25):
-    for _ in range(warmup):
-        sess.run(outputs, feeds)
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        sess.run(outputs, feeds)
-        times.append((time.perf_counter() - t) * 1000.0)
-    return statistics.median(times), min(times)
-
-
-def run_timings(zoo, data, yolo, embed):
-    import onnxruntime as ort
-
-    calls = []
-
-    def add(model, what, sess, feeds, outputs=None):
-        shape = list(next(iter(feeds.values())).shape)
-        med, mn = time_calls(sess, feeds, outputs)
-        calls.append({"model": model, "what": what, "shape": shape,
-                      "median_ms": med, "min_ms": mn})
-
-    audio, sr = read_wav_mono16(os.path.join(data, "speech_16k.wav"))
-    x = np.zeros((1, VAD_CONTEXT[16000] + VAD_WINDOW[16000]), dtype=np.float32)
-    x[0, VAD_CONTEXT[16000]:] = audio[: VAD_WINDOW[16000]]
-    feeds = {"input": x, "state": np.zeros((2, 1, 128), dtype=np.float32),
-             "sr": np.array(16000, dtype=np.int64)}
-    add("silero_vad.onnx", "one 16 kHz window (64 context + 512)",
-        session(os.path.join(zoo, "silero_vad.onnx")), feeds)
-
-    ysess, yx = yolo
-    add("yolov8n_320n.onnx", "letterboxed astronaut.png", ysess, {ysess.get_inputs()[0].name: yx})
-
-    esess, efeeds, eout = embed
-    add("minilm_l3.onnx", "query token ids", esess, efeeds, [eout])
-
-    dx = det_input(read_rgb(os.path.join(data, "text.png")))
-    for m in ["ppocr_v4_det.onnx", "ppocr_v6_det_small.onnx"]:
-        add(m, "text.png resized to multiples of 32, mean/std normalized",
-            session(os.path.join(zoo, m)), {"x": dx})
-
-    rng = np.random.default_rng(0)
-    cls_x = rng.uniform(-1, 1, size=(1, 3, 48, 192)).astype(np.float32)
-    rec_x = rng.uniform(-1, 1, size=(1, 3, 48, 320)).astype(np.float32)
-    add("ppocr_cls.onnx", "random input in [-1, 1] (seed 0)",
-        session(os.path.join(zoo, "ppocr_cls.onnx")), {"x": cls_x})
-    for m in ["ppocr_v4_rec.onnx", "ppocr_v6_rec_small.onnx"]:
-        add(m, "random input in [-1, 1] (seed 0)", session(os.path.join(zoo, m)), {"x": rec_x})
-    return {"ort_version": ort.__version__, "threads": 1, "warmup": 3, "runs": 25,
-            "calls": calls}
-
-
-# --------------------------------------------------------------------------
 
 
 def write_json(path, obj):
@@ -527,14 +441,11 @@ def main():
     p.add_argument("--zoo", required=True)
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--timings", action="store_true",
-                   help="also time ONNX Runtime per call (timings.json)")
     a = p.parse_args()
     for f in ["silero_vad.onnx", "yolov8n_320n.onnx", "minilm_l3.onnx", "minilm_tokenizer.json",
-              "astronaut.png", "ppocr_v4_det.onnx", "ppocr_v6_det_small.onnx", "ppocr_cls.onnx",
-              "ppocr_v4_rec.onnx", "ppocr_v6_rec_small.onnx"]:
+              "astronaut.png"]:
         need(os.path.join(a.zoo, f))
-    for f in ["speech_16k.wav", "speech_8k.wav", "sentences.txt", "text.png"]:
+    for f in ["speech_16k.wav", "speech_8k.wav", "sentences.txt"]:
         need(os.path.join(a.data, f))
     os.makedirs(a.out, exist_ok=True)
     log = lambda s: print(s, file=sys.stderr)  # noqa: E731
@@ -562,14 +473,6 @@ def main():
     for i in embed["ranking"]:
         log(f"  {embed['scores'][i]:.4f}  {embed['candidates'][i]}")
     write_json(os.path.join(a.out, "embed.json"), embed)
-
-    if not a.timings:
-        return
-    timings = run_timings(a.zoo, a.data, yolo, emb)
-    for c in timings["calls"]:
-        log(f"ort {c['model']} {c['shape']}: median {c['median_ms']:.3f} ms, "
-            f"min {c['min_ms']:.3f} ms")
-    write_json(os.path.join(a.out, "timings.json"), timings)
 
 
 if __name__ == "__main__":

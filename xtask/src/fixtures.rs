@@ -46,7 +46,7 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
     let py = python()?;
     let out = std::path::absolute(fixtures_dir())?;
     let zoo = std::path::absolute(zoo_dir())?;
-    let mut cmd = Command::new(py);
+    let mut cmd = Command::new(&py);
     cmd.arg(script())
         .arg("--zoo")
         .arg(&zoo)
@@ -63,17 +63,15 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
     if opts.list || !opts.cases.is_empty() {
         return Ok(());
     }
-    app_references(&py, &zoo, &out.join("apps"), false)
+    app_references(&py, &zoo, &out.join("apps"))
 }
 
 /// ONNX Runtime runs of the example apps' pipelines
-/// (`xtask/python/apps_reference.py`) into `out`; with `timings`, also
-/// ORT's time per model call.
-pub fn app_references(
+/// (`xtask/python/apps_reference.py`) into `out`.
+fn app_references(
     py: &std::path::Path,
     zoo: &std::path::Path,
     out: &std::path::Path,
-    timings: bool,
 ) -> anyhow::Result<()> {
     let root = repo_root();
     let mut cmd = Command::new(py);
@@ -84,8 +82,5 @@ pub fn app_references(
         .arg(root.join("examples").join("data"))
         .arg("--out")
         .arg(out);
-    if timings {
-        cmd.arg("--timings");
-    }
     run_inherited(&mut cmd).context("running the example apps' ONNX Runtime references")
 }

@@ -2,6 +2,7 @@
 mod bench;
 mod bench_kernels;
 mod conformance;
+mod demo;
 mod fixtures;
 mod models;
 mod protos;
@@ -20,6 +21,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// The main job: fetch the models, build the example apps (VAD, OCR,
+    /// detection, embeddings), run them on our inputs, compare per-call
+    /// times with ONNX Runtime.
+    Demo(demo::Opts),
     /// Regenerate the committed prost types of onnx.proto (pure Rust, no protoc).
     Protos,
     /// Fetch the real models into the zoo ($LELE_ZOO, else ~/.cache/lele/zoo).
@@ -46,6 +51,7 @@ enum Cmd {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
+        Cmd::Demo(opts) => demo::run(&opts),
         Cmd::Protos => protos::run(),
         Cmd::Models { all } => models::run(all),
         Cmd::Fixtures(opts) => fixtures::run(&opts),

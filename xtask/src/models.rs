@@ -186,11 +186,7 @@ pub const MODELS: &[Model] = &[
     // run on (scikit-image bundles it).
     Model {
         file: "astronaut.png",
-        parts: &[pip(
-            "scikit-image",
-            "0.25.2",
-            "skimage/data/astronaut.png",
-        )],
+        parts: &[pip("scikit-image", "0.25.2", "skimage/data/astronaut.png")],
         bytes: 791_555,
         sha256: "88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5",
         extra: false,

@@ -18,8 +18,8 @@
 //! ```
 use std::time::Instant;
 
-mod preprocess;
 mod postprocess;
+mod preprocess;
 
 pub use postprocess::{BoxXyxy, Candidate, decode, iou, parse_names};
 pub use preprocess::{Letterbox, PAD_VALUE, letterbox, resize_bilinear};
@@ -118,7 +118,7 @@ impl Detector {
 
     /// Changes the square input size (a multiple of 32, at most [`MAX_SIZE`]).
     pub fn set_size(&mut self, size: usize) -> Result<(), DetectError> {
-        if size == 0 || size % 32 != 0 || size > MAX_SIZE {
+        if size == 0 || !size.is_multiple_of(32) || size > MAX_SIZE {
             return Err(DetectError::Size(size));
         }
         self.size = size;
@@ -136,16 +136,26 @@ impl Detector {
     }
 
     /// Detections in an interleaved RGB image (`w*h*3` bytes), best first.
-    pub fn detect(&mut self, rgb: &[u8], w: usize, h: usize) -> Result<Vec<Detection>, DetectError> {
+    pub fn detect(
+        &mut self,
+        rgb: &[u8],
+        w: usize,
+        h: usize,
+    ) -> Result<Vec<Detection>, DetectError> {
         if w == 0 || h == 0 || rgb.len() != w * h * 3 {
-            return Err(DetectError::Buffer { got: rgb.len(), w, h });
+            return Err(DetectError::Buffer {
+                got: rgb.len(),
+                w,
+                h,
+            });
         }
         let size = self.size;
         let lb = letterbox(rgb, w, h, size, &mut self.input);
         let start = Instant::now();
-        let out = self
-            .model
-            .forward(&mut self.ws, lele::TensorView::new(&self.input, &[1, 3, size, size])?)?;
+        let out = self.model.forward(
+            &mut self.ws,
+            lele::TensorView::new(&self.input, &[1, 3, size, size])?,
+        )?;
         self.call_ms.push(start.elapsed().as_secs_f64() * 1e3);
         let dims = out.output0.dims().to_vec();
         let [1, rows, anchors] = dims[..] else {
@@ -168,7 +178,12 @@ impl Detector {
                         .cloned()
                         .unwrap_or_else(|| format!("class {}", c.class_id)),
                     score: c.score,
-                    bbox: [x1.clamp(0.0, wf), y1.clamp(0.0, hf), x2.clamp(0.0, wf), y2.clamp(0.0, hf)],
+                    bbox: [
+                        x1.clamp(0.0, wf),
+                        y1.clamp(0.0, hf),
+                        x2.clamp(0.0, wf),
+                        y2.clamp(0.0, hf),
+                    ],
                 }
             })
             .collect())

@@ -4,14 +4,17 @@
 //! detect [--conf P] [--iou P] [--size N] [--out OUT.png] [--timings FILE] IMAGE
 //! ```
 //! Prints one line per detection and, with `--out`, writes the image with
-//! the boxes drawn. `--timings` appends one JSON line with the model time.
+//! the boxes drawn. `--timings` appends one JSON line per model call (model,
+//! input shape, milliseconds).
 use std::io::Write;
 use std::path::PathBuf;
 
 use lele_example_detect::{Detector, draw_boxes};
 
 fn usage() -> ! {
-    eprintln!("usage: detect [--conf P] [--iou P] [--size N] [--out OUT.png] [--timings FILE] IMAGE");
+    eprintln!(
+        "usage: detect [--conf P] [--iou P] [--size N] [--out OUT.png] [--timings FILE] IMAGE"
+    );
     std::process::exit(2)
 }
 
@@ -55,7 +58,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}: {w}×{h}, model input {size}×{size}", file.display());
     for d in &dets {
         let [x1, y1, x2, y2] = d.bbox;
-        println!("  {:<24} {:.3}  [{x1:.1}, {y1:.1}, {x2:.1}, {y2:.1}]", d.class_name, d.score);
+        println!(
+            "  {:<24} {:.3}  [{x1:.1}, {y1:.1}, {x2:.1}, {y2:.1}]",
+            d.class_name, d.score
+        );
     }
     if dets.is_empty() {
         println!("  (nothing above {:.2})", detector.conf);
@@ -63,20 +69,28 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut ms = detector.call_ms.clone();
     ms.sort_by(f64::total_cmp);
     let median = ms.get(ms.len() / 2).copied().unwrap_or(0.0);
-    println!("model: {median:.2} ms per image (median of {} calls)", ms.len());
+    println!(
+        "model: {median:.2} ms per image (median of {} calls)",
+        ms.len()
+    );
     if let Some(path) = out {
         draw_boxes(&mut img, &dets);
-        img.save(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        img.save(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     if let Some(path) = timings {
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-        writeln!(
-            f,
-            r#"{{"example":"detect","model":"yolov8n_320n.onnx","what":"one {0}×{0} image","calls":{1},"median_ms":{median:.4}}}"#,
-            detector.size(),
-            ms.len()
-        )?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        let shape = [1, 3, size, size];
+        for ms in &detector.call_ms {
+            writeln!(
+                f,
+                r#"{{"example":"detect","model":"yolov8n_320n.onnx","what":"one image","shape":{shape:?},"ms":{ms:.4}}}"#
+            )?;
+        }
     }
     Ok(())
 }

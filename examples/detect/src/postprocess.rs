@@ -29,7 +29,7 @@ pub fn iou(a: &BoxXyxy, b: &BoxXyxy) -> f32 {
 /// sorted by score (stable), then suppresses every box overlapping a
 /// higher-scoring kept box of the same class by more than `iou_max`.
 pub fn decode(out: &[f32], anchors: usize, conf: f32, iou_max: f32) -> Vec<Candidate> {
-    let rows = if anchors == 0 { 0 } else { out.len() / anchors };
+    let rows = out.len().checked_div(anchors).unwrap_or(0);
     if rows <= 4 {
         return Vec::new();
     }

@@ -97,7 +97,10 @@ mod tests {
     #[test]
     fn halving_averages_pairs() {
         // one row of 4 grey pixels 0, 100, 200, 250 → 2 pixels at x = 0.5 and 2.5
-        let src: Vec<u8> = [0u8, 100, 200, 250].iter().flat_map(|&v| [v, v, v]).collect();
+        let src: Vec<u8> = [0u8, 100, 200, 250]
+            .iter()
+            .flat_map(|&v| [v, v, v])
+            .collect();
         let out = resize_bilinear(&src, 4, 1, 2, 1);
         assert_eq!(out, [50, 50, 50, 225, 225, 225]);
     }

@@ -41,7 +41,11 @@ fn astronaut_detections_match_ort() {
         .expect("astronaut.png (run `cargo xtask models`)")
         .to_rgb8();
     let mut detector = Detector::new().unwrap();
-    assert_eq!(detector.size(), 320, "input size from the model's imgsz metadata");
+    assert_eq!(
+        detector.size(),
+        320,
+        "input size from the model's imgsz metadata"
+    );
     let dets = detector
         .detect(img.as_raw(), img.width() as usize, img.height() as usize)
         .unwrap();
@@ -51,10 +55,24 @@ fn astronaut_detections_match_ort() {
     for (d, e) in dets.iter().zip(expected) {
         assert_eq!(d.class_name, e["class_name"].as_str().unwrap());
         assert_eq!(d.class_id as u64, e["class_id"].as_u64().unwrap());
-        let b: Vec<f64> = e["box"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let b: Vec<f64> = e["box"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
         let overlap = iou(d.bbox, [b[0], b[1], b[2], b[3]]);
-        assert!(overlap >= 0.95, "{}: IoU {overlap:.4} ({:?} vs {b:?})", d.class_name, d.bbox);
+        assert!(
+            overlap >= 0.95,
+            "{}: IoU {overlap:.4} ({:?} vs {b:?})",
+            d.class_name,
+            d.bbox
+        );
         let score = e["score"].as_f64().unwrap();
-        assert!((f64::from(d.score) - score).abs() <= 1e-3, "score {} vs {score}", d.score);
+        assert!(
+            (f64::from(d.score) - score).abs() <= 1e-3,
+            "score {} vs {score}",
+            d.score
+        );
     }
 }

@@ -5,8 +5,8 @@
 //! embed [--tokenizer FILE] QUERY CANDIDATE...
 //! ```
 //! With `--sentences`, the file's first non-empty line is the query and the
-//! others are the candidates. `--timings` appends one JSON line with the
-//! median encoder time per call.
+//! others are the candidates. `--timings` appends one JSON line per encoder
+//! call (model, input shape, milliseconds).
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -49,8 +49,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "--timings" => timings = Some(PathBuf::from(args.next().unwrap_or_else(|| usage()))),
             "--sentences" => {
                 let file = args.next().unwrap_or_else(|| usage());
-                let text = std::fs::read_to_string(&file)
-                    .map_err(|e| format!("reading {file}: {e}"))?;
+                let text =
+                    std::fs::read_to_string(&file).map_err(|e| format!("reading {file}: {e}"))?;
                 sentences.extend(
                     text.lines()
                         .map(str::trim)
@@ -75,20 +75,29 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     for (rank_no, (i, score)) in rank(&query, &candidates).into_iter().enumerate() {
         println!("{:>2}. {score:+.4}  {}", rank_no + 1, sentences[i + 1]);
     }
-    let median = embedder.times.median_ms();
+    let lengths: Vec<usize> = sentences
+        .iter()
+        .map(|s| embedder.tokenize(s).map(|t| t.len()))
+        .collect::<Result<_, _>>()?;
     println!(
-        "encoder: {median:.2} ms per sentence (median of {} calls, {} to {} tokens)",
+        "encoder: {:.2} ms per sentence (median of {} calls, {} to {} tokens)",
+        embedder.times.median_ms(),
         embedder.times.ms.len(),
-        sentences.iter().filter_map(|s| embedder.tokenize(s).ok()).map(|t| t.len()).min().unwrap_or(0),
-        sentences.iter().filter_map(|s| embedder.tokenize(s).ok()).map(|t| t.len()).max().unwrap_or(0),
+        lengths.iter().min().unwrap_or(&0),
+        lengths.iter().max().unwrap_or(&0),
     );
     if let Some(path) = timings {
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-        writeln!(
-            f,
-            r#"{{"example":"embed","model":"minilm_l3.onnx","what":"encoder, one sentence","calls":{},"median_ms":{median:.4}}}"#,
-            embedder.times.ms.len()
-        )?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        // One call per sentence, in order.
+        for (ms, n) in embedder.times.ms.iter().zip(&lengths) {
+            writeln!(
+                f,
+                r#"{{"example":"embed","model":"minilm_l3.onnx","what":"encoder, one sentence","shape":[1, {n}],"ms":{ms:.4}}}"#
+            )?;
+        }
     }
     Ok(())
 }

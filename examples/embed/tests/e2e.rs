@@ -33,13 +33,22 @@ fn ranking_matches_hf_tokenizer_and_ort() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data/sentences.txt"),
     )
     .unwrap();
-    let sentences: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let sentences: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     assert_eq!(reference["query"].as_str(), Some(sentences[0]));
     let mut embedder = Embedder::new(&zoo().join("minilm_tokenizer.json")).unwrap();
 
     let mut embeddings = Vec::new();
     for (i, s) in sentences.iter().enumerate() {
-        let ids: Vec<u64> = embedder.tokenize(s).unwrap().into_iter().map(u64::from).collect();
+        let ids: Vec<u64> = embedder
+            .tokenize(s)
+            .unwrap()
+            .into_iter()
+            .map(u64::from)
+            .collect();
         let expected: Vec<u64> = reference["token_ids"][i]
             .as_array()
             .expect("token ids")
@@ -56,7 +65,10 @@ fn ranking_matches_hf_tokenizer_and_ort() {
             .collect();
         assert_eq!(e.len(), ort.len());
         for (k, (&a, &b)) in e.iter().zip(&ort).enumerate() {
-            assert!((f64::from(a) - b).abs() <= 1e-4 + 1e-3 * b.abs(), "{s:?}[{k}]: {a} vs {b}");
+            assert!(
+                (f64::from(a) - b).abs() <= 1e-4 + 1e-3 * b.abs(),
+                "{s:?}[{k}]: {a} vs {b}"
+            );
         }
         embeddings.push(e);
     }
@@ -72,6 +84,9 @@ fn ranking_matches_hf_tokenizer_and_ort() {
     assert_eq!(order, expected, "ranking");
     for &(i, score) in &ranked {
         let ort = reference["scores"][i].as_f64().expect("score");
-        assert!((f64::from(score) - ort).abs() <= 1e-4, "score of {i}: {score} vs {ort}");
+        assert!(
+            (f64::from(score) - ort).abs() <= 1e-4,
+            "score of {i}: {score} vs {ort}"
+        );
     }
 }

@@ -93,15 +93,33 @@ pub struct TextLine {
     pub flipped: bool,
 }
 
-/// Milliseconds of each model call, per stage.
+/// Model calls of one stage: time and input shape of each.
+#[derive(Clone, Debug, Default)]
+pub struct Calls {
+    /// Milliseconds of each call.
+    pub ms: Vec<f64>,
+    /// Input shape of each call.
+    pub shapes: Vec<Vec<usize>>,
+}
+
+impl Calls {
+    /// Median call time in milliseconds (0 without calls).
+    pub fn median_ms(&self) -> f64 {
+        let mut v = self.ms.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    }
+}
+
+/// Model calls per stage.
 #[derive(Clone, Debug, Default)]
 pub struct StageTimes {
     /// Detector calls.
-    pub det: Vec<f64>,
+    pub det: Calls,
     /// Classifier calls.
-    pub cls: Vec<f64>,
+    pub cls: Calls,
     /// Recognizer calls.
-    pub rec: Vec<f64>,
+    pub rec: Calls,
 }
 
 /// Height of a line at the recognizer's and classifier's input.
@@ -133,7 +151,11 @@ impl Ocr {
     /// Loads det, cls and rec of `version`.
     pub fn new(version: Version) -> Result<Self, OcrError> {
         let rec = Recognizer::new(version)?;
-        let charset = rec.characters().ok_or(OcrError::NoCharacters)?.lines().collect();
+        let charset = rec
+            .characters()
+            .ok_or(OcrError::NoCharacters)?
+            .lines()
+            .collect();
         Ok(Self {
             det: Detector::new(version)?,
             cls: Classifier::new()?,
@@ -159,14 +181,30 @@ impl Ocr {
         }
         let max_side = self.params.max_side.clamp(32, DET_MAX_SIDE);
         let scale = (max_side as f64 / w.max(h) as f64).min(1.0);
-        let side = |v: usize| ((((v as f64 * scale) / 32.0).round() as usize) * 32).clamp(32, max_side);
+        let side =
+            |v: usize| ((((v as f64 * scale) / 32.0).round() as usize) * 32).clamp(32, max_side);
         let (dw, dh) = (side(w), side(h));
-        let resized = image::imageops::resize(img, dw as u32, dh as u32, image::imageops::FilterType::Triangle);
+        let resized = image::imageops::resize(
+            img,
+            dw as u32,
+            dh as u32,
+            image::imageops::FilterType::Triangle,
+        );
         // PaddleOCR's det normalization (ImageNet mean/std on BGR, as trained).
         const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
         const STD: [f32; 3] = [0.229, 0.224, 0.225];
-        to_chw_bgr(&resized, dw, |c, v| (v / 255.0 - MEAN[c]) / STD[c], &mut self.input);
-        self.det.run(&self.input, &[1, 3, dh, dw], &mut self.out, &mut self.times.det)?;
+        to_chw_bgr(
+            &resized,
+            dw,
+            |c, v| (v / 255.0 - MEAN[c]) / STD[c],
+            &mut self.input,
+        );
+        self.det.run(
+            &self.input,
+            &[1, 3, dh, dw],
+            &mut self.out,
+            &mut self.times.det,
+        )?;
         if self.out.dims != [1, 1, dh, dw] {
             return Err(OcrError::OutputShape {
                 what: "det",
@@ -186,7 +224,12 @@ impl Ocr {
     /// Whether a cropped line is upside down (classifier score ≥ threshold).
     pub fn is_upside_down(&mut self, line: &RgbImage) -> Result<bool, OcrError> {
         line_input(line, CLS_WIDTH, CLS_WIDTH, &mut self.input);
-        self.cls.run(&self.input, &[1, 3, LINE_HEIGHT, CLS_WIDTH], &mut self.out, &mut self.times.cls)?;
+        self.cls.run(
+            &self.input,
+            &[1, 3, LINE_HEIGHT, CLS_WIDTH],
+            &mut self.out,
+            &mut self.times.cls,
+        )?;
         match self.out.data[..] {
             [_, p180] if self.out.dims == [1, 2] => Ok(p180 >= self.params.cls_thresh),
             _ => Err(OcrError::OutputShape {
@@ -200,7 +243,12 @@ impl Ocr {
     pub fn read_line(&mut self, line: &RgbImage) -> Result<(String, f32), OcrError> {
         let width = line_width(line).clamp(REC_MIN_WIDTH, REC_MAX_WIDTH);
         line_input(line, width, REC_MAX_WIDTH, &mut self.input);
-        self.rec.run(&self.input, &[1, 3, LINE_HEIGHT, width], &mut self.out, &mut self.times.rec)?;
+        self.rec.run(
+            &self.input,
+            &[1, 3, LINE_HEIGHT, width],
+            &mut self.out,
+            &mut self.times.rec,
+        )?;
         let [1, steps, classes] = self.out.dims[..] else {
             return Err(OcrError::OutputShape {
                 what: "rec",
@@ -213,7 +261,11 @@ impl Ocr {
                 dims: self.out.dims.clone(),
             });
         }
-        Ok(ctc_decode(&self.out.data[..steps * classes], classes, &self.charset))
+        Ok(ctc_decode(
+            &self.out.data[..steps * classes],
+            classes,
+            &self.charset,
+        ))
     }
 
     /// All text lines of an image, in reading order.
@@ -221,7 +273,12 @@ impl Ocr {
         let boxes = self.detect(img)?;
         let mut lines = Vec::with_capacity(boxes.len());
         for b in boxes {
-            let (rgb, w, h) = geometry::crop_quad(img.as_raw(), img.width() as usize, img.height() as usize, &b.corners);
+            let (rgb, w, h) = geometry::crop_quad(
+                img.as_raw(),
+                img.width() as usize,
+                img.height() as usize,
+                &b.corners,
+            );
             let Some(mut crop) = RgbImage::from_raw(w as u32, h as u32, rgb) else {
                 continue;
             };
@@ -256,7 +313,12 @@ fn line_width(line: &RgbImage) -> usize {
 /// [-1, 1] (BGR), left-aligned in a zero-padded `[3, 48, width]` tensor.
 fn line_input(line: &RgbImage, width: usize, max_width: usize, out: &mut Vec<f32>) {
     let w = line_width(line).min(width).min(max_width);
-    let resized = image::imageops::resize(line, w as u32, LINE_HEIGHT as u32, image::imageops::FilterType::Triangle);
+    let resized = image::imageops::resize(
+        line,
+        w as u32,
+        LINE_HEIGHT as u32,
+        image::imageops::FilterType::Triangle,
+    );
     out.clear();
     out.resize(3 * LINE_HEIGHT * width, 0.0);
     let plane = LINE_HEIGHT * width;
@@ -294,7 +356,10 @@ pub fn ctc_decode(probs: &[f32], classes: usize, charset: &[&str]) -> (String, f
             .iter()
             .copied()
             .enumerate()
-            .fold((0, f32::MIN), |acc, (i, v)| if v > acc.1 { (i, v) } else { acc });
+            .fold(
+                (0, f32::MIN),
+                |acc, (i, v)| if v > acc.1 { (i, v) } else { acc },
+            );
         if best != 0 && best != prev {
             match best.checked_sub(1).and_then(|i| charset.get(i)) {
                 Some(ch) => text.push_str(ch),

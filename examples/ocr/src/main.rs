@@ -4,8 +4,8 @@
 //! ocr [--v4 | --v6] [--no-cls] [--timings FILE] IMAGE
 //! ```
 //! Prints each line's text, score and corners, then the time per model
-//! call. `--timings` appends one JSON line per model with its median call
-//! time.
+//! call. `--timings` appends one JSON line per model call (model, input
+//! shape, milliseconds).
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -21,12 +21,6 @@ fn main() {
         eprintln!("ocr: {e}");
         std::process::exit(1);
     }
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -57,7 +51,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..3 {
         lines = ocr.recognize(&img)?;
     }
-    println!("{}: {}×{}, PP-OCR{version:?}", file.display(), img.width(), img.height());
+    println!(
+        "{}: {}×{}, PP-OCR{version:?}",
+        file.display(),
+        img.width(),
+        img.height()
+    );
     for l in &lines {
         let c = l.corners;
         println!(
@@ -76,36 +75,36 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let t = &ocr.times;
-    let v = if version == Version::V4 { "v4" } else { "v6" };
+    let (det, rec) = match version {
+        Version::V4 => ("ppocr_v4_det.onnx", "ppocr_v4_rec.onnx"),
+        Version::V6 => ("ppocr_v6_det_small.onnx", "ppocr_v6_rec_small.onnx"),
+    };
     let stages = [
-        (format!("ppocr_{v}_det"), "det, whole image", &t.det),
-        ("ppocr_cls".to_owned(), "cls, one line", &t.cls),
-        (format!("ppocr_{v}_rec"), "rec, one line", &t.rec),
+        (det, "det, whole image", &t.det),
+        ("ppocr_cls.onnx", "cls, one line", &t.cls),
+        (rec, "rec, one line", &t.rec),
     ];
-    for (model, what, ms) in &stages {
-        if !ms.is_empty() {
-            println!("{model}: {:.2} ms per call ({what}, median of {})", median(ms), ms.len());
+    for (model, what, calls) in &stages {
+        if !calls.ms.is_empty() {
+            println!(
+                "{model}: {:.2} ms per call ({what}, median of {})",
+                calls.median_ms(),
+                calls.ms.len()
+            );
         }
     }
     if let Some(path) = timings {
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-        for (model, what, ms) in &stages {
-            if ms.is_empty() {
-                continue;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        for (model, what, calls) in &stages {
+            for (ms, shape) in calls.ms.iter().zip(&calls.shapes) {
+                writeln!(
+                    f,
+                    r#"{{"example":"ocr","model":"{model}","what":"{what}","shape":{shape:?},"ms":{ms:.4}}}"#
+                )?;
             }
-            let file = match (model.as_str(), version) {
-                ("ppocr_cls", _) => "ppocr_cls.onnx",
-                (_, Version::V4) if what.starts_with("det") => "ppocr_v4_det.onnx",
-                (_, Version::V4) => "ppocr_v4_rec.onnx",
-                (_, Version::V6) if what.starts_with("det") => "ppocr_v6_det_small.onnx",
-                (_, Version::V6) => "ppocr_v6_rec_small.onnx",
-            };
-            writeln!(
-                f,
-                r#"{{"example":"ocr","model":"{file}","what":"{what}","calls":{},"median_ms":{:.4}}}"#,
-                ms.len(),
-                median(ms)
-            )?;
         }
     }
     Ok(())

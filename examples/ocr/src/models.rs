@@ -2,7 +2,7 @@
 //! pipeline can switch between v4 and v6 at run time.
 use std::time::Instant;
 
-use crate::OcrError;
+use crate::{Calls, OcrError};
 
 #[lele::model("models/v4_det.toml")]
 /// PP-OCRv4 text detector, compiled at build time.
@@ -48,12 +48,13 @@ impl Owned {
 }
 
 /// Runs a model on one `[1, 3, h, w]` input, copies its output into `out`
-/// and records the call time.
+/// and records the call's time and input shape.
 macro_rules! run_stage {
-    ($model:expr, $ws:expr, $field:ident, $input:expr, $dims:expr, $out:expr, $ms:expr) => {{
+    ($model:expr, $ws:expr, $field:ident, $input:expr, $dims:expr, $out:expr, $calls:expr) => {{
         let start = Instant::now();
         let y = $model.forward($ws, lele::TensorView::new($input, $dims)?)?;
-        $ms.push(start.elapsed().as_secs_f64() * 1e3);
+        $calls.ms.push(start.elapsed().as_secs_f64() * 1e3);
+        $calls.shapes.push($dims.to_vec());
         $out.set(y.$field.data(), y.$field.dims());
     }};
 }
@@ -84,10 +85,16 @@ impl Detector {
     }
 
     /// Probability map `[1, 1, h, w]` of a normalized `[1, 3, h, w]` image.
-    pub fn run(&mut self, x: &[f32], dims: &[usize], out: &mut Owned, ms: &mut Vec<f64>) -> Result<(), OcrError> {
+    pub fn run(
+        &mut self,
+        x: &[f32],
+        dims: &[usize],
+        out: &mut Owned,
+        calls: &mut Calls,
+    ) -> Result<(), OcrError> {
         match self {
-            Self::V4(m, ws) => run_stage!(m, ws, sigmoid_0_tmp_0, x, dims, out, ms),
-            Self::V6(m, ws) => run_stage!(m, ws, fetch_name_0, x, dims, out, ms),
+            Self::V4(m, ws) => run_stage!(m, ws, sigmoid_0_tmp_0, x, dims, out, calls),
+            Self::V6(m, ws) => run_stage!(m, ws, fetch_name_0, x, dims, out, calls),
         }
         Ok(())
     }
@@ -128,10 +135,16 @@ impl Recognizer {
     }
 
     /// Probabilities `[1, steps, classes]` of a normalized `[1, 3, 48, w]` line.
-    pub fn run(&mut self, x: &[f32], dims: &[usize], out: &mut Owned, ms: &mut Vec<f64>) -> Result<(), OcrError> {
+    pub fn run(
+        &mut self,
+        x: &[f32],
+        dims: &[usize],
+        out: &mut Owned,
+        calls: &mut Calls,
+    ) -> Result<(), OcrError> {
         match self {
-            Self::V4(m, ws) => run_stage!(m, ws, softmax_11_tmp_0, x, dims, out, ms),
-            Self::V6(m, ws) => run_stage!(m, ws, fetch_name_0, x, dims, out, ms),
+            Self::V4(m, ws) => run_stage!(m, ws, softmax_11_tmp_0, x, dims, out, calls),
+            Self::V6(m, ws) => run_stage!(m, ws, fetch_name_0, x, dims, out, calls),
         }
         Ok(())
     }
@@ -152,8 +165,22 @@ impl Classifier {
     }
 
     /// `[p(0°), p(180°)]` of a normalized `[1, 3, 48, 192]` line.
-    pub fn run(&mut self, x: &[f32], dims: &[usize], out: &mut Owned, ms: &mut Vec<f64>) -> Result<(), OcrError> {
-        run_stage!(self.model, &mut self.ws, save_infer_model_scale_0_tmp_1, x, dims, out, ms);
+    pub fn run(
+        &mut self,
+        x: &[f32],
+        dims: &[usize],
+        out: &mut Owned,
+        calls: &mut Calls,
+    ) -> Result<(), OcrError> {
+        run_stage!(
+            self.model,
+            &mut self.ws,
+            save_infer_model_scale_0_tmp_1,
+            x,
+            dims,
+            out,
+            calls
+        );
         Ok(())
     }
 }

@@ -8,7 +8,9 @@ use image::RgbImage;
 use lele_example_ocr::{Ocr, Version};
 
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../data")
+        .join(name)
 }
 
 fn source_lines() -> Vec<String> {
@@ -41,7 +43,10 @@ fn check_upright(version: Version) {
     let lines = read(version, &text_image());
     let texts: Vec<&str> = lines.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(texts, source_lines(), "PP-OCR{version:?}");
-    assert!(lines.iter().all(|(_, flipped)| !flipped), "upright lines turned: {lines:?}");
+    assert!(
+        lines.iter().all(|(_, flipped)| !flipped),
+        "upright lines turned: {lines:?}"
+    );
 }
 
 #[test]
@@ -64,5 +69,8 @@ fn upside_down_text_is_turned_and_read() {
     expected.reverse();
     let texts: Vec<&str> = lines.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(texts, expected);
-    assert!(lines.iter().all(|(_, flipped)| *flipped), "not turned: {lines:?}");
+    assert!(
+        lines.iter().all(|(_, flipped)| *flipped),
+        "not turned: {lines:?}"
+    );
 }

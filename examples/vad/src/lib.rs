@@ -101,6 +101,12 @@ impl VadStream {
         self.window
     }
 
+    /// Samples per model input: the context kept from the previous chunk
+    /// plus one chunk (576 at 16 kHz, 288 at 8 kHz).
+    pub fn input_len(&self) -> usize {
+        self.input.len()
+    }
+
     /// The sample rate.
     pub fn rate(&self) -> u32 {
         self.rate
@@ -152,7 +158,11 @@ pub fn speech_probabilities(stream: &mut VadStream, samples: &[f32]) -> Result<V
 
 /// Speech segments of a whole recording (sample positions), like the
 /// reference pipeline.
-pub fn speech_segments(samples: &[f32], rate: u32, params: &VadParams) -> Result<Vec<Segment>, VadError> {
+pub fn speech_segments(
+    samples: &[f32],
+    rate: u32,
+    params: &VadParams,
+) -> Result<Vec<Segment>, VadError> {
     let mut stream = VadStream::new(rate)?;
     let mut seg = Segmenter::new(params, rate, stream.window());
     for chunk in samples.chunks(stream.window()) {
@@ -171,7 +181,10 @@ pub fn read_wav(path: &Path) -> Result<(Vec<f32>, u32), VadError> {
     let spec = reader.spec();
     let channels = usize::from(spec.channels.max(1));
     let interleaved: Vec<f32> = match spec.sample_format {
-        hound::SampleFormat::Float => reader.samples::<f32>().collect::<Result<_, _>>().map_err(err)?,
+        hound::SampleFormat::Float => reader
+            .samples::<f32>()
+            .collect::<Result<_, _>>()
+            .map_err(err)?,
         hound::SampleFormat::Int => {
             let scale = 1.0 / (1u64 << (spec.bits_per_sample.clamp(1, 32) - 1)) as f32;
             reader

@@ -6,8 +6,8 @@
 //! The WAV must be 8 or 16 kHz (any channel count; channels are averaged).
 //! `--stream` prints segment starts and ends as the chunks arrive, the way a
 //! live microphone loop would; otherwise the padded segments are printed at
-//! the end. `--timings` appends one JSON line with the median model time per
-//! chunk.
+//! the end. `--timings` appends one JSON line per model call (model, input
+//! shape, milliseconds).
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -65,7 +65,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             let t = (i * vad.window()) as f64 / f64::from(rate);
             println!(
                 "  {t:7.3} s  {}",
-                if seg.in_speech() { "speech starts" } else { "speech ends (unpadded, after the silence)" }
+                if seg.in_speech() {
+                    "speech starts"
+                } else {
+                    "speech ends (unpadded, after the silence)"
+                }
             );
         }
     }
@@ -73,15 +77,22 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!("speech {:7.3} s – {:7.3} s", s.start_s(rate), s.end_s(rate));
     }
     let med = median(&vad.call_ms);
-    println!("model: {med:.3} ms per chunk (median of {} chunks)", vad.call_ms.len());
+    println!(
+        "model: {med:.3} ms per chunk (median of {} chunks)",
+        vad.call_ms.len()
+    );
     if let Some(path) = timings {
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-        writeln!(
-            f,
-            r#"{{"example":"vad","model":"silero_vad.onnx","what":"one {} Hz chunk","calls":{},"median_ms":{med:.4}}}"#,
-            rate,
-            vad.call_ms.len()
-        )?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        let shape = [1, vad.input_len()];
+        for ms in &vad.call_ms {
+            writeln!(
+                f,
+                r#"{{"example":"vad","model":"silero_vad.onnx","what":"one {rate} Hz chunk","shape":{shape:?},"ms":{ms:.4}}}"#
+            )?;
+        }
     }
     Ok(())
 }

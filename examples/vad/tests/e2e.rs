@@ -8,7 +8,9 @@ use lele_example_vad::{VadParams, VadStream, read_wav, speech_probabilities, spe
 use serde_json::Value;
 
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../data")
+        .join(name)
 }
 
 fn reference() -> Value {
