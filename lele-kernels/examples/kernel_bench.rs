@@ -41,9 +41,15 @@ fn time(budget: f64, mut f: impl FnMut()) -> f64 {
     v[v.len() / 2]
 }
 
-fn gemm_case(name: &str, m: usize, n: usize, k: usize, budget: f64) {
+/// `b_transposed`: B is stored as `n × k` (a Linear layer's weight).
+fn gemm_case(name: &str, m: usize, n: usize, k: usize, b_transposed: bool, budget: f64) {
     let a = fill(m * k, 1);
     let b = fill(k * n, 2);
+    let bm = if b_transposed {
+        MatRef::transposed(&b, k)
+    } else {
+        MatRef::row_major(&b, n)
+    };
     let mut c = vec![0f32; m * n];
     let mut scratch = vec![0f32; sgemm_scratch_len(m, n, k)];
     let secs = time(budget, || {
@@ -53,7 +59,7 @@ fn gemm_case(name: &str, m: usize, n: usize, k: usize, budget: f64) {
             k,
             1.0,
             MatRef::row_major(&a, k),
-            MatRef::row_major(&b, n),
+            bm,
             0.0,
             &mut c,
             n,
@@ -184,15 +190,19 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let budget = if quick { 0.05 } else { 0.5 };
     for s in [256, 384, 512, 768, 1024] {
-        gemm_case(&format!("square {s}"), s, s, s, budget);
+        gemm_case(&format!("square {s}"), s, s, s, false, budget);
     }
-    gemm_case("gemv 1x2048x2048", 1, 2048, 2048, budget);
+    gemm_case("gemv 1x2048x2048", 1, 2048, 2048, false, budget);
     // Shapes from the benchmark models: a 3x3 conv of YOLOv8n as im2col
     // GEMM, a 1x1 conv, and MiniLM's projections at sequence 128.
-    gemm_case("conv3x3 yolo 32x25600x144", 32, 25600, 144, budget);
-    gemm_case("conv1x1 yolo 64x6400x128", 64, 6400, 128, budget);
-    gemm_case("minilm qkv 128x384x384", 128, 384, 384, budget);
-    gemm_case("minilm ffn 128x1536x384", 128, 1536, 384, budget);
+    gemm_case("conv3x3 yolo 32x25600x144", 32, 25600, 144, false, budget);
+    gemm_case("conv1x1 yolo 64x6400x128", 64, 6400, 128, false, budget);
+    gemm_case("minilm qkv 128x384x384", 128, 384, 384, false, budget);
+    gemm_case("minilm ffn 128x1536x384", 128, 1536, 384, false, budget);
+    // A Linear layer (x·Wᵀ, W stored n × k) with few rows: ddddocr's
+    // 8210-class output at two sequence lengths.
+    gemm_case("linear xWt 16x8210x1024", 16, 8210, 1024, true, budget);
+    gemm_case("linear xWt 40x8210x1024", 40, 8210, 1024, true, budget);
     // Convolutions of the benchmark models (YOLOv8n stem and a C2f block,
     // a PP-OCR depthwise layer).
     conv_case(

@@ -25,18 +25,21 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-# Keep in step with lele-kernels/examples/kernel_bench.rs.
+# Keep in step with lele-kernels/examples/kernel_bench.rs. The last field:
+# B stored transposed (n x k, a Linear layer's weight).
 CASES = [
-    ("square 256", 256, 256, 256),
-    ("square 384", 384, 384, 384),
-    ("square 512", 512, 512, 512),
-    ("square 768", 768, 768, 768),
-    ("square 1024", 1024, 1024, 1024),
-    ("gemv 1x2048x2048", 1, 2048, 2048),
-    ("conv3x3 yolo 32x25600x144", 32, 25600, 144),
-    ("conv1x1 yolo 64x6400x128", 64, 6400, 128),
-    ("minilm qkv 128x384x384", 128, 384, 384),
-    ("minilm ffn 128x1536x384", 128, 1536, 384),
+    ("square 256", 256, 256, 256, False),
+    ("square 384", 384, 384, 384, False),
+    ("square 512", 512, 512, 512, False),
+    ("square 768", 768, 768, 768, False),
+    ("square 1024", 1024, 1024, 1024, False),
+    ("gemv 1x2048x2048", 1, 2048, 2048, False),
+    ("conv3x3 yolo 32x25600x144", 32, 25600, 144, False),
+    ("conv1x1 yolo 64x6400x128", 64, 6400, 128, False),
+    ("minilm qkv 128x384x384", 128, 384, 384, False),
+    ("minilm ffn 128x1536x384", 128, 1536, 384, False),
+    ("linear xWt 16x8210x1024", 16, 8210, 1024, True),
+    ("linear xWt 40x8210x1024", 40, 8210, 1024, True),
 ]
 
 
@@ -67,9 +70,12 @@ def main():
     budget = 0.05 if "--quick" in sys.argv else 0.5
     rng = np.random.default_rng(7)
     print(json.dumps({"blas": blas_name(), "numpy": np.__version__}))
-    for name, m, n, k in CASES:
+    for name, m, n, k, b_transposed in CASES:
         a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-        b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+        if b_transposed:
+            b = rng.uniform(-1, 1, (n, k)).astype(np.float32).T
+        else:
+            b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
         c = np.empty((m, n), dtype=np.float32)
         secs = timed(budget, lambda: np.matmul(a, b, out=c))
         print(

@@ -319,6 +319,23 @@ pub(crate) fn sgemm_isa<B: PackB>(
         }
         return Ok(());
     }
+    if m <= DOT_M_MAX
+        && n > NARROW_N
+        && a.cs == 1
+        && let Some(bm) = b.as_mat()
+        && bm.rs == 1
+    {
+        // A few rows (down to one: an LSTM step) against a transposed
+        // operand (a Linear layer's weight, `x·Wᵀ`): packing W would cost
+        // more than the product.
+        dot_columns(m, n, k, alpha, a, bm.data, bm.cs, beta, c, ldc);
+        if let Some(f) = epilogue {
+            for i in 0..m {
+                f(&mut c[i * ldc..i * ldc + n]);
+            }
+        }
+        return Ok(());
+    }
     if m == 1
         && let Some(b) = b.as_mat()
     {
@@ -393,6 +410,11 @@ pub(crate) fn sgemm_isa<B: PackB>(
 /// Products with at most this many columns use [`narrow`].
 const NARROW_N: usize = 4;
 
+/// Products with at most this many rows and a B whose columns are
+/// contiguous use [`dot_columns`] (measured with `kernel_bench`: below this
+/// packing B costs more than it saves).
+const DOT_M_MAX: usize = 96;
+
 /// `C = alpha·A·B + beta·C` for `n ≤ NARROW_N` columns, with `bt` holding
 /// B's columns contiguously (`bt[j·k + p] = B[p, j]`) and A's rows
 /// contiguous. Compiled for the baseline and for AVX2+FMA.
@@ -451,15 +473,115 @@ fn narrow_body(
     ldc: usize,
 ) {
     match n {
-        1 => narrow_n::<1>(m, k, alpha, a, bt, beta, c, ldc),
-        2 => narrow_n::<2>(m, k, alpha, a, bt, beta, c, ldc),
-        3 => narrow_n::<3>(m, k, alpha, a, bt, beta, c, ldc),
-        _ => narrow_n::<4>(m, k, alpha, a, bt, beta, c, ldc),
+        1 => narrow_n::<1>(m, k, alpha, a, bt, k, beta, c, ldc),
+        2 => narrow_n::<2>(m, k, alpha, a, bt, k, beta, c, ldc),
+        3 => narrow_n::<3>(m, k, alpha, a, bt, k, beta, c, ldc),
+        _ => narrow_n::<4>(m, k, alpha, a, bt, k, beta, c, ldc),
     }
 }
 
-/// [`narrow_body`] for exactly `N` columns: each row of A is read once,
-/// eight lanes at a time, against all `N` columns.
+/// Few rows against columns of B that are contiguous in memory (`B[p, j]`
+/// at `bt[j·ldb + p]`, e.g. a transposed weight): dot products straight
+/// from B with no packing; each group of columns stays in L1 while the rows
+/// of A pass over it. AVX2 tiles of 2 rows × 4 columns when available.
+#[allow(clippy::too_many_arguments)]
+fn dot_columns(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    ldb: usize,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
+        let fits = |len: usize, count: usize, stride: usize, width: usize| {
+            (count - 1)
+                .checked_mul(stride)
+                .and_then(|x| x.checked_add(width))
+                .is_some_and(|end| end <= len)
+        };
+        if fits(a.data.len(), m, a.rs, k) && fits(bt.len(), n, ldb, k) && fits(c.len(), m, ldc, n) {
+            let (ap, bp, cp) = (
+                CPtr(a.data.as_ptr().cast_mut()),
+                CPtr(bt.as_ptr().cast_mut()),
+                CPtr(c.as_mut_ptr()),
+            );
+            // Columns j0..j0 + w. SAFETY (of the call): AVX2 and FMA were
+            // detected; the three checks above are the kernel's bounds
+            // contract and j0 + w <= n; A and B are only read.
+            let part = |j0: usize, w: usize| unsafe {
+                x86::dot_columns_avx2(
+                    m,
+                    w,
+                    k,
+                    alpha,
+                    ap.get(),
+                    a.rs,
+                    bp.add(j0 * ldb).get(),
+                    ldb,
+                    beta,
+                    cp.add(j0).get(),
+                    ldc,
+                )
+            };
+            #[cfg(feature = "std")]
+            {
+                let threads = crate::threads::num_threads();
+                if threads > 1 && m * n * k >= PARALLEL_MIN_MACS && n >= 16 {
+                    // Column ranges, a few per thread; tasks write disjoint
+                    // columns of C and `run` returns after all of them.
+                    let width = n.div_ceil(2 * threads).next_multiple_of(4);
+                    let tasks = n.div_ceil(width);
+                    crate::threads::run(tasks, &mut [], &|t, _| {
+                        let j0 = t * width;
+                        part(j0, width.min(n - j0));
+                    });
+                    return;
+                }
+            }
+            part(0, n);
+            return;
+        }
+    }
+    dot_columns_body(m, n, k, alpha, a, bt, ldb, beta, c, ldc)
+}
+
+/// The portable [`dot_columns`]: four columns at a time through
+/// [`narrow_n`].
+#[allow(clippy::too_many_arguments)]
+fn dot_columns_body(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    ldb: usize,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    let mut j = 0;
+    while j + 4 <= n {
+        narrow_n::<4>(m, k, alpha, a, &bt[j * ldb..], ldb, beta, &mut c[j..], ldc);
+        j += 4;
+    }
+    let (bt, c) = (&bt[j * ldb..], &mut c[j..]);
+    match n - j {
+        1 => narrow_n::<1>(m, k, alpha, a, bt, ldb, beta, c, ldc),
+        2 => narrow_n::<2>(m, k, alpha, a, bt, ldb, beta, c, ldc),
+        3 => narrow_n::<3>(m, k, alpha, a, bt, ldb, beta, c, ldc),
+        _ => {}
+    }
+}
+
+/// `N` columns of C (column `j` of B at `bt[j·ldb..][..k]`): each row of
+/// A is read once, eight lanes at a time, against all `N` columns.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn narrow_n<const N: usize>(
@@ -468,11 +590,12 @@ fn narrow_n<const N: usize>(
     alpha: f32,
     a: MatRef<'_>,
     bt: &[f32],
+    ldb: usize,
     beta: f32,
     c: &mut [f32],
     ldc: usize,
 ) {
-    let cols: [&[f32]; N] = core::array::from_fn(|j| &bt[j * k..(j + 1) * k]);
+    let cols: [&[f32]; N] = core::array::from_fn(|j| &bt[j * ldb..j * ldb + k]);
     let full = k - k % 8;
     for i in 0..m {
         let row = &a.data[i * a.rs..i * a.rs + k];
@@ -520,6 +643,11 @@ unsafe impl Send for CPtr {}
 unsafe impl Sync for CPtr {}
 
 impl CPtr {
+    /// The pointer (a method, so closures capture the `Sync` wrapper).
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+
     /// # Safety
     /// `off` stays inside the allocation.
     unsafe fn add(self, off: usize) -> CPtr {

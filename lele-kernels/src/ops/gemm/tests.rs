@@ -108,6 +108,16 @@ fn small_sizes_all_isas() {
             check(isa, 11, n, 300, false, true, 0.5, 1.5);
             check(isa, 6, n, 13, false, false, -2.0, 0.0);
         }
+        // Few rows against a transposed B (dot products straight from B),
+        // every column tail, odd depths, alpha and beta.
+        for m in 2..=17 {
+            for n in [5, 6, 7, 8, 9, 13, 37] {
+                for k in [1, 7, 8, 9, 300] {
+                    check(isa, m, n, k, false, true, 0.75, 0.0);
+                }
+            }
+            check(isa, m, 11, 33, false, true, -1.5, 0.5);
+        }
         for k in 1..=37 {
             check(isa, 7, 19, k, true, false, -1.0, 0.25);
             check(isa, 1, 19, k, false, true, 2.0, 1.0);
@@ -235,6 +245,7 @@ fn threads_give_bit_identical_results() {
     for (m, n, k, tb) in [
         (64, 700, 300, false),
         (30, 1500, 70, true),
+        (100, 1500, 70, true),
         (7, 2100, 200, false),
     ] {
         let av = rand_vec(m * k, 3);

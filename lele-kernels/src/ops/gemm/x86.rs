@@ -99,3 +99,121 @@ pub unsafe fn kernel_avx512(
         }
     }
 }
+
+/// Sum of the eight lanes.
+#[inline(always)]
+unsafe fn hsum(v: __m256) -> f32 {
+    // SAFETY: only register operations (the caller enabled AVX).
+    unsafe {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        _mm_cvtss_f32(s)
+    }
+}
+
+/// `R` rows of A (stride `lda`) against `N` columns of B stored
+/// contiguously (stride `ldb`), `k` deep: `R·N` accumulators of eight lanes.
+///
+/// # Safety
+/// AVX2+FMA; `a` addresses `R` rows of `k` floats at stride `lda`, `b`
+/// addresses `N` columns of `k` floats at stride `ldb`, `c` addresses an
+/// `R × N` tile at row stride `ldc`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dot_tile<const R: usize, const N: usize>(
+    k: usize,
+    alpha: f32,
+    a: *const f32,
+    lda: usize,
+    b: *const f32,
+    ldb: usize,
+    beta: f32,
+    c: *mut f32,
+    ldc: usize,
+) {
+    // SAFETY: register-only intrinsic (the caller enabled AVX).
+    let mut acc = [[unsafe { _mm256_setzero_ps() }; N]; R];
+    let full = k - k % 8;
+    let mut p = 0;
+    while p < full {
+        // SAFETY: p + 8 <= k, inside every row of A and column of B.
+        unsafe {
+            let av: [__m256; R] = core::array::from_fn(|i| _mm256_loadu_ps(a.add(i * lda + p)));
+            for j in 0..N {
+                let bv = _mm256_loadu_ps(b.add(j * ldb + p));
+                for (row, &ai) in acc.iter_mut().zip(&av) {
+                    row[j] = _mm256_fmadd_ps(ai, bv, row[j]);
+                }
+            }
+        }
+        p += 8;
+    }
+    for (i, row) in acc.iter().enumerate() {
+        for (j, &lanes) in row.iter().enumerate() {
+            // SAFETY: lanes are summed in registers; the tail indices stay
+            // below k; (i, j) is inside the C tile.
+            unsafe {
+                let mut dot = hsum(lanes);
+                for q in full..k {
+                    dot += *a.add(i * lda + q) * *b.add(j * ldb + q);
+                }
+                let out = c.add(i * ldc + j);
+                *out = if beta == 0.0 {
+                    alpha * dot
+                } else {
+                    alpha * dot + beta * *out
+                };
+            }
+        }
+    }
+}
+
+/// `C = alpha·A·B + beta·C` (`m × n`) with A's rows and B's columns
+/// contiguous: tiles of 2 rows × 4 columns of dot products, no packing.
+///
+/// # Safety
+/// AVX2+FMA; `a` holds `m` rows of `k` at stride `lda`, `bt` holds `n`
+/// columns of `k` at stride `ldb`, `c` holds `m` rows of `n` at stride
+/// `ldc` (the caller checked the slice lengths).
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dot_columns_avx2(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: *const f32,
+    lda: usize,
+    bt: *const f32,
+    ldb: usize,
+    beta: f32,
+    c: *mut f32,
+    ldc: usize,
+) {
+    let mut j = 0;
+    while j < n {
+        let cols = (n - j).min(4);
+        let mut i = 0;
+        while i < m {
+            let rows = (m - i).min(2);
+            // SAFETY: rows i..i + rows and columns j..j + cols are inside
+            // A, B and C (caller's contract).
+            unsafe {
+                let (ap, bp, cp) = (a.add(i * lda), bt.add(j * ldb), c.add(i * ldc + j));
+                match (rows, cols) {
+                    (2, 4) => dot_tile::<2, 4>(k, alpha, ap, lda, bp, ldb, beta, cp, ldc),
+                    (2, 3) => dot_tile::<2, 3>(k, alpha, ap, lda, bp, ldb, beta, cp, ldc),
+                    (2, 2) => dot_tile::<2, 2>(k, alpha, ap, lda, bp, ldb, beta, cp, ldc),
+                    (2, _) => dot_tile::<2, 1>(k, alpha, ap, lda, bp, ldb, beta, cp, ldc),
+                    (_, 4) => dot_tile::<1, 4>(k, alpha, ap, lda, bp, ldb, beta, cp, ldc),
+                    (_, 3) => dot_tile::<1, 3>(k, alpha, ap, lda, bp, ldb, beta, cp, ldc),
+                    (_, 2) => dot_tile::<1, 2>(k, alpha, ap, lda, bp, ldb, beta, cp, ldc),
+                    _ => dot_tile::<1, 1>(k, alpha, ap, lda, bp, ldb, beta, cp, ldc),
+                }
+            }
+            i += rows;
+        }
+        j += cols;
+    }
+}
