@@ -85,6 +85,16 @@ fn block8(
     yb
 }
 
+/// `y[i] = fix(x[i])` for the lanes whose bit is set in `mask`.
+#[inline(always)]
+fn fix_lanes(mask: i32, x: &[f32], y: &mut [f32], fix: &impl Fn(f32) -> f32) {
+    for (i, (yi, &xi)) in y.iter_mut().zip(x).enumerate().take(8) {
+        if mask & (1 << i) != 0 {
+            *yi = fix(xi);
+        }
+    }
+}
+
 /// Applies `lanes` to `x` in blocks of eight into `y` (see [`block8`]).
 /// The tail goes through a zero-padded block, so every element gets the
 /// same arithmetic wherever it sits (the result does not depend on how a
@@ -104,7 +114,13 @@ fn blocks(
     let (x, y) = (&x[..n], &mut y[..n]);
     let full = n - n % 8;
     for (xb, yb) in x[..full].chunks_exact(8).zip(y[..full].chunks_exact_mut(8)) {
-        yb.copy_from_slice(&block8(xb.try_into().expect("chunk of 8"), &lanes, &fix));
+        // SAFETY: both chunks hold exactly 8 floats.
+        let (v, mask) = lanes(unsafe { _mm256_loadu_ps(xb.as_ptr()) });
+        // SAFETY: as above.
+        unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), v) };
+        if mask != 0 {
+            fix_lanes(mask, xb, yb, &fix);
+        }
     }
     if full < n {
         let mut xt = [0f32; 8];
@@ -181,8 +197,20 @@ fn blocks_in_place(
     let n = y.len();
     let full = n - n % 8;
     for yb in y[..full].chunks_exact_mut(8) {
-        let xb: [f32; 8] = (&*yb).try_into().expect("chunk of 8");
-        yb.copy_from_slice(&block8(&xb, &lanes, &fix));
+        // SAFETY: the chunk holds exactly 8 floats.
+        let xv = unsafe { _mm256_loadu_ps(yb.as_ptr()) };
+        let (v, mask) = lanes(xv);
+        if mask != 0 {
+            let mut xb = [0f32; 8];
+            // SAFETY: `xb` holds 8 floats.
+            unsafe { _mm256_storeu_ps(xb.as_mut_ptr(), xv) };
+            // SAFETY: the chunk holds exactly 8 floats.
+            unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), v) };
+            fix_lanes(mask, &xb, yb, &fix);
+        } else {
+            // SAFETY: as above.
+            unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), v) };
+        }
     }
     if full < n {
         let mut t = [0f32; 8];
