@@ -95,7 +95,8 @@ fn metadata_size() -> Option<usize> {
 
 impl Detector {
     /// Loads the model; the input size is the one it was trained at (its
-    /// `imgsz` metadata, else 640).
+    /// `imgsz` metadata, rounded down to a multiple of 32 and capped at
+    /// [`MAX_SIZE`]; 640 without it).
     pub fn new() -> Result<Self, DetectError> {
         let model = Yolo::new()?;
         let ws = model.workspace();
@@ -112,7 +113,9 @@ impl Detector {
             iou: 0.45,
             call_ms: Vec::new(),
         };
-        det.set_size(metadata_size().unwrap_or(MAX_SIZE))?;
+        // A model trained bigger than the compiled bound runs at the bound.
+        let size = metadata_size().map_or(MAX_SIZE, |s| (s.clamp(32, MAX_SIZE) / 32) * 32);
+        det.set_size(size)?;
         Ok(det)
     }
 
