@@ -6,8 +6,8 @@ CALLS.jsonl holds one JSON object per model call of the lele examples
 (`{"example", "model", "what", "shape", "ms"}`, written by their
 `--timings` option). For every distinct (model, input shape) this script
 builds an input of that shape, creates one ONNX Runtime session per model
-(CPUExecutionProvider, ORT_ENABLE_ALL, 1 intra-op and 1 inter-op thread,
-sequential), runs 3 untimed calls, then times max(10, number of calls with
+(apps_reference.session: CPUExecutionProvider, ORT_ENABLE_ALL, 1 intra-op
+and 1 inter-op thread, sequential), runs 3 untimed calls, then times max(10, number of calls with
 that shape) calls with perf_counter and keeps their median. Each call of the
 example is then given the median of its shape, and each (example, model,
 what) group reports the median over its calls: the same statistic the lele
@@ -33,16 +33,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-
-def session(path):
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from apps_reference import session  # noqa: E402  (the same ORT session options)
 
 
 def feeds_for(model, sess, shape, rng):

@@ -279,12 +279,12 @@ impl Ocr {
                 img.height() as usize,
                 &b.corners,
             );
-            let Some(mut crop) = RgbImage::from_raw(w as u32, h as u32, rgb) else {
+            // An empty crop (degenerate box) is skipped.
+            let Some(mut crop) =
+                RgbImage::from_raw(w as u32, h as u32, rgb).filter(|_| w > 0 && h > 0)
+            else {
                 continue;
             };
-            if w == 0 || h == 0 {
-                continue;
-            }
             let flipped = self.params.use_cls && self.is_upside_down(&crop)?;
             if flipped {
                 image::imageops::rotate180_in_place(&mut crop);
