@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use lele_kernels::ops::conv::{AutoPad, Conv};
 use lele_kernels::ops::gemm::{MatRef, sgemm, sgemm_scratch_len};
-use lele_kernels::ops::unary::{Activation, Swish, Unary, UnaryOp};
+use lele_kernels::ops::unary::{Activation, GeluErf, Swish, Unary, UnaryOp};
 use lele_kernels::{DType, Kernel, Shape, TensorMut, TensorRef};
 
 /// A deterministic fill in [-1, 1).
@@ -312,5 +312,6 @@ fn main() {
     unary_case("exp", &Unary { op: UnaryOp::Exp }, n, budget);
     unary_case("relu", &Unary { op: UnaryOp::Relu }, n, budget);
     unary_case("erf", &Unary { op: UnaryOp::Erf }, n, budget);
+    unary_case("gelu (erf) 96x120x16", &GeluErf {}, 96 * 120 * 16, budget);
     unary_case("tanh", &Unary { op: UnaryOp::Tanh }, n, budget);
 }

@@ -2,7 +2,7 @@
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
 use crate::ops::gemm::{check_f32, f32_in, f32_out, scratch_f32};
-use crate::ops::unary::exp_shifted_in_place;
+use crate::ops::unary::exp_shifted;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -46,6 +46,22 @@ fn scratch_for(inputs: &[Option<TensorRef<'_>>], axis: i64, op: &'static str) ->
     }
 }
 
+/// The largest element, ignoring NaN (`-inf` when empty or all NaN);
+/// eight running maxima so the loop vectorizes.
+fn max_of(x: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; 8];
+    let blocks = x.chunks_exact(8);
+    let rest = blocks.remainder();
+    for b in blocks {
+        for (a, &v) in acc.iter_mut().zip(b) {
+            *a = if v > *a { v } else { *a };
+        }
+    }
+    acc.iter()
+        .chain(rest)
+        .fold(f32::NEG_INFINITY, |m, &v| m.max(v))
+}
+
 /// Shared driver: `log` selects LogSoftmax.
 fn softmax_run(
     inputs: &[Option<TensorRef<'_>>],
@@ -67,9 +83,8 @@ fn softmax_run(
     }
     if inner == 1 {
         for (xr, yr) in x.chunks_exact(len).zip(y.chunks_exact_mut(len)) {
-            let m = xr.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-            yr.copy_from_slice(xr);
-            let sum = exp_shifted_in_place(yr, m);
+            let m = max_of(xr);
+            let sum = exp_shifted(xr, yr, m);
             if log {
                 let ls = sum.ln();
                 for (o, &v) in yr.iter_mut().zip(xr) {

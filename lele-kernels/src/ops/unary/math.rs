@@ -119,6 +119,30 @@ pub(super) fn exp_scalar(x: &[f32], y: &mut [f32]) {
     }
 }
 
+/// `y = e^(x - shift)` with the vectorized exp; returns the sum of `y`.
+pub(crate) fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { super::x86::exp_shifted(x, y, shift) };
+    }
+    exp_shifted_scalar(x, y, shift)
+}
+
+/// Portable [`exp_shifted`] (also the reference of the vector version).
+pub(super) fn exp_shifted_scalar(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
+    map(x, y, |v| v - shift);
+    for v in y.iter_mut() {
+        let d = *v;
+        *v = if d.is_nan() || d <= -87.0 || d >= 88.0 {
+            d.exp()
+        } else {
+            exp_core(d)
+        };
+    }
+    y.iter().sum()
+}
+
 /// `y = x · sigmoid(alpha · x)` (Swish / SiLU) in one pass, with the same
 /// exponential as [`sigmoid_slice`].
 pub(super) fn swish_slice(alpha: f32, x: &[f32], y: &mut [f32]) {
@@ -192,32 +216,64 @@ pub(super) fn tanh_fast(x: f32) -> f32 {
     if x.abs() < 4e-4 { x } else { r }
 }
 
+/// Numerator coefficients of [`erf_f32`] (odd polynomial in `x`, by powers
+/// of `x²` from the constant term up).
+pub(crate) const ERF_P: [f64; 7] = [
+    -1.609_603_332_624_15e-2,
+    -2.954_599_808_540_25e-3,
+    -7.349_906_303_268_55e-4,
+    -5.692_506_394_623_46e-5,
+    -2.101_024_020_825_08e-6,
+    2.770_681_424_959_02e-8,
+    -2.726_142_258_013_06e-10,
+];
+/// Denominator coefficients of [`erf_f32`] (by powers of `x²`).
+pub(crate) const ERF_Q: [f64; 5] = [
+    -1.426_473_905_141_89e-2,
+    -7.373_329_167_204_68e-3,
+    -1.682_826_974_382_03e-3,
+    -2.133_740_552_789_05e-4,
+    -1.456_607_184_649_96e-5,
+];
+
 /// f32 erf: a 13/8 rational function evaluated in f64 (~1.5 ulp).
 #[inline(always)]
 pub(crate) fn erf_f32(x: f32) -> f32 {
-    const A: [f64; 7] = [
-        -1.609_603_332_624_15e-2,
-        -2.954_599_808_540_25e-3,
-        -7.349_906_303_268_55e-4,
-        -5.692_506_394_623_46e-5,
-        -2.101_024_020_825_08e-6,
-        2.770_681_424_959_02e-8,
-        -2.726_142_258_013_06e-10,
-    ];
-    const B: [f64; 5] = [
-        -1.426_473_905_141_89e-2,
-        -7.373_329_167_204_68e-3,
-        -1.682_826_974_382_03e-3,
-        -2.133_740_552_789_05e-4,
-        -1.456_607_184_649_96e-5,
-    ];
+    let (a, b) = (ERF_P, ERF_Q);
     let c = (x as f64).clamp(-4.0, 4.0);
     let x2 = c * c;
-    let p = ((((((A[6] * x2 + A[5]) * x2 + A[4]) * x2 + A[3]) * x2 + A[2]) * x2 + A[1]) * x2
-        + A[0])
+    let p = ((((((a[6] * x2 + a[5]) * x2 + a[4]) * x2 + a[3]) * x2 + a[2]) * x2 + a[1]) * x2
+        + a[0])
         * c;
-    let q = (((B[4] * x2 + B[3]) * x2 + B[2]) * x2 + B[1]) * x2 + B[0];
+    let q = (((b[4] * x2 + b[3]) * x2 + b[2]) * x2 + b[1]) * x2 + b[0];
     (p / q) as f32
+}
+
+/// `x/2 · (1 + erf(x/√2))` in f32 with [`erf_f32`], rounded as the
+/// decomposed graph (`Div`, `Erf`, `Add`, `Mul`, `Mul`) would be.
+#[inline(always)]
+pub(crate) fn gelu_erf_f32(v: f32) -> f32 {
+    0.5 * v * (1.0 + erf_f32(v * core::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// `y = erf(x)` (vectorized when the CPU allows).
+pub(super) fn erf_slice(x: &[f32], y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { super::x86::erf(x, y) };
+    }
+    map(x, y, erf_f32)
+}
+
+/// `y = x/2 · (1 + erf(x/√2))` (vectorized when the CPU allows).
+pub(super) fn gelu_erf_slice(x: &[f32], y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { super::x86::gelu_erf(x, y) };
+    }
+    map(x, y, gelu_erf_f32)
 }
 
 /// f64 erf: a series (|x| < 2.5) or erfc continued fraction (|x| < 6).

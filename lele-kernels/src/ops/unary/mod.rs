@@ -23,7 +23,8 @@ mod tests;
 mod x86;
 
 pub use activation::Activation;
-use math::{Real, erf_f32, exp_slice, gelu_f64, sigmoid_slice, tanh_fast};
+pub(crate) use math::exp_shifted;
+use math::{Real, erf_slice, exp_slice, gelu_f64, sigmoid_slice, tanh_fast};
 pub use params::{
     Celu, Clip, Elu, GeluErf, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, Swish,
     ThresholdedRelu,
@@ -396,31 +397,6 @@ fn hard_sigmoid<T: Real>(v: T, alpha: T, beta: T) -> T {
     if t < T::ZERO { T::ZERO } else { t }
 }
 
-/// `y[i] = e^(y[i] - shift)` for every element, with the vectorized exp
-/// (through a small stack buffer, since the exp kernels read and write
-/// distinct slices); returns the sum of the results.
-pub(crate) fn exp_shifted_in_place(y: &mut [f32], shift: f32) -> f32 {
-    let mut tmp = [0f32; 256];
-    let mut sum = 0f32;
-    for chunk in y.chunks_mut(256) {
-        let t = &mut tmp[..chunk.len()];
-        for (d, &v) in t.iter_mut().zip(chunk.iter()) {
-            *d = v - shift;
-        }
-        exp_slice(t, chunk);
-        let mut acc = [0f32; 8];
-        let lanes = chunk.chunks_exact(8);
-        let rest: f32 = lanes.remainder().iter().sum();
-        for c in lanes {
-            for (a, &v) in acc.iter_mut().zip(c) {
-                *a += v;
-            }
-        }
-        sum += acc.iter().sum::<f32>() + rest;
-    }
-    sum
-}
-
 /// [`map`] over f32, compiled with AVX2+FMA when the CPU has them (the
 /// loop then vectorizes eight wide instead of four).
 pub(super) fn map_f32(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
@@ -452,11 +428,9 @@ fn apply_f32(op: UnaryOp, x: &[f32], y: &mut [f32]) {
         UnaryOp::Exp => exp_slice(x, y),
         UnaryOp::Sigmoid => sigmoid_slice(x, y),
         UnaryOp::Tanh => map_f32(x, y, tanh_fast),
-        UnaryOp::Erf => map_f32(x, y, erf_f32),
+        UnaryOp::Erf => erf_slice(x, y),
         UnaryOp::Gelu => {
-            map_f32(x, y, |v| {
-                0.5 * v * (1.0 + erf_f32(v * core::f32::consts::FRAC_1_SQRT_2))
-            });
+            math::gelu_erf_slice(x, y);
             // Cancellation in 1 + erf amplifies the erf error for x < -1.
             for (y, &v) in y.iter_mut().zip(x) {
                 if v < -1.0 {

@@ -1,6 +1,6 @@
 //! Parameterised activations (`HardSigmoid`, `LeakyRelu`, …), `Clip` and
 //! `Shrink`.
-use super::{Real, erf_f32, float_map, hard_sigmoid, map, map_f32, same_shape, tanh_fast};
+use super::{Real, float_map, hard_sigmoid, map, map_f32, same_shape, tanh_fast};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::broadcast::{Num, check_data, check_out};
@@ -97,9 +97,7 @@ fn run_param(
             let k = 0.797_884_6_f32;
             0.5 * v * (1.0 + tanh_fast(k * (v + 0.044715 * v * v * v)))
         }),
-        Param::GeluErf => map_f32(a, b, |v| {
-            0.5 * v * (1.0 + erf_f32(v * core::f32::consts::FRAC_1_SQRT_2))
-        }),
+        Param::GeluErf => super::math::gelu_erf_slice(a, b),
         _ => apply_param(p, a, b),
     };
     float_map(x, out, f32_fn, |a, b| apply_param(p, a, b)).map_err(|e| match e {

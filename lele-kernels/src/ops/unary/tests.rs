@@ -241,9 +241,17 @@ fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
             fn(&[f32], &mut [f32]),
             unsafe fn(&[f32], &mut [f32]),
         );
-        let pairs: [Pair; 2] = [
+        fn erf_scalar(x: &[f32], y: &mut [f32]) {
+            super::map(x, y, super::math::erf_f32)
+        }
+        fn gelu_erf_scalar(x: &[f32], y: &mut [f32]) {
+            super::map(x, y, super::math::gelu_erf_f32)
+        }
+        let pairs: [Pair; 4] = [
             ("exp", exp_scalar, super::x86::exp),
             ("sigmoid", sigmoid_scalar, super::x86::sigmoid),
+            ("erf", erf_scalar, super::x86::erf),
+            ("gelu_erf", gelu_erf_scalar, super::x86::gelu_erf),
         ];
         for (name, scalar, vector) in pairs {
             scalar(&x, &mut want);
@@ -258,6 +266,29 @@ fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
                     want[i]
                 );
             }
+        }
+        for shift in [0.0f32, 17.0, -3.5] {
+            let sum_want = super::math::exp_shifted_scalar(&x, &mut want, shift);
+            // SAFETY: as above.
+            let sum_got = unsafe { super::x86::exp_shifted(&x, &mut got, shift) };
+            for i in 0..n {
+                assert!(
+                    close(got[i], want[i]),
+                    "exp_shifted({shift}) n={n} x={} {} vs {}",
+                    x[i],
+                    got[i],
+                    want[i]
+                );
+            }
+            // Summed in a different order: agree to a few ulp of the total
+            // of magnitudes (NaN and inf propagate alike).
+            let scale: f32 = want.iter().map(|v| v.abs()).sum();
+            assert!(
+                (sum_got.is_nan() && sum_want.is_nan())
+                    || sum_got == sum_want
+                    || (sum_got - sum_want).abs() <= 1e-6 * scale,
+                "exp_shifted({shift}) n={n} sum {sum_got} vs {sum_want}"
+            );
         }
         for alpha in [1.0f32, 1.702, -0.5] {
             swish_scalar(alpha, &x, &mut want);

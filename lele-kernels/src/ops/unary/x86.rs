@@ -1,10 +1,13 @@
-//! AVX2+FMA versions of the hot f32 activations (`exp`, `sigmoid`, Swish).
+//! AVX2+FMA versions of the hot f32 activations (`exp`, `sigmoid`, Swish,
+//! `erf` and its GELU).
 //!
 //! Same algorithm as the scalar code in `math.rs` (range reduction by
 //! `ln 2`, degree-7 polynomial, exponent bits from the rounded multiple),
 //! eight lanes at a time (the tail through a padded block); lanes outside
 //! the polynomial's range go through the scalar functions. Results agree
-//! with the scalar code to rounding (FMA contractions differ).
+//! with the scalar code to rounding (FMA contractions differ). `erf` runs
+//! its rational function in f64 lanes, four at a time, as the scalar code
+//! does.
 use core::arch::x86_64::*;
 
 /// `e^x` of eight lanes already clamped to [-87, 88].
@@ -112,20 +115,49 @@ fn blocks(
 ) {
     let n = x.len().min(y.len());
     let (x, y) = (&x[..n], &mut y[..n]);
-    let full = n - n % 8;
-    for (xb, yb) in x[..full].chunks_exact(8).zip(y[..full].chunks_exact_mut(8)) {
-        // SAFETY: both chunks hold exactly 8 floats.
-        let (v, mask) = lanes(unsafe { _mm256_loadu_ps(xb.as_ptr()) });
+    // Two blocks per step (their dependency chains overlap) on the fast
+    // path; blocks with flagged lanes and the last < 16 elements go through
+    // `padded_blocks`. Fixing lanes here after the stores would make the
+    // compiler load every `x` lane ahead of them on the fast path too (it
+    // cannot tell `y` does not alias `x`).
+    let pairs = n - n % 16;
+    for (xb, yb) in x[..pairs]
+        .chunks_exact(16)
+        .zip(y[..pairs].chunks_exact_mut(16))
+    {
+        // SAFETY: both chunks hold exactly 16 floats.
+        let (v0, m0) = lanes(unsafe { _mm256_loadu_ps(xb.as_ptr()) });
         // SAFETY: as above.
-        unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), v) };
-        if mask != 0 {
-            fix_lanes(mask, xb, yb, &fix);
+        let (v1, m1) = lanes(unsafe { _mm256_loadu_ps(xb.as_ptr().add(8)) });
+        if (m0 | m1) == 0 {
+            // SAFETY: as above.
+            unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), v0) };
+            // SAFETY: as above.
+            unsafe { _mm256_storeu_ps(yb.as_mut_ptr().add(8), v1) };
+        } else {
+            padded_blocks(xb, yb, &lanes, &fix);
         }
     }
-    if full < n {
-        let mut xt = [0f32; 8];
-        xt[..n - full].copy_from_slice(&x[full..]);
-        y[full..].copy_from_slice(&block8(&xt, &lanes, &fix)[..n - full]);
+    padded_blocks(&x[pairs..], &mut y[pairs..], &lanes, &fix);
+}
+
+/// [`block8`] over `x` in blocks of eight, the last one zero-padded.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[inline(never)]
+#[target_feature(enable = "avx2,fma")]
+fn padded_blocks(
+    x: &[f32],
+    y: &mut [f32],
+    lanes: &impl Fn(__m256) -> (__m256, i32),
+    fix: &impl Fn(f32) -> f32,
+) {
+    for (xb, yb) in x.chunks(8).zip(y.chunks_mut(8)) {
+        let mut t = [0f32; 8];
+        t[..xb.len()].copy_from_slice(xb);
+        let r = block8(&t, lanes, fix);
+        yb.copy_from_slice(&r[..yb.len()]);
     }
 }
 
@@ -156,31 +188,82 @@ pub(super) unsafe fn sigmoid(x: &[f32], y: &mut [f32]) {
     blocks(x, y, |v| sigmoid8(v), super::sigmoid);
 }
 
+/// `e^v` of eight lanes, with the lanes outside [-87, 88] (or NaN)
+/// flagged for the scalar path.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn exp_lanes(v: __m256) -> (__m256, i32) {
+    let c = _mm256_min_ps(
+        _mm256_max_ps(v, _mm256_set1_ps(-87.0)),
+        _mm256_set1_ps(88.0),
+    );
+    let out = _mm256_or_ps(
+        _mm256_or_ps(
+            _mm256_cmp_ps::<_CMP_LE_OQ>(v, _mm256_set1_ps(-87.0)),
+            _mm256_cmp_ps::<_CMP_GE_OQ>(v, _mm256_set1_ps(88.0)),
+        ),
+        _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
+    );
+    (exp8(c), _mm256_movemask_ps(out))
+}
+
 /// `y = e^x`.
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn exp(x: &[f32], y: &mut [f32]) {
-    blocks(
-        x,
-        y,
-        |v| {
-            let c = _mm256_min_ps(
-                _mm256_max_ps(v, _mm256_set1_ps(-87.0)),
-                _mm256_set1_ps(88.0),
-            );
-            let out = _mm256_or_ps(
-                _mm256_or_ps(
-                    _mm256_cmp_ps::<_CMP_LE_OQ>(v, _mm256_set1_ps(-87.0)),
-                    _mm256_cmp_ps::<_CMP_GE_OQ>(v, _mm256_set1_ps(88.0)),
-                ),
-                _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
-            );
-            (exp8(c), _mm256_movemask_ps(out))
-        },
-        f32::exp,
-    );
+    blocks(x, y, |v| exp_lanes(v), f32::exp);
+}
+
+/// `y = e^(x - shift)` (softmax's numerators), returning the sum of `y`
+/// (eight running lane sums, then the tail). The tail goes through a block
+/// padded with `shift`, so each element gets the vector arithmetic.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
+    let n = x.len().min(y.len());
+    let (x, y) = (&x[..n], &mut y[..n]);
+    let vs = _mm256_set1_ps(shift);
+    // Called with exactly eight floats.
+    let one_block = |xb: &[f32]| -> __m256 {
+        // SAFETY: `xb` holds eight floats.
+        let d = _mm256_sub_ps(unsafe { _mm256_loadu_ps(xb.as_ptr()) }, vs);
+        let (e, mask) = exp_lanes(d);
+        if mask == 0 {
+            return e;
+        }
+        let mut t = [0f32; 8];
+        // SAFETY: `t` holds 8 floats.
+        unsafe { _mm256_storeu_ps(t.as_mut_ptr(), e) };
+        fix_lanes(mask, xb, &mut t, &|v| (v - shift).exp());
+        // SAFETY: as above.
+        unsafe { _mm256_loadu_ps(t.as_ptr()) }
+    };
+    let full = n - n % 8;
+    let mut acc = _mm256_setzero_ps();
+    for (xb, yb) in x[..full].chunks_exact(8).zip(y[..full].chunks_exact_mut(8)) {
+        let e = one_block(xb);
+        // SAFETY: the chunk holds exactly 8 floats.
+        unsafe { _mm256_storeu_ps(yb.as_mut_ptr(), e) };
+        acc = _mm256_add_ps(acc, e);
+    }
+    let mut lanes = [0f32; 8];
+    // SAFETY: `lanes` holds 8 floats.
+    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc) };
+    let mut sum: f32 = lanes.iter().sum();
+    if full < n {
+        let mut xt = [shift; 8];
+        xt[..n - full].copy_from_slice(&x[full..]);
+        let mut t = [0f32; 8];
+        // SAFETY: `t` holds 8 floats.
+        unsafe { _mm256_storeu_ps(t.as_mut_ptr(), one_block(&xt)) };
+        y[full..].copy_from_slice(&t[..n - full]);
+        sum += t[..n - full].iter().sum::<f32>();
+    }
+    sum
 }
 
 /// [`blocks`] reading and writing the same slice (an epilogue's output).
@@ -243,4 +326,64 @@ pub(super) unsafe fn swish_in_place(alpha: f32, y: &mut [f32]) {
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn sigmoid_in_place(y: &mut [f32]) {
     blocks_in_place(y, |v| sigmoid8(v), super::sigmoid);
+}
+
+/// `erf` of four f64 lanes: the rational function of
+/// [`super::math::erf_f32`] (clamped to [-4, 4]).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn erf4_f64(x: __m256d) -> __m256d {
+    use super::math::{ERF_P, ERF_Q};
+    let c = _mm256_min_pd(_mm256_max_pd(x, _mm256_set1_pd(-4.0)), _mm256_set1_pd(4.0));
+    let x2 = _mm256_mul_pd(c, c);
+    let mut p = _mm256_set1_pd(ERF_P[6]);
+    for &a in ERF_P[..6].iter().rev() {
+        p = _mm256_fmadd_pd(p, x2, _mm256_set1_pd(a));
+    }
+    let p = _mm256_mul_pd(p, c);
+    let mut q = _mm256_set1_pd(ERF_Q[4]);
+    for &b in ERF_Q[..4].iter().rev() {
+        q = _mm256_fmadd_pd(q, x2, _mm256_set1_pd(b));
+    }
+    _mm256_div_pd(p, q)
+}
+
+/// `erf` of eight f32 lanes, evaluated in f64 like the scalar code; NaN
+/// lanes are flagged for the scalar path.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn erf8(x: __m256) -> (__m256, i32) {
+    let lo = erf4_f64(_mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+    let hi = erf4_f64(_mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)));
+    let r = _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+    (r, _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(x, x)))
+}
+
+/// `y = erf(x)`.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn erf(x: &[f32], y: &mut [f32]) {
+    blocks(x, y, |v| erf8(v), super::math::erf_f32);
+}
+
+/// `y = x/2 · (1 + erf(x/√2))`, rounded step by step as the scalar code.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn gelu_erf(x: &[f32], y: &mut [f32]) {
+    let r = _mm256_set1_ps(core::f32::consts::FRAC_1_SQRT_2);
+    let (half, one) = (_mm256_set1_ps(0.5), _mm256_set1_ps(1.0));
+    blocks(
+        x,
+        y,
+        |v| {
+            let (e, bad) = erf8(_mm256_mul_ps(v, r));
+            let g = _mm256_mul_ps(_mm256_mul_ps(half, v), _mm256_add_ps(one, e));
+            (g, bad)
+        },
+        super::math::gelu_erf_f32,
+    );
 }
