@@ -1,8 +1,10 @@
 //! Times lele's kernels on one thread and prints one JSON object per line
 //! (`cargo xtask bench --kernels` runs this next to NumPy's BLAS).
 //!
-//! `cargo run --release -p lele-kernels --example kernel_bench [-- --quick]`
+//! `cargo run --release -p lele-kernels --example kernel_bench [-- --quick] [--only TEXT]`
+//! (`--only` runs the cases whose kernel or case name contains TEXT)
 use std::hint::black_box;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use lele_kernels::ops::conv::{AutoPad, Conv};
@@ -42,7 +44,21 @@ fn time(budget: f64, mut f: impl FnMut()) -> f64 {
 }
 
 /// `b_transposed`: B is stored as `n × k` (a Linear layer's weight).
+/// The `--only` filter.
+static ONLY: OnceLock<Option<String>> = OnceLock::new();
+
+/// Whether a case named `name` (of `kernel`) runs under `--only`.
+fn selected(kernel: &str, name: &str) -> bool {
+    match ONLY.get().and_then(|o| o.as_deref()) {
+        Some(t) => kernel.contains(t) || name.contains(t),
+        None => true,
+    }
+}
+
 fn gemm_case(name: &str, m: usize, n: usize, k: usize, b_transposed: bool, budget: f64) {
+    if !selected("gemm", name) {
+        return;
+    }
     let a = fill(m * k, 1);
     let b = fill(k * n, 2);
     let bm = if b_transposed {
@@ -76,6 +92,9 @@ fn gemm_case(name: &str, m: usize, n: usize, k: usize, b_transposed: bool, budge
 }
 
 fn unary_case(name: &str, kernel: &dyn Kernel, len: usize, budget: f64) {
+    if !selected(name, name) {
+        return;
+    }
     let x = fill(len, 3);
     let mut y = vec![0f32; len];
     let shape = Shape::new(&[len]).expect("rank 1");
@@ -117,6 +136,9 @@ fn conv_case(
     activation: Activation,
     budget: f64,
 ) {
+    if !selected("conv", name) {
+        return;
+    }
     let conv = Conv {
         group,
         kernel: [k, k],
@@ -189,6 +211,12 @@ fn bytemuck_bytes_mut(x: &mut [f32]) -> &mut [u8] {
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let budget = if quick { 0.05 } else { 0.5 };
+    let args: Vec<String> = std::env::args().collect();
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1).cloned());
+    ONLY.get_or_init(|| only);
     for s in [256, 384, 512, 768, 1024] {
         gemm_case(&format!("square {s}"), s, s, s, false, budget);
     }
@@ -267,6 +295,73 @@ fn main() {
         1,
         1,
         40,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 128->128 3x3 s1 40",
+        128,
+        128,
+        3,
+        1,
+        40,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 256->256 3x3 s1 20",
+        256,
+        256,
+        3,
+        1,
+        20,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 256->256 1x1 20",
+        256,
+        256,
+        1,
+        1,
+        20,
+        1,
+        Activation::None,
+        budget,
+    );
+    // PP-OCRv6 det at 480x480: few output channels over large planes.
+    conv_case(
+        "ppocr 48->24 3x3 s2 240",
+        48,
+        24,
+        3,
+        2,
+        240,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "ppocr 96->24 3x3 s1 120",
+        96,
+        24,
+        3,
+        1,
+        120,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "ppocr 96->48 1x1 120",
+        96,
+        48,
+        1,
+        1,
+        120,
         1,
         Activation::None,
         budget,

@@ -213,6 +213,12 @@ impl SharedMut {
         }
     }
 
+    /// The buffer's first element, for tasks that write strided regions
+    /// through raw pointers (each task only its own elements).
+    pub(crate) fn as_ptr(self) -> *mut f32 {
+        self.ptr
+    }
+
     /// Elements `start..start + len` (panics when out of bounds).
     ///
     /// # Safety

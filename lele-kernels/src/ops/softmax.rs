@@ -41,7 +41,7 @@ fn infer_same(
 
 fn scratch_for(inputs: &[Option<TensorRef<'_>>], axis: i64, op: &'static str) -> usize {
     match split(inputs, axis, op) {
-        Ok((_, _, _, inner)) if inner > 1 => 8 * inner,
+        Ok((_, _, _, inner)) if inner > 1 => 12 * inner,
         _ => 0,
     }
 }
@@ -97,8 +97,9 @@ fn softmax_run(
         }
         return Ok(());
     }
-    let s = scratch_f32(scratch, 2 * inner, op)?;
-    let (mx, sum) = s.split_at_mut(inner);
+    let s = scratch_f32(scratch, 3 * inner, op)?;
+    let (mx, rest) = s.split_at_mut(inner);
+    let (sum, shifted) = rest.split_at_mut(inner);
     for (xb, yb) in x.chunks_exact(block).zip(y.chunks_exact_mut(block)) {
         mx.fill(f32::NEG_INFINITY);
         for xr in xb.chunks_exact(inner) {
@@ -108,9 +109,13 @@ fn softmax_run(
         }
         sum.fill(0.0);
         for (xr, yr) in xb.chunks_exact(inner).zip(yb.chunks_exact_mut(inner)) {
-            for ((o, &v), (m, s)) in yr.iter_mut().zip(xr).zip(mx.iter().zip(sum.iter_mut())) {
-                let e = (v - m).exp();
-                *o = e;
+            // Row by row with the vectorized exp: shift, exponentiate, add
+            // into the running sums.
+            for ((d, &v), &m) in shifted.iter_mut().zip(xr).zip(mx.iter()) {
+                *d = v - m;
+            }
+            exp_shifted(shifted, yr, 0.0);
+            for (s, &e) in sum.iter_mut().zip(yr.iter()) {
                 *s += e;
             }
         }
@@ -230,21 +235,25 @@ mod tests {
 
     #[test]
     fn all_axes() {
-        let dims = [3, 4, 5];
-        let x: Vec<f32> = rand_vec(60, 1).iter().map(|v| v * 30.0).collect();
-        for axis in -3i64..3 {
-            let a = if axis < 0 { axis + 3 } else { axis } as usize;
-            for log in [false, true] {
-                let out = if log {
-                    run(&LogSoftmax { axis }, &[Some(t(&x, &dims))], 1).unwrap()
-                } else {
-                    run(&Softmax { axis }, &[Some(t(&x, &dims))], 1).unwrap()
-                };
-                assert_eq!(out[0].0, dims.to_vec());
-                assert_close(&out[0].1, &naive(&x, &dims, a, log), 1e-5);
+        // Short rows, and rows long enough for the vector body plus a tail
+        // (37 and 19 elements) along every axis.
+        for dims in [[3, 4, 5], [2, 37, 19]] {
+            let n = dims.iter().product();
+            let x: Vec<f32> = rand_vec(n, 1).iter().map(|v| v * 30.0).collect();
+            for axis in -3i64..3 {
+                let a = if axis < 0 { axis + 3 } else { axis } as usize;
+                for log in [false, true] {
+                    let out = if log {
+                        run(&LogSoftmax { axis }, &[Some(t(&x, &dims))], 1).unwrap()
+                    } else {
+                        run(&Softmax { axis }, &[Some(t(&x, &dims))], 1).unwrap()
+                    };
+                    assert_eq!(out[0].0, dims.to_vec());
+                    assert_close(&out[0].1, &naive(&x, &dims, a, log), 1e-5);
+                }
             }
+            assert!(run(&Softmax { axis: 3 }, &[Some(t(&x, &dims))], 1).is_err());
         }
-        assert!(run(&Softmax { axis: 3 }, &[Some(t(&x, &dims))], 1).is_err());
     }
 
     #[test]

@@ -58,15 +58,38 @@ impl Im2col<'_> {
                     if sw == 1 {
                         dst[lo..hi].copy_from_slice(&xrow[start..start + (hi - lo)]);
                     } else {
-                        for (d, &v) in dst[lo..hi].iter_mut().zip(xrow[start..].iter().step_by(sw))
-                        {
-                            *d = v;
-                        }
+                        strided_copy(&xrow[start..], sw, &mut dst[lo..hi]);
                     }
                 }
             }
             j += seg;
         }
+    }
+}
+
+/// `dst[t] = src[t·step]` (`src` holds at least `(dst.len() - 1)·step + 1`
+/// floats). Written over fixed-size chunks so the compiler turns stride 2
+/// into vector shuffles instead of a scalar loop with a bounds check per
+/// element.
+pub(super) fn strided_copy(src: &[f32], step: usize, dst: &mut [f32]) {
+    if step == 1 {
+        let n = dst.len();
+        dst.copy_from_slice(&src[..n]);
+        return;
+    }
+    let whole = (src.len() / step).min(dst.len());
+    let (head, tail) = dst.split_at_mut(whole);
+    if step == 2 {
+        for (d, c) in head.iter_mut().zip(src.chunks_exact(2)) {
+            *d = c[0];
+        }
+    } else {
+        for (d, c) in head.iter_mut().zip(src.chunks_exact(step)) {
+            *d = c[0];
+        }
+    }
+    for (t, d) in tail.iter_mut().enumerate() {
+        *d = src[(whole + t) * step];
     }
 }
 

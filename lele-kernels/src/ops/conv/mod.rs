@@ -13,11 +13,17 @@ use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
 mod depthwise;
+// Only x86-64 runs it, but every target sizes its scratch (the compiler
+// sizes arenas on the build machine).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+mod direct;
 mod im2col;
 #[cfg(test)]
 #[allow(clippy::excessive_precision)]
 mod tests;
 mod transpose;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 use crate::ops::unary::Activation;
 use depthwise::depthwise_plane;
@@ -300,6 +306,12 @@ impl Conv {
         g.cg == 1 && g.mg == 1
     }
 
+    /// Whether the direct path (few output channels, no im2col packing)
+    /// runs this convolution on this machine.
+    fn runs_direct(&self, g: &ConvGeom) -> bool {
+        !self.is_depthwise(g) && direct::applies(self.strides, self.dilations, g)
+    }
+
     fn is_pointwise(&self, g: &ConvGeom) -> bool {
         g.kh == 1 && g.kw == 1 && self.strides == [1, 1] && g.oh == g.x.h && g.ow == g.x.w
     }
@@ -323,10 +335,18 @@ impl Kernel for Conv {
         let Ok(g) = self.geom(inputs) else { return 0 };
         if self.is_depthwise(&g) {
             0
-        } else if self.is_pointwise(&g) {
-            4 * sgemm_scratch_len(g.mg, g.ohw(), g.cg)
         } else {
-            4 * sgemm_scratch_len(g.mg, g.ohw(), g.k())
+            let gemm = if self.is_pointwise(&g) {
+                4 * sgemm_scratch_len(g.mg, g.ohw(), g.cg)
+            } else {
+                4 * sgemm_scratch_len(g.mg, g.ohw(), g.k())
+            };
+            // Whichever path the running machine picks must fit.
+            if direct::eligible(self.strides, self.dilations, &g) {
+                gemm.max(direct::scratch_bytes(self.strides, self.dilations, &g))
+            } else {
+                gemm
+            }
         }
     }
 
@@ -390,6 +410,26 @@ impl Kernel for Conv {
         let groups = self.group;
         let apply = |row: &mut [f32]| self.finish(row);
         let epilogue: Option<Epilogue<'_>> = self.has_epilogue().then_some(&apply);
+        if self.runs_direct(&g) {
+            for n in 0..g.x.n {
+                for gi in 0..groups {
+                    let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
+                    let wg = &w[gi * g.mg * k..][..g.mg * k];
+                    let yg = &mut y[(n * g.m + gi * g.mg) * ohw..][..g.mg * ohw];
+                    direct::run_group(
+                        self.strides,
+                        self.dilations,
+                        &g,
+                        xg,
+                        wg,
+                        yg,
+                        scratch,
+                        epilogue,
+                    )?;
+                }
+            }
+            return Ok(());
+        }
         if self.is_pointwise(&g) {
             let s = scratch_f32(scratch, sgemm_scratch_len(g.mg, ohw, g.cg), OP)?;
             for n in 0..g.x.n {

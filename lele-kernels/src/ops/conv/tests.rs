@@ -624,3 +624,105 @@ fn fused_activation_equals_conv_then_activation() {
     }
     crate::threads::set_num_threads(1);
 }
+
+/// The direct path (few output channels) and the im2col GEMM path against
+/// the naive convolution: output widths around the 16-column tile, channel
+/// counts around the 6-row tile, strides, dilations, pads, groups, the
+/// in-place 1×1 case across its 256-column segments, with and without a
+/// fused activation, on one and three threads.
+#[cfg(feature = "std")]
+#[test]
+fn direct_and_gemm_paths_match_naive_over_tails() {
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    // (c, h, w, m, kh, kw, group, strides, pads, dilations)
+    type Case = (
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        [usize; 2],
+        [usize; 4],
+        [usize; 2],
+    );
+    let cases: &[Case] = &[
+        (3, 5, 15, 6, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (2, 4, 16, 7, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (3, 4, 17, 11, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (3, 5, 23, 1, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (4, 6, 24, 5, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (5, 4, 25, 8, 3, 3, 1, [1, 1], [0, 1, 2, 1], [1, 1]),
+        (6, 7, 49, 13, 3, 3, 1, [2, 2], [1, 1, 1, 1], [1, 1]),
+        (7, 9, 50, 24, 3, 3, 1, [2, 2], [1, 0, 1, 1], [1, 1]),
+        (4, 8, 53, 3, 3, 5, 1, [1, 3], [2, 2, 1, 3], [2, 1]),
+        (6, 5, 61, 12, 2, 2, 2, [1, 1], [0, 0, 0, 0], [1, 2]),
+        (2, 3, 97, 48, 1, 7, 1, [1, 2], [0, 3, 0, 3], [1, 1]),
+        // 1×1 stride 1 (input read in place): plane sizes around the
+        // 256-column segment and the 16-column tile.
+        (5, 1, 255, 7, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
+        (5, 1, 257, 7, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
+        (9, 16, 16, 16, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
+        (3, 5, 83, 4, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
+        (8, 17, 31, 34, 1, 1, 2, [1, 1], [0, 0, 0, 0], [1, 1]),
+        // 1×1 strided or padded: staged.
+        (6, 9, 40, 10, 1, 1, 1, [2, 2], [0, 0, 0, 0], [1, 1]),
+        (4, 6, 30, 6, 1, 1, 1, [1, 1], [1, 1, 0, 2], [1, 1]),
+    ];
+    let direct_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
+    for threads in [1, 3] {
+        crate::threads::set_num_threads(threads);
+        for (ci, &(c, h, w, m, kh, kw, group, strides, pads, dil)) in cases.iter().enumerate() {
+            let x = rand_vec(c * h * w, 300 + ci as u64);
+            let wt = rand_vec(m * (c / group) * kh * kw, 400 + ci as u64);
+            let b = rand_vec(m, 500 + ci as u64);
+            let inputs = [
+                Some(t(&x, &[1, c, h, w])),
+                Some(t(&wt, &[m, c / group, kh, kw])),
+                Some(t(&b, &[m])),
+            ];
+            let mut op = conv(group, strides, pads, dil);
+            let g = op.geom(&inputs).unwrap();
+            let want = naive_conv(
+                &x,
+                [1, c, h, w],
+                &wt,
+                [m, kh, kw],
+                Some(&b),
+                group,
+                strides,
+                [g.pt, g.pl],
+                dil,
+                [g.oh, g.ow],
+            );
+            direct::FORCE.with(|f| f.set(Some(true)));
+            assert_eq!(op.runs_direct(&g), direct_here, "case {ci}");
+            let direct = run(&op, &inputs, 1).unwrap();
+            assert_close(&direct[0].1, &want, 1e-5);
+            direct::FORCE.with(|f| f.set(Some(false)));
+            assert!(!op.runs_direct(&g));
+            let gemm = run(&op, &inputs, 1).unwrap();
+            assert_close(&gemm[0].1, &want, 1e-5);
+            direct::FORCE.with(|f| f.set(Some(true)));
+            // The fused activation, on the direct path, equals the plain
+            // result passed through it.
+            op.activation = Activation::Swish;
+            let fused = run(&op, &inputs, 1).unwrap();
+            let mut swished = direct[0].1.clone();
+            Activation::Swish.apply_in_place(&mut swished);
+            assert!(
+                fused[0]
+                    .1
+                    .iter()
+                    .zip(&swished)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "case {ci}: fused swish, {threads} threads"
+            );
+            direct::FORCE.with(|f| f.set(None));
+        }
+    }
+    crate::threads::set_num_threads(1);
+}

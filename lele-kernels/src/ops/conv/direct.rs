@@ -1,0 +1,444 @@
+//! Direct convolution for few output channels (AVX2+FMA).
+//!
+//! With few output channels each im2col panel the GEMM packs is used by
+//! only a few rows of weights, so packing costs as much as the
+//! arithmetic. Here the `B` operand is never packed: the input is staged
+//! once — zero padded and, for a column stride `s`, split into `s` column
+//! phases — so that for every tap `(c, ki, kj)` the inputs of 16
+//! consecutive outputs of one output row are 16 consecutive floats of the
+//! staged buffer. A table of per-tap offsets then lets a 6 × 16
+//! register tile read them straight from there. A 1×1 convolution with
+//! stride 1 and no padding reads its input in place (no staging).
+//!
+//! Output columns are processed in segments (an output row, or 256
+//! columns of the flattened plane in place), which are also the unit of
+//! the fused epilogue and of the split across threads.
+use super::ConvGeom;
+use super::im2col::{strided_copy, valid_range};
+use crate::error::KernelError;
+use crate::ops::gemm::Epilogue;
+
+/// Rows of weights per register tile (12 accumulators, two inputs and a
+/// weight fill the 16 AVX2 registers).
+pub(super) const TILE_M: usize = 6;
+/// Output columns per register tile.
+pub(super) const TILE_N: usize = 16;
+/// Convolutions with at most this many output channels per group run
+/// directly (see [`eligible`]).
+const DIRECT_M_MAX: usize = 64;
+/// Strided convolutions run directly from this patch depth (see
+/// [`eligible`]).
+const STRIDED_MIN_K: usize = 256;
+/// Columns per segment when the input is read in place.
+const FLAT_SEGMENT: usize = 16 * TILE_N;
+
+/// How the input is laid out for the tiles.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Layout {
+    /// The input is read in place (1×1, stride 1, no padding).
+    in_place: bool,
+    /// Floats per staged channel.
+    plane: usize,
+    /// Floats per staged row (all column phases).
+    row_stride: usize,
+    /// Floats per column phase of a staged row.
+    phase_w: usize,
+    /// Staged rows per channel.
+    rows: usize,
+    /// Output segments and their width.
+    segments: usize,
+    seg_w: usize,
+    /// Floats of `src` between the first inputs of consecutive segments
+    /// (0 when in place: segments are then column ranges of one row).
+    seg_step: usize,
+}
+
+impl Layout {
+    pub(super) fn new(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> Self {
+        let [sh, sw] = strides;
+        let [dh, dw] = dilations;
+        let in_place = g.kh == 1
+            && g.kw == 1
+            && strides == [1, 1]
+            && g.pt == 0
+            && g.pl == 0
+            && g.oh == g.x.h
+            && g.ow == g.x.w;
+        if in_place {
+            let ohw = g.oh * g.ow;
+            return Layout {
+                in_place,
+                plane: g.x.h * g.x.w,
+                row_stride: 0,
+                phase_w: 0,
+                rows: 0,
+                segments: ohw.div_ceil(FLAT_SEGMENT),
+                seg_w: FLAT_SEGMENT,
+                seg_step: 0,
+            };
+        }
+        let rows = (g.oh - 1) * sh + (g.kh - 1) * dh + 1;
+        let cols = (g.ow - 1) * sw + (g.kw - 1) * dw + 1;
+        let phase_w = cols.div_ceil(sw);
+        let row_stride = phase_w * sw;
+        Layout {
+            in_place,
+            plane: rows * row_stride,
+            row_stride,
+            phase_w,
+            rows,
+            segments: g.oh,
+            seg_w: g.ow,
+            seg_step: sh * row_stride,
+        }
+    }
+
+    /// Floats of staged input (with slack for the last tile's overrun).
+    fn staged_len(&self, g: &ConvGeom) -> usize {
+        if self.in_place {
+            0
+        } else {
+            g.cg * self.plane + TILE_N
+        }
+    }
+}
+
+/// Whether the shapes suit the direct path (on any machine): it can run
+/// them, and it is measured faster than the im2col GEMM for them
+/// (`kernel_bench`, 2-core EPYC): up to 64 output channels at stride 1
+/// (32→32 3×3 at 160²: 8.8 → 6.3 ms; 64→64 at 80²: 7.0 → 5.4 ms; 96→24 at
+/// 120²: 12.1 → 8.5 ms; 96→48 1×1: 2.0 → 1.7 ms), while at 128 and 256
+/// channels they tie or the GEMM wins; with a larger stride only for
+/// deeper patches (48→24 3×3 s2, depth 432: 7.9 → 6.4 ms, but 16→32 3×3 s2,
+/// depth 144: 5.0 → 5.8 ms).
+pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> bool {
+    if g.ohw() == 0 || g.k() == 0 || !worthwhile(strides, g) {
+        return false;
+    }
+    let l = Layout::new(strides, dilations, g);
+    // Offsets are u32.
+    let span = if l.in_place {
+        g.cg * l.plane
+    } else {
+        l.staged_len(g)
+    };
+    span < u32::MAX as usize
+}
+
+/// The measured part of [`eligible`] (tests can override it).
+fn worthwhile(strides: [usize; 2], g: &ConvGeom) -> bool {
+    #[cfg(all(test, feature = "std"))]
+    if let Some(forced) = FORCE.with(|f| f.get()) {
+        return forced;
+    }
+    g.mg <= DIRECT_M_MAX && (strides == [1, 1] || g.k() >= STRIDED_MIN_K)
+}
+
+#[cfg(all(test, feature = "std"))]
+std::thread_local! {
+    /// Set by tests to force the direct path on or off on their thread.
+    pub(super) static FORCE: core::cell::Cell<Option<bool>> = const { core::cell::Cell::new(None) };
+}
+
+/// Whether the direct path runs this convolution here (eligible, and the
+/// CPU has AVX2+FMA).
+pub(super) fn applies(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::ops::gemm::{Isa, best_isa};
+        matches!(best_isa(), Isa::Avx2 | Isa::Avx512) && eligible(strides, dilations, g)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (strides, dilations, g);
+        false
+    }
+}
+
+/// Bytes of scratch [`run_group`] needs.
+pub(super) fn scratch_bytes(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> usize {
+    let l = Layout::new(strides, dilations, g);
+    let k = g.k();
+    let floats = g.mg.next_multiple_of(TILE_M) * k
+        + l.staged_len(g)
+        + if l.in_place { k * TILE_N } else { 0 };
+    let offsets = if l.in_place { 2 * k } else { k };
+    4 * (floats + offsets)
+}
+
+/// Splits the scratch into packed weights, staged input, last-tile panel
+/// (floats) and the tap offsets (u32).
+#[allow(clippy::type_complexity)]
+fn carve<'s>(
+    scratch: &'s mut [u8],
+    l: &Layout,
+    g: &ConvGeom,
+) -> Result<(&'s mut [f32], &'s mut [f32], &'s mut [f32], &'s mut [u32]), KernelError> {
+    const OP: &str = "Conv";
+    let k = g.k();
+    let na = g.mg.next_multiple_of(TILE_M) * k;
+    let ns = l.staged_len(g);
+    let np = if l.in_place { k * TILE_N } else { 0 };
+    let no = if l.in_place { 2 * k } else { k };
+    let bytes = scratch
+        .get_mut(..4 * (na + ns + np + no))
+        .ok_or(KernelError::Buffer { op: OP })?;
+    let (fb, ob) = bytes.split_at_mut(4 * (na + ns + np));
+    let floats: &mut [f32] =
+        bytemuck::try_cast_slice_mut(fb).map_err(|_| KernelError::Buffer { op: OP })?;
+    let offs: &mut [u32] =
+        bytemuck::try_cast_slice_mut(ob).map_err(|_| KernelError::Buffer { op: OP })?;
+    let (a, rest) = floats.split_at_mut(na);
+    let (staged, panel) = rest.split_at_mut(ns);
+    Ok((a, staged, panel, offs))
+}
+
+/// Zero-pads `xg` (the group's `cg` input planes) into the staged layout.
+fn stage(
+    strides: [usize; 2],
+    g: &ConvGeom,
+    l: &Layout,
+    xg: &[f32],
+    staged: &mut [f32],
+) -> Result<(), KernelError> {
+    let sw = strides[1];
+    let (h, w) = (g.x.h, g.x.w);
+    // The slack after the last plane is read (discarded lanes) but never
+    // written below.
+    let tail = g.cg * l.plane;
+    staged[tail..].fill(0.0);
+    for c in 0..g.cg {
+        let xc = xg
+            .get(c * h * w..(c + 1) * h * w)
+            .ok_or(KernelError::Buffer { op: "Conv" })?;
+        for r in 0..l.rows {
+            let row = &mut staged[c * l.plane + r * l.row_stride..][..l.row_stride];
+            let Some(ih) = r.checked_sub(g.pt).filter(|&ih| ih < h) else {
+                row.fill(0.0);
+                continue;
+            };
+            let src = &xc[ih * w..(ih + 1) * w];
+            for (ph, dst) in row.chunks_exact_mut(l.phase_w).enumerate() {
+                // Padded column q·sw + ph is input column q·sw + ph - pl;
+                // the q inside the input form one range, zeros around it.
+                let first = ph as isize - g.pl as isize;
+                let (lo, hi) = valid_range(first, sw as isize, w as isize, l.phase_w);
+                dst[..lo].fill(0.0);
+                dst[hi..].fill(0.0);
+                if hi > lo {
+                    let start = (first + (lo * sw) as isize) as usize;
+                    strided_copy(&src[start..], sw, &mut dst[lo..hi]);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One group of a convolution: `yg` (`mg × ohw`, holding the bias) +=
+/// `wg` (`mg × k`) convolved with `xg`, then the epilogue on each finished
+/// segment. Only called when [`applies`] said so.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_group(
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    g: &ConvGeom,
+    xg: &[f32],
+    wg: &[f32],
+    yg: &mut [f32],
+    scratch: &mut [u8],
+    epilogue: Option<Epilogue<'_>>,
+) -> Result<(), KernelError> {
+    const OP: &str = "Conv";
+    let l = Layout::new(strides, dilations, g);
+    let (k, mg, ohw) = (g.k(), g.mg, g.ohw());
+    if wg.len() < mg * k || yg.len() < mg * ohw || xg.len() < g.cg * g.x.h * g.x.w {
+        return Err(KernelError::Buffer { op: OP });
+    }
+    let (a, staged, panel, offs) = carve(scratch, &l, g)?;
+    // Weights in TILE_M-row panels (`a[t·k·TILE_M + p·TILE_M + i]`), zero
+    // rows past mg.
+    for (t, panel) in a.chunks_exact_mut(k * TILE_M).enumerate() {
+        for (p, d) in panel.chunks_exact_mut(TILE_M).enumerate() {
+            for (i, v) in d.iter_mut().enumerate() {
+                let m = t * TILE_M + i;
+                *v = if m < mg { wg[m * k + p] } else { 0.0 };
+            }
+        }
+    }
+    let [_, sw] = strides;
+    let [dh, dw] = dilations;
+    let (taps, ident) = offs.split_at_mut(k);
+    if l.in_place {
+        for (p, o) in taps.iter_mut().enumerate() {
+            *o = (p * l.plane) as u32;
+        }
+        for (p, o) in ident.iter_mut().enumerate() {
+            *o = (p * TILE_N) as u32;
+        }
+    } else {
+        stage(strides, g, &l, xg, staged)?;
+        for (p, o) in taps.iter_mut().enumerate() {
+            let (c, ki, kj) = (p / (g.kh * g.kw), (p / g.kw) % g.kh, p % g.kw);
+            let off =
+                c * l.plane + ki * dh * l.row_stride + (kj * dw) % sw * l.phase_w + kj * dw / sw;
+            *o = off as u32;
+        }
+    }
+    let src: &[f32] = if l.in_place { xg } else { staged };
+    let job = Job {
+        g,
+        l: &l,
+        a,
+        src,
+        taps,
+        ident,
+        epilogue,
+    };
+    #[cfg(feature = "std")]
+    {
+        let threads = crate::threads::num_threads();
+        if threads > 1 && l.segments >= 2 && mg * ohw * k >= 1 << 18 {
+            // A few segments per thread, so an uneven split evens out. The
+            // last-tile panel is used only by the task holding the last
+            // segment.
+            let per = l.segments.div_ceil(2 * threads);
+            let shared = crate::threads::SharedMut::new(yg);
+            let panel = crate::threads::SharedMut::new(panel);
+            crate::threads::run(l.segments.div_ceil(per), &mut [], &|t, _| {
+                let range = t * per..((t + 1) * per).min(l.segments);
+                // SAFETY: task t writes only the output columns of its own
+                // segments (in every row of `yg`), the panel only when it
+                // holds the last segment, and `run` returns after every task.
+                unsafe { job.segments(range, shared.as_ptr(), panel.as_ptr()) };
+            });
+            return Ok(());
+        }
+    }
+    // SAFETY: one task owns all of `yg` and `panel`.
+    unsafe { job.segments(0..l.segments, yg.as_mut_ptr(), panel.as_mut_ptr()) };
+    Ok(())
+}
+
+/// Everything a task needs to compute segments.
+struct Job<'j> {
+    g: &'j ConvGeom,
+    l: &'j Layout,
+    a: &'j [f32],
+    src: &'j [f32],
+    taps: &'j [u32],
+    ident: &'j [u32],
+    epilogue: Option<Epilogue<'j>>,
+}
+
+impl Job<'_> {
+    /// Computes the output segments in `range` into `y` (`mg × ohw`).
+    ///
+    /// # Safety
+    /// `y` holds `mg × ohw` floats and no one else touches the columns of
+    /// these segments meanwhile; `panel` holds `k × TILE_N` floats when the
+    /// input is in place and the range holds the last segment, and no one
+    /// else uses it meanwhile.
+    unsafe fn segments(&self, range: core::ops::Range<usize>, y: *mut f32, panel: *mut f32) {
+        let (g, l) = (self.g, self.l);
+        let (k, mg, ohw) = (g.k(), g.mg, g.ohw());
+        for s in range {
+            let col0 = s * l.seg_w;
+            let width = l.seg_w.min(ohw - col0);
+            // Offset of this segment's first input column in `src`.
+            let base = if l.in_place { col0 } else { s * l.seg_step };
+            for j0 in (0..width).step_by(TILE_N) {
+                let w = TILE_N.min(width - j0);
+                // The in-place input has no slack after its last column
+                // (the last tap reads the last plane).
+                let overruns = l.in_place && base + j0 + TILE_N > l.plane;
+                let (bsrc, boffs): (*const f32, &[u32]) = if overruns {
+                    // SAFETY: `panel` holds k·TILE_N floats, exclusively
+                    // ours (the caller's contract: this is the last segment).
+                    let pan = unsafe { core::slice::from_raw_parts_mut(panel, k * TILE_N) };
+                    for (p, row) in pan.chunks_exact_mut(TILE_N).enumerate() {
+                        let start = self.taps[p] as usize + base + j0;
+                        row[..w].copy_from_slice(&self.src[start..start + w]);
+                        row[w..].fill(0.0);
+                    }
+                    (panel as *const f32, self.ident)
+                } else {
+                    // SAFETY: every tap plus base + j0 + TILE_N stays inside
+                    // `src` (the staged slack, or checked just above).
+                    (unsafe { self.src.as_ptr().add(base + j0) }, self.taps)
+                };
+                for t in 0..mg.div_ceil(TILE_M) {
+                    let h = TILE_M.min(mg - t * TILE_M);
+                    let ap = &self.a[t * k * TILE_M..][..k * TILE_M];
+                    let c0 = t * TILE_M * ohw + col0 + j0;
+                    if w == TILE_N {
+                        // SAFETY: the h × 16 tile at c0 (row stride ohw) is
+                        // inside `y` and in this task's columns; every tap
+                        // reads TILE_N floats inside `src` (see above).
+                        unsafe { tile(h, k, ap.as_ptr(), bsrc, boffs.as_ptr(), y.add(c0), ohw) };
+                    } else {
+                        let mut part = [0f32; TILE_M * TILE_N];
+                        // SAFETY: as above, into the local tile.
+                        unsafe {
+                            tile(
+                                h,
+                                k,
+                                ap.as_ptr(),
+                                bsrc,
+                                boffs.as_ptr(),
+                                part.as_mut_ptr(),
+                                TILE_N,
+                            )
+                        };
+                        for i in 0..h {
+                            // SAFETY: row t·TILE_M + i, columns c0..c0 + w:
+                            // inside `y`, in this task's columns.
+                            let dst =
+                                unsafe { core::slice::from_raw_parts_mut(y.add(c0 + i * ohw), w) };
+                            for (d, &v) in dst.iter_mut().zip(&part[i * TILE_N..]) {
+                                *d += v;
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some(f) = self.epilogue {
+                for m in 0..mg {
+                    // SAFETY: row m, this segment's columns: finished, ours.
+                    f(unsafe { core::slice::from_raw_parts_mut(y.add(m * ohw + col0), width) });
+                }
+            }
+        }
+    }
+}
+
+/// The register tile of `h` rows (1 to 6; see `x86::tile_avx2`); only
+/// reached when [`applies`].
+///
+/// # Safety
+/// As `x86::tile_avx2`, and the CPU has AVX2+FMA.
+unsafe fn tile(
+    h: usize,
+    k: usize,
+    a: *const f32,
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's contract; `applies` checked the CPU.
+    unsafe {
+        use super::x86::tile_avx2;
+        match h {
+            1 => tile_avx2::<1>(k, a, x, offs, c, ldc),
+            2 => tile_avx2::<2>(k, a, x, offs, c, ldc),
+            3 => tile_avx2::<3>(k, a, x, offs, c, ldc),
+            4 => tile_avx2::<4>(k, a, x, offs, c, ldc),
+            5 => tile_avx2::<5>(k, a, x, offs, c, ldc),
+            _ => tile_avx2::<TILE_M>(k, a, x, offs, c, ldc),
+        }
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (h, k, a, x, offs, c, ldc);
+}
