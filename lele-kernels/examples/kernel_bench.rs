@@ -367,6 +367,17 @@ fn main() {
         budget,
     );
     conv_case(
+        "depthwise 96 7x7 s1 120",
+        96,
+        96,
+        7,
+        1,
+        120,
+        96,
+        Activation::None,
+        budget,
+    );
+    conv_case(
         "depthwise 64 3x3 s1 160",
         64,
         64,

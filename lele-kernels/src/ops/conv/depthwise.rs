@@ -1,5 +1,74 @@
 //! Direct depthwise convolution (one input channel per group).
+use super::direct::{Layout, stage};
 use super::{Conv, ConvGeom, valid_range};
+
+/// Kernels with more taps than this take the row loop of [`plane`].
+const STAGED_TAPS_MAX: usize = 128;
+
+/// Floats of scratch [`plane_staged`] needs for one plane, when it applies
+/// to these shapes (not a 1×1 stride-1 unpadded kernel, which has nothing
+/// to stage, nor one with more than [`STAGED_TAPS_MAX`] taps).
+pub(super) fn staged_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
+    let l = Layout::new(conv.strides, conv.dilations, g);
+    (!l.in_place && g.kh * g.kw <= STAGED_TAPS_MAX && g.ohw() > 0).then(|| l.staged_len(g))
+}
+
+/// One channel from a staged copy of its plane (zero padded, columns split
+/// by the stride, as the direct convolution stages its input), each output
+/// row accumulated in AVX2 registers over every tap. Returns `false`,
+/// leaving `out` untouched, when it does not apply here (no AVX2, shapes
+/// [`staged_len`] rejects, or `buf` too small); the caller then runs
+/// [`depthwise_plane`].
+pub(super) fn plane_staged(
+    conv: &Conv,
+    g: &ConvGeom,
+    xp: &[f32],
+    wk: &[f32],
+    out: &mut [f32],
+    buf: &mut [f32],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::ops::gemm::{Isa, best_isa};
+        if !matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
+            return false;
+        }
+        let Some(len) = staged_len(conv, g) else {
+            return false;
+        };
+        let taps = g.kh * g.kw;
+        let (Some(buf), Some(wk), Some(out)) =
+            (buf.get_mut(..len), wk.get(..taps), out.get_mut(..g.ohw()))
+        else {
+            return false;
+        };
+        let l = Layout::new(conv.strides, conv.dilations, g);
+        if stage(conv.strides, g, &l, xp, buf).is_err() {
+            return false;
+        }
+        let ([sh, sw], [dh, dw]) = (conv.strides, conv.dilations);
+        // Each tap's offset from the first input of an output row.
+        let mut offs = [0usize; STAGED_TAPS_MAX];
+        for (t, o) in offs[..taps].iter_mut().enumerate() {
+            let (ki, kj) = (t / g.kw, t % g.kw);
+            *o = ki * dh * l.row_stride + (kj * dw) % sw * l.phase_w + kj * dw / sw;
+        }
+        for (oh, orow) in out.chunks_exact_mut(g.ow).enumerate() {
+            let row0 = &buf[oh * sh * l.row_stride..];
+            // SAFETY: AVX2 and FMA were detected. Each tap's offset plus an
+            // output column (rounded up to 8) stays inside the staged plane
+            // and its slack: the last valid input of the last output row is
+            // inside the plane, and the slack holds more than 7 floats.
+            unsafe { super::x86::depthwise_row_avx2(row0.as_ptr(), &offs[..taps], wk, orow) };
+        }
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (conv, g, xp, wk, out, buf);
+        false
+    }
+}
 
 /// One channel of a depthwise convolution, accumulated into `out` (which
 /// holds the bias). Compiled twice: for the baseline target and with AVX2+FMA

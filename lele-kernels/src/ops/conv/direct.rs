@@ -36,13 +36,13 @@ const FLAT_SEGMENT: usize = 16 * TILE_N;
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Layout {
     /// The input is read in place (1×1, stride 1, no padding).
-    in_place: bool,
+    pub(super) in_place: bool,
     /// Floats per staged channel.
-    plane: usize,
+    pub(super) plane: usize,
     /// Floats per staged row (all column phases).
-    row_stride: usize,
+    pub(super) row_stride: usize,
     /// Floats per column phase of a staged row.
-    phase_w: usize,
+    pub(super) phase_w: usize,
     /// Staged rows per channel.
     rows: usize,
     /// Output segments and their width.
@@ -94,7 +94,7 @@ impl Layout {
     }
 
     /// Floats of staged input (with slack for the last tile's overrun).
-    fn staged_len(&self, g: &ConvGeom) -> usize {
+    pub(super) fn staged_len(&self, g: &ConvGeom) -> usize {
         if self.in_place {
             0
         } else {
@@ -194,7 +194,7 @@ fn carve<'s>(
 }
 
 /// Zero-pads `xg` (the group's `cg` input planes) into the staged layout.
-fn stage(
+pub(super) fn stage(
     strides: [usize; 2],
     g: &ConvGeom,
     l: &Layout,

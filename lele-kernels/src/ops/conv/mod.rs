@@ -26,7 +26,7 @@ mod transpose;
 mod x86;
 
 use crate::ops::unary::Activation;
-use depthwise::depthwise_plane;
+use depthwise::{depthwise_plane, plane_staged};
 use im2col::Im2col;
 pub(crate) use im2col::valid_range;
 pub use transpose::ConvTranspose;
@@ -334,7 +334,7 @@ impl Kernel for Conv {
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
         let Ok(g) = self.geom(inputs) else { return 0 };
         if self.is_depthwise(&g) {
-            0
+            depthwise::staged_len(self, &g).map_or(0, |n| 4 * n)
         } else {
             let gemm = if self.is_pointwise(&g) {
                 4 * sgemm_scratch_len(g.mg, g.ohw(), g.cg)
@@ -378,12 +378,19 @@ impl Kernel for Conv {
         }
         let beta = if bias.is_some() { 1.0 } else { 0.0 };
         if self.is_depthwise(&g) {
-            let one = |i: usize, plane: &mut [f32]| {
+            // `buf`: room to stage one plane (the caller's scratch, or a
+            // worker's own buffer).
+            let one = |i: usize, plane: &mut [f32], buf: &mut [f32]| {
                 let c = i % g.m;
                 let xp = &x[i * ihw..(i + 1) * ihw];
-                depthwise_plane(self, &g, xp, &w[c * k..(c + 1) * k], plane);
+                let wk = &w[c * k..(c + 1) * k];
+                if !plane_staged(self, &g, xp, wk, plane, buf) {
+                    depthwise_plane(self, &g, xp, wk, plane);
+                }
                 self.finish(plane);
             };
+            let staged = depthwise::staged_len(self, &g).unwrap_or(0);
+            let own = scratch_f32(scratch, staged, OP)?;
             #[cfg(feature = "std")]
             {
                 let planes = g.x.n * g.m;
@@ -392,18 +399,18 @@ impl Kernel for Conv {
                     // Planes split in a few chunks per thread.
                     let per = planes.div_ceil(2 * threads);
                     let shared = crate::threads::SharedMut::new(y);
-                    crate::threads::run(planes.div_ceil(per), &mut [], &|t, _| {
+                    crate::threads::run(planes.div_ceil(per), own, &|t, buf| {
                         for i in t * per..((t + 1) * per).min(planes) {
                             // SAFETY: plane i belongs to task t only, and
                             // `run` returns after every task.
-                            one(i, unsafe { shared.range(i * ohw, ohw) });
+                            one(i, unsafe { shared.range(i * ohw, ohw) }, buf);
                         }
                     });
                     return Ok(());
                 }
             }
             for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
-                one(i, plane);
+                one(i, plane, own);
             }
             return Ok(());
         }

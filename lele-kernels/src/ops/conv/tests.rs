@@ -726,3 +726,74 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
     }
     crate::threads::set_num_threads(1);
 }
+
+/// The staged depthwise path and the row loop against the naive
+/// convolution, plane by plane: kernel sizes up to 7×7, strides 1–3,
+/// dilations, asymmetric pads, output widths around the 8- and 32-column
+/// register blocks.
+#[test]
+fn depthwise_staged_and_row_loop_match_naive() {
+    // (h, w, kh, kw, strides, pads, dilations)
+    type Case = (
+        usize,
+        usize,
+        usize,
+        usize,
+        [usize; 2],
+        [usize; 4],
+        [usize; 2],
+    );
+    let cases: &[Case] = &[
+        (5, 7, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (6, 8, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (4, 33, 5, 5, [1, 1], [2, 2, 2, 2], [1, 1]),
+        (9, 32, 7, 7, [1, 1], [3, 3, 3, 3], [1, 1]),
+        (7, 41, 3, 3, [2, 2], [1, 1, 1, 1], [1, 1]),
+        (8, 66, 5, 5, [2, 2], [2, 2, 2, 2], [1, 1]),
+        (6, 50, 3, 5, [1, 3], [0, 2, 1, 0], [2, 1]),
+        (5, 70, 3, 3, [1, 1], [2, 0, 0, 3], [1, 2]),
+        (3, 9, 2, 2, [1, 1], [0, 0, 0, 0], [1, 1]),
+    ];
+    let staged_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
+    for (ci, &(h, w, kh, kw, strides, pads, dil)) in cases.iter().enumerate() {
+        let c = 3;
+        let x = rand_vec(c * h * w, 600 + ci as u64);
+        let wt = rand_vec(c * kh * kw, 700 + ci as u64);
+        let b = rand_vec(c, 800 + ci as u64);
+        let op = conv(c, strides, pads, dil);
+        let inputs = [
+            Some(t(&x, &[1, c, h, w])),
+            Some(t(&wt, &[c, 1, kh, kw])),
+            Some(t(&b, &[c])),
+        ];
+        let g = op.geom(&inputs).unwrap();
+        let want = naive_conv(
+            &x,
+            [1, c, h, w],
+            &wt,
+            [c, kh, kw],
+            Some(&b),
+            c,
+            strides,
+            [g.pt, g.pl],
+            dil,
+            [g.oh, g.ow],
+        );
+        let ohw = g.oh * g.ow;
+        let mut buf = vec![0f32; depthwise::staged_len(&op, &g).unwrap()];
+        for ch in 0..c {
+            let xp = &x[ch * h * w..(ch + 1) * h * w];
+            let wk = &wt[ch * kh * kw..(ch + 1) * kh * kw];
+            let mut staged = vec![b[ch]; ohw];
+            let ran = depthwise::plane_staged(&op, &g, xp, wk, &mut staged, &mut buf);
+            assert_eq!(ran, staged_here, "case {ci}");
+            let mut rows = vec![b[ch]; ohw];
+            depthwise_plane(&op, &g, xp, wk, &mut rows);
+            let want = &want[ch * ohw..(ch + 1) * ohw];
+            assert_close(&rows, want, 1e-5);
+            if ran {
+                assert_close(&staged, want, 1e-5);
+            }
+        }
+    }
+}

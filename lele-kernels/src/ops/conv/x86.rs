@@ -47,3 +47,94 @@ pub(super) unsafe fn tile_avx2<const R: usize>(
         }
     }
 }
+
+/// One output row of a depthwise convolution from a staged plane (see
+/// `direct::Layout`): `out[j] += Σ_taps w[t] · src[offs[t] + j]` for `j`
+/// in `0..out.len()`, 64 columns at a time in registers; the last partial
+/// chunk goes through a local copy of `out`, rounded up to whole vectors.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA; `src[offs[t] + j]` is readable for
+/// every tap `t` and every `j < out.len().next_multiple_of(8)`.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn depthwise_row_avx2(
+    src: *const f32,
+    offs: &[usize],
+    w: &[f32],
+    out: &mut [f32],
+) {
+    let n = out.len();
+    let mut j = 0;
+    while j + 64 <= n {
+        // SAFETY: columns j..j + 64 of `out`; the caller's contract for src.
+        unsafe { depthwise_chunk::<8>(src.add(j), offs, w, out.as_mut_ptr().add(j)) };
+        j += 64;
+    }
+    let r = n - j;
+    if r == 0 {
+        return;
+    }
+    let mut local = [0f32; 64];
+    local[..r].copy_from_slice(&out[j..]);
+    // SAFETY: `local` holds 64 floats; src is read up to column
+    // j + r.next_multiple_of(8) <= n.next_multiple_of(8).
+    unsafe {
+        let (s, o) = (src.add(j), local.as_mut_ptr());
+        match r.div_ceil(8) {
+            1 => depthwise_chunk::<1>(s, offs, w, o),
+            2 => depthwise_chunk::<2>(s, offs, w, o),
+            3 => depthwise_chunk::<3>(s, offs, w, o),
+            4 => depthwise_chunk::<4>(s, offs, w, o),
+            5 => depthwise_chunk::<5>(s, offs, w, o),
+            6 => depthwise_chunk::<6>(s, offs, w, o),
+            7 => depthwise_chunk::<7>(s, offs, w, o),
+            _ => depthwise_chunk::<8>(s, offs, w, o),
+        }
+    }
+    out[j..].copy_from_slice(&local[..r]);
+}
+
+/// `o[j] += Σ_taps w[t] · src[offs[t] + j]` for `j < 8·N`. With four
+/// vectors or fewer, even and odd taps go to separate accumulators so
+/// two dependency chains run side by side.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA; `o` holds `8·N` floats and
+/// `src + offs[t] .. + 8·N` is readable for every tap.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn depthwise_chunk<const N: usize>(src: *const f32, offs: &[usize], w: &[f32], o: *mut f32) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let mut acc: [__m256; N] = core::array::from_fn(|c| _mm256_loadu_ps(o.add(8 * c)));
+        if N <= 4 {
+            let mut odd = [_mm256_setzero_ps(); N];
+            let mut taps = offs.iter().zip(w);
+            while let Some((&off0, &w0)) = taps.next() {
+                let (b0, w0) = (src.add(off0), _mm256_set1_ps(w0));
+                for (c, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps(w0, _mm256_loadu_ps(b0.add(8 * c)), *a);
+                }
+                if let Some((&off1, &w1)) = taps.next() {
+                    let (b1, w1) = (src.add(off1), _mm256_set1_ps(w1));
+                    for (c, a) in odd.iter_mut().enumerate() {
+                        *a = _mm256_fmadd_ps(w1, _mm256_loadu_ps(b1.add(8 * c)), *a);
+                    }
+                }
+            }
+            for (a, &b) in acc.iter_mut().zip(&odd) {
+                *a = _mm256_add_ps(*a, b);
+            }
+        } else {
+            for (&off, &wt) in offs.iter().zip(w) {
+                let (b, wv) = (src.add(off), _mm256_set1_ps(wt));
+                for (c, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps(wv, _mm256_loadu_ps(b.add(8 * c)), *a);
+                }
+            }
+        }
+        for (c, a) in acc.iter().enumerate() {
+            _mm256_storeu_ps(o.add(8 * c), *a);
+        }
+    }
+}
