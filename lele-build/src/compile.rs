@@ -142,6 +142,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     if !fold {
         passes::fuse_hardswish(g);
         passes::fuse_gelu(g);
+        passes::fuse_layer_norm(g);
         passes::fuse_conv_activation(g);
         passes::fuse_conv_scalar_affine(g);
         passes::eliminate_dead_code(g);
@@ -166,7 +167,10 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     // After folding, so the constants the patterns check are values.
     // The activations first (so HardSwish chains are one node), then into
     // the convolutions.
-    let fused = passes::fold_conv_affine(g) + passes::fuse_hardswish(g) + passes::fuse_gelu(g);
+    let fused = passes::fold_conv_affine(g)
+        + passes::fuse_hardswish(g)
+        + passes::fuse_gelu(g)
+        + passes::fuse_layer_norm(g);
     if fused + passes::fuse_conv_activation(g) + passes::fuse_conv_scalar_affine(g) > 0 {
         passes::eliminate_dead_code(g);
     }

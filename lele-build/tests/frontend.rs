@@ -510,6 +510,70 @@ fn gelu_is_fused_from_its_erf_form() {
     );
 }
 
+#[test]
+fn layer_norm_is_fused_from_its_decomposed_form() {
+    let ints = |name: &str, v: &[i64]| proto::AttributeProto {
+        name: s(name),
+        ints: v.to_vec(),
+        r#type: Some(proto::attribute_proto::AttributeType::Ints as i32),
+        ..Default::default()
+    };
+    let vec_init = |name: &str, v: &[f32]| proto::TensorProto {
+        name: s(name),
+        data_type: Some(1),
+        dims: vec![v.len() as i64],
+        float_data: v.to_vec(),
+        ..Default::default()
+    };
+    // (axis of the means, exponent, affine, an extra reader of x - mean)
+    let build = |axis: i64, exponent: f32, affine: bool, d_reader: bool| {
+        let mut nodes = vec![
+            node("ReduceMean", &["x"], &["m"], vec![ints("axes", &[axis])]),
+            node("Sub", &["x", "m"], &["d"], vec![]),
+            node("Pow", &["d", "two"], &["p"], vec![]),
+            node("ReduceMean", &["p"], &["v"], vec![ints("axes", &[axis])]),
+            node("Add", &["v", "eps"], &["a"], vec![]),
+            node("Sqrt", &["a"], &["r"], vec![]),
+            node("Div", &["d", "r"], &["n"], vec![]),
+        ];
+        let mut y = "n";
+        if affine {
+            nodes.push(node("Mul", &["gamma", "n"], &["g"], vec![]));
+            nodes.push(node("Add", &["g", "beta"], &["y"], vec![]));
+            y = "y";
+        }
+        let mut outputs = vec![value_info(y, 1, &[2, 6])];
+        if d_reader {
+            nodes.push(node("Neg", &["d"], &["z"], vec![]));
+            outputs.push(value_info("z", 1, &[2, 6]));
+        }
+        let inits = vec![
+            f32_init("two", exponent),
+            f32_init("eps", 1e-5),
+            vec_init("gamma", &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+            vec_init("beta", &[0.5; 6]),
+        ];
+        let m = model(nodes, inits, vec![value_info("x", 1, &[2, 6])], outputs);
+        op_types(&optimized(&m))
+    };
+    assert_eq!(build(-1, 2.0, true, false), vec!["LayerNormalization"]);
+    assert_eq!(build(-1, 2.0, false, false), vec!["LayerNormalization"]);
+    let decomposed = vec![
+        "ReduceMean",
+        "Sub",
+        "Pow",
+        "ReduceMean",
+        "Add",
+        "Sqrt",
+        "Div",
+    ];
+    assert_eq!(build(0, 2.0, false, false), decomposed);
+    assert_eq!(build(-1, 3.0, false, false), decomposed);
+    let mut with_reader = decomposed.clone();
+    with_reader.push("Neg");
+    assert_eq!(build(-1, 2.0, false, true), with_reader);
+}
+
 /// Op types of a zoo model after the compiler's passes.
 fn optimized_zoo_ops(file: &str, inputs: &str) -> Vec<String> {
     let path = lele_build::config::zoo_dir().join(file);
@@ -564,6 +628,14 @@ fn built_in_fusions_fire_on_real_models() {
     assert_eq!(count(&minilm, "Erf"), 0, "{minilm:?}");
     let v6 = optimized_zoo_ops("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]");
     assert_eq!((count(&v6, "Gelu"), count(&v6, "Erf")), (13, 0), "{v6:?}");
+    // Decomposed LayerNorms (ReduceMean … Sqrt, Div, Mul, Add): the SVTR
+    // neck of PP-OCRv4 rec has 5, no ReduceMean is left.
+    let rec = optimized_zoo_ops("ppocr_v4_rec.onnx", "x = [1, 3, 48, 320]");
+    assert_eq!(
+        (count(&rec, "LayerNormalization"), count(&rec, "ReduceMean")),
+        (5, 0),
+        "{rec:?}"
+    );
     // ... and the per-channel Mul/Add pair Paddle emits for each of the 52
     // batch norms folds into the conv before it (86 Mul and 89 Add before,
     // 34 and 37 after that step, 10 and 13 after the scalar ones): the

@@ -4,6 +4,8 @@
 //!   others) becomes one `Swish { alpha: 1 }` node.
 //! - `Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6)` (HardSwish as Paddle exports
 //!   it, e.g. every PP-OCR backbone) becomes one `HardSwish` node.
+//! - LayerNorm decomposed into `ReduceMean`, `Sub`, `Pow`, `ReduceMean`,
+//!   `Add`, `Sqrt`, `Div` (+ scale/bias) becomes one `LayerNormalization`.
 //! - `Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5)` (GELU as PyTorch and
 //!   Paddle export it: MiniLM, PP-OCRv6) becomes one `Gelu` node.
 //!
@@ -15,9 +17,11 @@ use std::collections::HashMap;
 
 use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp};
+use lele_kernels::ops::norm::LayerNormalization;
+use lele_kernels::ops::reduce::{Reduce, ReduceOp};
 use lele_kernels::ops::unary::{Clip, GeluErf, Swish, Unary, UnaryOp};
 
-use crate::ir::{Graph, Node, Op, OutDType, ValueId};
+use crate::ir::{Graph, Node, Op, OutDType, Tensor, ValueId};
 
 /// Whether `n` is an `op_type` node running exactly the kernel `own`.
 pub(crate) fn runs<K: PartialEq + 'static>(n: &Node, op_type: &str, own: &K) -> bool {
@@ -310,4 +314,135 @@ pub fn fuse_silu(g: &mut Graph) -> usize {
         g.main.nodes.remove(p);
     }
     drop.len()
+}
+
+/// Fuses LayerNorm as PyTorch and Paddle export it when it is not an
+/// operator of their opset — `d = Sub(x, ReduceMean(x))`, `Div(d,
+/// Sqrt(Add(ReduceMean(Pow(d, 2)), eps)))`, both means over the last axis
+/// with kept dims, then optionally `Mul` by a constant scale and `Add` of a
+/// constant bias — into one `LayerNormalization` (axis -1). Every inner
+/// value must be read only inside the chain (`d` by its `Pow` and `Div`).
+/// Returns how many were fused.
+pub fn fuse_layer_norm(g: &mut Graph) -> usize {
+    let l = Links::new(g);
+    let mean = Reduce {
+        op: ReduceOp::Mean,
+        keepdims: true,
+        noop_with_empty_axes: false,
+    };
+    // A ReduceMean over the last axis only.
+    let last_axis_mean = |v: ValueId| -> Option<(usize, &Node)> {
+        let (i, n) = l.inner(v, "ReduceMean", &mean)?;
+        let axes = g
+            .values
+            .get(n.inputs.get(1).copied()??)?
+            .constant
+            .as_ref()?;
+        (axes.to_f64s()? == [-1.0]).then_some((i, n))
+    };
+    let reader = readers(g);
+    let mut fused: Vec<(Fused, ValueId, Option<ValueId>, Option<ValueId>)> = Vec::new();
+    for (i, div) in g.main.nodes.iter().enumerate() {
+        if !runs(div, "Div", &bin(BinaryOp::Div)) || div.inputs.len() != 2 {
+            continue;
+        }
+        let found = (|| {
+            let (d, s) = (div.inputs[0]?, div.inputs[1]?);
+            let (si, sqrt) = l.inner(s, "Sqrt", &Unary { op: UnaryOp::Sqrt })?;
+            let (ai, add) = l.inner(sqrt.inputs.first().copied()??, "Add", &bin(BinaryOp::Add))?;
+            let (v, eps) = l.with_const(add)?;
+            let (vi, var) = last_axis_mean(v)?;
+            let (pi, pow) = l.inner(var.inputs.first().copied()??, "Pow", &bin(BinaryOp::Pow))?;
+            let squares_d = pow.inputs.first().copied().flatten() == Some(d)
+                && scalar_const(g, pow.inputs.get(1).copied().flatten()) == Some(2.0);
+            // d: read by the Pow and the Div only.
+            let &di = l.producer.get(&d)?;
+            let sub = &g.main.nodes[di];
+            let d_inner = l.uses.get(&d) == Some(&2) && runs(sub, "Sub", &bin(BinaryOp::Sub));
+            (squares_d && d_inner).then_some(())?;
+            let (x, m) = (sub.inputs.first().copied()??, sub.inputs.get(1).copied()??);
+            let (mi, mn) = last_axis_mean(m)?;
+            (mn.inputs.first().copied()? == Some(x) && l.is_f32(x) && eps > 0.0).then_some(())?;
+            Some((x, eps as f32, vec![mi, di, pi, vi, ai, si]))
+        })();
+        let Some((x, eps, mut inner)) = found else {
+            continue;
+        };
+        // The optional constant scale, then bias.
+        let mut last = i;
+        let (mut scale, mut bias) = (None, None);
+        let affine = |from: usize, op: BinaryOp, name: &str| -> Option<(usize, ValueId)> {
+            let out = *g.main.nodes[from].outputs.first()?;
+            let &ri = reader.get(&out)?;
+            let n = &g.main.nodes[ri];
+            (l.uses.get(&out) == Some(&1) && runs(n, name, &bin(op))).then_some(())?;
+            let c = Links::other_than(n, out)?;
+            let t = g.values[c].constant.as_ref()?;
+            // Along the last axis only (leading dims 1).
+            let last_only = t
+                .dims
+                .split_last()
+                .is_none_or(|(_, rest)| rest.iter().all(|&d| d == 1));
+            (t.dtype == DType::F32 && last_only).then_some((ri, c))
+        };
+        if let Some((mi, c)) = affine(last, BinaryOp::Mul, "Mul") {
+            inner.push(last);
+            (last, scale) = (mi, Some(c));
+            if let Some((ai, c)) = affine(last, BinaryOp::Add, "Add") {
+                inner.push(last);
+                (last, bias) = (ai, Some(c));
+            }
+        }
+        let Some(&last_out) = g.main.nodes[last].outputs.first() else {
+            continue;
+        };
+        fused.push((
+            Fused {
+                last,
+                x,
+                inner,
+                kernel: Box::new(LayerNormalization {
+                    axis: -1,
+                    epsilon: eps,
+                }),
+                op_type: "LayerNormalization",
+                tag: "layernorm",
+            },
+            last_out,
+            scale,
+            bias,
+        ));
+    }
+    // The scale input is required: a one-element 1 when the model has none.
+    let mut with_params = Vec::new();
+    let mut params = Vec::new();
+    for (f, last_out, scale, bias) in fused {
+        let scale = match scale {
+            Some(s) => s,
+            None => match Tensor::from_values::<f32>(&[1], &[1.0]) {
+                Some(t) => g.add_constant("layernorm_unit_scale", t),
+                None => continue,
+            },
+        };
+        params.push((last_out, scale, bias));
+        with_params.push(f);
+    }
+    let count = rewrite(g, with_params);
+    // `rewrite` set each fused node's inputs to [x]; add the parameters. The
+    // nodes were renamed, not moved, but removals shifted indices: find
+    // them by their output.
+    for (last_out, scale, bias) in params {
+        if let Some(n) = g
+            .main
+            .nodes
+            .iter_mut()
+            .find(|n| n.outputs.first() == Some(&last_out))
+        {
+            n.inputs.push(Some(scale));
+            if let Some(b) = bias {
+                n.inputs.push(Some(b));
+            }
+        }
+    }
+    count
 }
