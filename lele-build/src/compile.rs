@@ -143,6 +143,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         passes::fuse_hardswish(g);
         passes::fuse_gelu(g);
         passes::fuse_layer_norm(g);
+        passes::fuse_matmul_bias(g);
         passes::fuse_conv_activation(g);
         passes::fuse_conv_scalar_affine(g);
         passes::eliminate_dead_code(g);
@@ -170,7 +171,8 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     let fused = passes::fold_conv_affine(g)
         + passes::fuse_hardswish(g)
         + passes::fuse_gelu(g)
-        + passes::fuse_layer_norm(g);
+        + passes::fuse_layer_norm(g)
+        + passes::fuse_matmul_bias(g);
     if fused + passes::fuse_conv_activation(g) + passes::fuse_conv_scalar_affine(g) > 0 {
         passes::eliminate_dead_code(g);
     }

@@ -574,6 +574,39 @@ fn layer_norm_is_fused_from_its_decomposed_form() {
     assert_eq!(build(-1, 2.0, false, true), with_reader);
 }
 
+#[test]
+fn matmul_and_bias_add_are_fused() {
+    let mat_init = |name: &str, dims: &[i64]| proto::TensorProto {
+        name: s(name),
+        data_type: Some(1),
+        dims: dims.to_vec(),
+        float_data: (0..dims.iter().product::<i64>())
+            .map(|v| v as f32)
+            .collect(),
+        ..Default::default()
+    };
+    // (bias dims, weights as an initializer rather than a graph input)
+    let build = |bias: &[i64], const_w: bool| {
+        let nodes = vec![
+            node("MatMul", &["x", "w"], &["p"], vec![]),
+            node("Add", &["b", "p"], &["y"], vec![]),
+        ];
+        let mut inits = vec![mat_init("b", bias)];
+        let mut inputs = vec![value_info("x", 1, &[2, 3])];
+        if const_w {
+            inits.push(mat_init("w", &[3, 4]));
+        } else {
+            inputs.push(value_info("w", 1, &[3, 4]));
+        }
+        let m = model(nodes, inits, inputs, vec![value_info("y", 1, &[2, 4])]);
+        op_types(&optimized(&m))
+    };
+    assert_eq!(build(&[4], true), vec!["MatMul+Add"]);
+    assert_eq!(build(&[2, 4], true), vec!["MatMul", "Add"]);
+    assert_eq!(build(&[1], true), vec!["MatMul", "Add"]);
+    assert_eq!(build(&[4], false), vec!["MatMul", "Add"]);
+}
+
 /// Op types of a zoo model after the compiler's passes.
 fn optimized_zoo_ops(file: &str, inputs: &str) -> Vec<String> {
     let path = lele_build::config::zoo_dir().join(file);

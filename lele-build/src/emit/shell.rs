@@ -257,7 +257,9 @@ pub fn shell(
                 #ident: {
                     let shape = ws.shapes[#slot];
                     let len = shape.numel() * #dtype.size();
-                    let data = arena.get(#off..#off + len).ok_or(::lele::kernels::KernelError::Buffer { op: "output" })?;
+                    // No `#off + len`: with the output at offset 0 that would
+                    // trip clippy's identity_op in the user's crate.
+                    let data = arena.get(#off..).and_then(|rest| rest.get(..len)).ok_or(::lele::kernels::KernelError::Buffer { op: "output" })?;
                     ::lele::kernels::TensorView::from_untyped(::lele::kernels::TensorRef { dtype: #dtype, shape, data })?
                 }
             }

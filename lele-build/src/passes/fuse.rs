@@ -6,6 +6,8 @@
 //!   it, e.g. every PP-OCR backbone) becomes one `HardSwish` node.
 //! - LayerNorm decomposed into `ReduceMean`, `Sub`, `Pow`, `ReduceMean`,
 //!   `Add`, `Sqrt`, `Div` (+ scale/bias) becomes one `LayerNormalization`.
+//! - `Add(MatMul(x, W), b)` with constant `W` and bias becomes one
+//!   `MatMulBias` (`MatMul+Add`).
 //! - `Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5)` (GELU as PyTorch and
 //!   Paddle export it: MiniLM, PP-OCRv6) becomes one `Gelu` node.
 //!
@@ -17,6 +19,7 @@ use std::collections::HashMap;
 
 use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp};
+use lele_kernels::ops::matmul::{MatMul, MatMulBias};
 use lele_kernels::ops::norm::LayerNormalization;
 use lele_kernels::ops::reduce::{Reduce, ReduceOp};
 use lele_kernels::ops::unary::{Clip, GeluErf, Swish, Unary, UnaryOp};
@@ -443,6 +446,52 @@ pub fn fuse_layer_norm(g: &mut Graph) -> usize {
                 n.inputs.push(Some(b));
             }
         }
+    }
+    count
+}
+
+/// Fuses `Add(MatMul(a, W), bias)` with constant `W` and a constant bias
+/// vector as long as `W`'s last dim (a Linear layer) into one
+/// `MatMulBias`, whose product accumulates onto the bias rows; returns how
+/// many were fused.
+pub fn fuse_matmul_bias(g: &mut Graph) -> usize {
+    let l = Links::new(g);
+    let mut found = Vec::new();
+    for (i, add) in g.main.nodes.iter().enumerate() {
+        if !runs(add, "Add", &bin(BinaryOp::Add)) || add.inputs.len() != 2 {
+            continue;
+        }
+        let (Some(p), Some(q)) = (add.inputs[0], add.inputs[1]) else {
+            continue;
+        };
+        let hit = [(p, q), (q, p)].into_iter().find_map(|(mm_out, c)| {
+            let (mi, mm) = l.inner(mm_out, "MatMul", &MatMul)?;
+            let (a, w) = (mm.inputs.first().copied()??, mm.inputs.get(1).copied()??);
+            let wt = g.values[w].constant.as_ref()?;
+            let bias = g.values[c].constant.as_ref()?;
+            let n = *wt.dims.last()?;
+            let fits = wt.dims.len() >= 2 && bias.dims == [n] && bias.dtype == DType::F32;
+            (fits && l.is_f32(a)).then_some((mi, a, w, c))
+        });
+        if let Some((mi, a, w, c)) = hit {
+            found.push((i, mi, a, w, c));
+        }
+    }
+    let count = found.len();
+    let mut drop = Vec::new();
+    for (i, mi, a, w, c) in found {
+        let n = &mut g.main.nodes[i];
+        n.op = Op::Kernel(Box::new(MatMulBias));
+        n.op_type = "MatMul+Add".into();
+        n.name = format!("{}::bias", n.name);
+        n.inputs = vec![Some(a), Some(w), Some(c)];
+        n.out_dtypes = vec![OutDType::Input(0)];
+        drop.push(mi);
+    }
+    drop.sort_unstable();
+    drop.dedup();
+    for &p in drop.iter().rev() {
+        g.main.nodes.remove(p);
     }
     count
 }

@@ -133,57 +133,132 @@ impl Kernel for MatMul {
         outputs: &mut [TensorMut<'_>],
         scratch: &mut [u8],
     ) -> Result<(), KernelError> {
-        const OP: &str = "MatMul";
-        let (d, _) = Self::dims(inputs)?;
-        let a = f32_in(input(inputs, 0, OP)?, OP)?;
-        let b = f32_in(input(inputs, 1, OP)?, OP)?;
-        let y = f32_out(output(outputs, 0, OP)?, OP)?;
-        let (m, n, k) = (d.m, d.n, d.k);
-        let nb = d.batch_y.numel();
-        if y.len() != nb * m * n {
-            return Err(KernelError::Buffer { op: OP });
+        let y = f32_out(output(outputs, 0, "MatMul")?, "MatMul")?;
+        matmul_into(inputs, y, 0.0, scratch)
+    }
+}
+
+/// `Y = A·B + beta·Y` (MatMul's broadcasting) into `y`.
+fn matmul_into(
+    inputs: &[Option<TensorRef<'_>>],
+    y: &mut [f32],
+    beta: f32,
+    scratch: &mut [u8],
+) -> Result<(), KernelError> {
+    const OP: &str = "MatMul";
+    let (d, _) = MatMul::dims(inputs)?;
+    let a = f32_in(input(inputs, 0, OP)?, OP)?;
+    let b = f32_in(input(inputs, 1, OP)?, OP)?;
+    let (m, n, k) = (d.m, d.n, d.k);
+    let nb = d.batch_y.numel();
+    if y.len() != nb * m * n {
+        return Err(KernelError::Buffer { op: OP });
+    }
+    if d.batch_b.numel() == 1 && d.batch_a.numel() == nb {
+        // B is shared by every batch: one tall product.
+        let mm = nb * m;
+        let s = scratch_f32(scratch, sgemm_scratch_len(mm, n, k), OP)?;
+        return sgemm(
+            mm,
+            n,
+            k,
+            1.0,
+            MatRef::row_major(a, k),
+            MatRef::row_major(b, n),
+            beta,
+            y,
+            n,
+            s,
+        );
+    }
+    let s = scratch_f32(scratch, sgemm_scratch_len(m, n, k), OP)?;
+    for bi in 0..nb {
+        let oa = batch_offset(&d.batch_a, &d.batch_y, bi) * m * k;
+        let ob = batch_offset(&d.batch_b, &d.batch_y, bi) * k * n;
+        let av = a
+            .get(oa..oa + m * k)
+            .ok_or(KernelError::Buffer { op: OP })?;
+        let bv = b
+            .get(ob..ob + k * n)
+            .ok_or(KernelError::Buffer { op: OP })?;
+        sgemm(
+            m,
+            n,
+            k,
+            1.0,
+            MatRef::row_major(av, k),
+            MatRef::row_major(bv, n),
+            beta,
+            &mut y[bi * m * n..(bi + 1) * m * n],
+            n,
+            s,
+        )?;
+    }
+    Ok(())
+}
+
+/// `MatMul` followed by adding a bias along the last axis (a fused
+/// `Add(MatMul(A, B), bias)`, the Linear layers of transformer exports):
+/// `Y` starts as the bias rows and the product accumulates into it, so no
+/// separate pass over `Y` adds it.
+///
+/// Inputs: `A`, `B` (as [`MatMul`]), `bias` (`n` elements, `n` = the last
+/// dim of `Y`, which must be at least 1-D). Output: `Y`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MatMulBias;
+crate::to_rust_struct!(ops::matmul::MatMulBias {});
+
+impl MatMulBias {
+    fn dims(inputs: &[Option<TensorRef<'_>>]) -> Result<(MmDims, Shape), KernelError> {
+        const OP: &str = "MatMul+Add";
+        let (d, y) = MatMul::dims(inputs)?;
+        let bias = input(inputs, 2, OP)?;
+        check_f32(bias, OP)?;
+        if y.rank() == 0 || bias.shape.numel() != d.n || bias.shape.rank() > 1 {
+            return Err(KernelError::Shape {
+                op: OP,
+                msg: "bias must be a vector as long as the output's last dim",
+            });
         }
-        if d.batch_b.numel() == 1 && d.batch_a.numel() == nb {
-            // B is shared by every batch: one tall product.
-            let mm = nb * m;
-            let s = scratch_f32(scratch, sgemm_scratch_len(mm, n, k), OP)?;
-            return sgemm(
-                mm,
-                n,
-                k,
-                1.0,
-                MatRef::row_major(a, k),
-                MatRef::row_major(b, n),
-                0.0,
-                y,
-                n,
-                s,
-            );
-        }
-        let s = scratch_f32(scratch, sgemm_scratch_len(m, n, k), OP)?;
-        for bi in 0..nb {
-            let oa = batch_offset(&d.batch_a, &d.batch_y, bi) * m * k;
-            let ob = batch_offset(&d.batch_b, &d.batch_y, bi) * k * n;
-            let av = a
-                .get(oa..oa + m * k)
-                .ok_or(KernelError::Buffer { op: OP })?;
-            let bv = b
-                .get(ob..ob + k * n)
-                .ok_or(KernelError::Buffer { op: OP })?;
-            sgemm(
-                m,
-                n,
-                k,
-                1.0,
-                MatRef::row_major(av, k),
-                MatRef::row_major(bv, n),
-                0.0,
-                &mut y[bi * m * n..(bi + 1) * m * n],
-                n,
-                s,
-            )?;
-        }
+        Ok((d, y))
+    }
+}
+
+impl Kernel for MatMulBias {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let (_, y) = Self::dims(inputs)?;
+        *outputs.first_mut().ok_or(KernelError::Invalid {
+            op: "MatMul+Add",
+            msg: "no output",
+        })? = y;
         Ok(())
+    }
+
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
+        MatMul.scratch_bytes(&inputs[..inputs.len().min(2)], outputs)
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "MatMul+Add";
+        let (d, _) = Self::dims(inputs)?;
+        let bias = f32_in(input(inputs, 2, OP)?, OP)?;
+        let y = f32_out(output(outputs, 0, OP)?, OP)?;
+        if d.n == 0 {
+            return Ok(());
+        }
+        for row in y.chunks_exact_mut(d.n) {
+            row.copy_from_slice(bias);
+        }
+        matmul_into(&inputs[..2], y, 1.0, scratch)
     }
 }
 
@@ -400,6 +475,54 @@ mod tests {
         assert_close(&out[0].1, &naive_mm(&a[..9], &b, 1, 6, 9), 1e-5);
         let out = run(&MatMul, &[Some(t(&b, &[6, 9])), Some(t(&a[..9], &[9]))], 1).unwrap();
         assert_close(&out[0].1, &naive_mm(&b, &a[..9], 6, 1, 9), 1e-5);
+    }
+
+    /// The fused bias equals MatMul then adding the bias to every row:
+    /// the shared-B tall product (large enough to block over K), a batched
+    /// one, 1-D operands, and a bias of the wrong length rejected.
+    #[test]
+    fn matmul_bias_equals_matmul_then_add() {
+        let cases: &[(&[usize], &[usize])] = &[
+            (&[3, 37, 300], &[300, 29]),
+            (&[2, 5, 7], &[2, 7, 11]),
+            (&[9], &[9, 6]),
+            (&[6, 9], &[9]),
+        ];
+        for (ci, (sa, sb)) in cases.iter().enumerate() {
+            let a = rand_vec(sa.iter().product(), 10 + ci as u64);
+            let b = rand_vec(sb.iter().product(), 20 + ci as u64);
+            let plain = run(&MatMul, &[Some(t(&a, sa)), Some(t(&b, sb))], 1).unwrap();
+            let n = if sb.len() == 1 { 1 } else { sb[sb.len() - 1] };
+            let bias = rand_vec(n, 30 + ci as u64);
+            let fused = run(
+                &MatMulBias,
+                &[Some(t(&a, sa)), Some(t(&b, sb)), Some(t(&bias, &[n]))],
+                1,
+            )
+            .unwrap();
+            assert_eq!(fused[0].0, plain[0].0, "case {ci}");
+            let want: Vec<f32> = plain[0]
+                .1
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| v + bias[i % n])
+                .collect();
+            assert_close(&fused[0].1, &want, 1e-5);
+        }
+        let a = rand_vec(6, 1);
+        let wrong = rand_vec(4, 2);
+        assert!(
+            run(
+                &MatMulBias,
+                &[
+                    Some(t(&a, &[2, 3])),
+                    Some(t(&a, &[3, 2])),
+                    Some(t(&wrong, &[4]))
+                ],
+                1
+            )
+            .is_err()
+        );
     }
 
     #[test]
