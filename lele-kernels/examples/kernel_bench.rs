@@ -226,6 +226,7 @@ fn main() {
     gemm_case("conv3x3 yolo 32x25600x144", 32, 25600, 144, false, budget);
     gemm_case("conv1x1 yolo 64x6400x128", 64, 6400, 128, false, budget);
     gemm_case("minilm qkv 128x384x384", 128, 384, 384, false, budget);
+    gemm_case("ppocr rec head 40x18710x120", 40, 18710, 120, false, budget);
     gemm_case("minilm ffn 128x1536x384", 128, 1536, 384, false, budget);
     // A Linear layer (x·Wᵀ, W stored n × k) with few rows: ddddocr's
     // 8210-class output at two sequence lengths.

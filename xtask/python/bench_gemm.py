@@ -37,6 +37,7 @@ CASES = [
     ("conv3x3 yolo 32x25600x144", 32, 25600, 144, False),
     ("conv1x1 yolo 64x6400x128", 64, 6400, 128, False),
     ("minilm qkv 128x384x384", 128, 384, 384, False),
+    ("ppocr rec head 40x18710x120", 40, 18710, 120, False),
     ("minilm ffn 128x1536x384", 128, 1536, 384, False),
     ("linear xWt 16x8210x1024", 16, 8210, 1024, True),
     ("linear xWt 40x8210x1024", 40, 8210, 1024, True),

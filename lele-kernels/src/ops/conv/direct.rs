@@ -18,11 +18,7 @@ use super::im2col::{strided_copy, valid_range};
 use crate::error::KernelError;
 use crate::ops::gemm::Epilogue;
 
-/// Rows of weights per register tile (12 accumulators, two inputs and a
-/// weight fill the 16 AVX2 registers).
-pub(super) const TILE_M: usize = 6;
-/// Output columns per register tile.
-pub(super) const TILE_N: usize = 16;
+use crate::ops::gemm::rows::{TILE_M, TILE_N};
 /// Convolutions with at most this many output channels per group run
 /// directly (see [`eligible`]).
 const DIRECT_M_MAX: usize = 64;
@@ -412,11 +408,11 @@ impl Job<'_> {
     }
 }
 
-/// The register tile of `h` rows (1 to 6; see `x86::tile_avx2`); only
-/// reached when [`applies`].
+/// The register tile of `h` rows over packed weights (`k` steps of
+/// `TILE_M` floats); only reached when [`applies`].
 ///
 /// # Safety
-/// As `x86::tile_avx2`, and the CPU has AVX2+FMA.
+/// As [`crate::ops::gemm::rows::tile`].
 unsafe fn tile(
     h: usize,
     k: usize,
@@ -426,19 +422,6 @@ unsafe fn tile(
     c: *mut f32,
     ldc: usize,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the caller's contract; `applies` checked the CPU.
-    unsafe {
-        use super::x86::tile_avx2;
-        match h {
-            1 => tile_avx2::<1>(k, a, x, offs, c, ldc),
-            2 => tile_avx2::<2>(k, a, x, offs, c, ldc),
-            3 => tile_avx2::<3>(k, a, x, offs, c, ldc),
-            4 => tile_avx2::<4>(k, a, x, offs, c, ldc),
-            5 => tile_avx2::<5>(k, a, x, offs, c, ldc),
-            _ => tile_avx2::<TILE_M>(k, a, x, offs, c, ldc),
-        }
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (h, k, a, x, offs, c, ldc);
+    // SAFETY: the caller's contract.
+    unsafe { crate::ops::gemm::rows::tile(h, k, a, 1, TILE_M, x, offs, c, ldc) }
 }

@@ -10,6 +10,7 @@ use crate::error::KernelError;
 use crate::tensor::{TensorMut, TensorRef};
 
 mod micro;
+pub(crate) mod rows;
 #[cfg(test)]
 #[allow(clippy::excessive_precision)]
 mod tests;
@@ -931,6 +932,11 @@ pub(crate) fn scratch_f32<'a>(
     n: usize,
     op: &'static str,
 ) -> Result<&'a mut [f32], KernelError> {
+    if n == 0 {
+        // A node without scratch may get an empty slice at any address
+        // (not aligned for f32).
+        return Ok(&mut []);
+    }
     let bytes = scratch.get_mut(..n * 4).ok_or(KernelError::Buffer { op })?;
     bytemuck::try_cast_slice_mut(bytes).map_err(|_| KernelError::Buffer { op })
 }

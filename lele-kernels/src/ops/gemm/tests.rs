@@ -122,6 +122,16 @@ fn small_sizes_all_isas() {
             check(isa, 7, 19, k, true, false, -1.0, 0.25);
             check(isa, 1, 19, k, false, true, 2.0, 1.0);
         }
+        // Few rows against a row-major B, A in either layout, beta 0 and 1.
+        for m in [2, 5, 6, 7, 13, 64, 65] {
+            for n in [16, 17, 31, 48] {
+                for k in [1, 7, 120] {
+                    for beta in [0.0, 1.0] {
+                        check(isa, m, n, k, m % 2 == 1, false, 1.0, beta);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -242,11 +252,13 @@ fn threads_give_bit_identical_results() {
     let _serial = crate::threads::TEST_LOCK
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    for (m, n, k, tb) in [
-        (64, 700, 300, false),
-        (30, 1500, 70, true),
-        (100, 1500, 70, true),
-        (7, 2100, 200, false),
+    for (m, n, k, tb, beta) in [
+        (64, 700, 300, false, 0.25),
+        (64, 700, 300, false, 1.0),
+        (30, 1500, 70, true, 0.25),
+        (100, 1500, 70, true, 0.25),
+        (7, 2100, 200, false, 0.25),
+        (7, 2103, 200, false, 1.0),
     ] {
         let av = rand_vec(m * k, 3);
         let bv = rand_vec(k * n, 4);
@@ -259,11 +271,11 @@ fn threads_give_bit_identical_results() {
         let mut s = vec![0f32; sgemm_scratch_len(m, n, k)];
         let mut one = vec![0.5f32; m * n];
         crate::threads::set_num_threads(1);
-        sgemm(m, n, k, 1.0, a, b, 0.25, &mut one, n, &mut s).unwrap();
+        sgemm(m, n, k, 1.0, a, b, beta, &mut one, n, &mut s).unwrap();
         for threads in [2, 3] {
             assert_eq!(crate::threads::set_num_threads(threads), threads);
             let mut many = vec![0.5f32; m * n];
-            sgemm(m, n, k, 1.0, a, b, 0.25, &mut many, n, &mut s).unwrap();
+            sgemm(m, n, k, 1.0, a, b, beta, &mut many, n, &mut s).unwrap();
             assert!(
                 one.iter()
                     .zip(&many)
@@ -273,4 +285,14 @@ fn threads_give_bit_identical_results() {
         }
         crate::threads::set_num_threads(1);
     }
+}
+
+/// A node without scratch may be handed an empty slice at an odd address:
+/// asking it for zero floats works, for one float fails cleanly.
+#[test]
+fn empty_scratch_at_an_odd_address() {
+    let mut buf = [0u64; 2];
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut buf[..]);
+    assert!(scratch_f32(&mut bytes[1..1], 0, "test").unwrap().is_empty());
+    assert!(scratch_f32(&mut bytes[1..5], 1, "test").is_err());
 }

@@ -217,3 +217,51 @@ pub unsafe fn dot_columns_avx2(
         j += cols;
     }
 }
+
+/// `C += A·B` for one `R × 16` tile (`R ≤ 6`) without packed `B`: element
+/// `(i, p)` of `A` is `a[i·a_rs + p·a_cs]`, row `p` of `B` is the 16 floats
+/// at `x + offs[p]`, and `C` starts at `c` with row stride `ldc`. Twelve
+/// accumulators, two `B` vectors and a broadcast fill the 16 registers.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA; `A` holds `R × k` elements at those
+/// strides, `offs` holds `k` offsets, `x + offs[p] .. + 16` is readable for
+/// every `p`, and the tile (`R` rows of 16 floats at stride `ldc`) is
+/// writable.
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn rows_tile_avx2<const R: usize>(
+    k: usize,
+    a: *const f32,
+    a_rs: usize,
+    a_cs: usize,
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+) {
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for p in 0..k {
+        // SAFETY: p < k: the offset, the 16 inputs it points at and the R
+        // weights are inside the caller's buffers.
+        unsafe {
+            let b = x.add(*offs.add(p) as usize);
+            let bv = [_mm256_loadu_ps(b), _mm256_loadu_ps(b.add(8))];
+            let ap = a.add(p * a_cs);
+            for (i, row) in acc.iter_mut().enumerate() {
+                let av = _mm256_broadcast_ss(&*ap.add(i * a_rs));
+                row[0] = _mm256_fmadd_ps(av, bv[0], row[0]);
+                row[1] = _mm256_fmadd_ps(av, bv[1], row[1]);
+            }
+        }
+    }
+    for (i, row) in acc.iter().enumerate() {
+        for (h, &v) in row.iter().enumerate() {
+            // SAFETY: element (i, 8h..8h + 8) of the caller's tile.
+            unsafe {
+                let p = c.add(i * ldc + 8 * h);
+                _mm256_storeu_ps(p, _mm256_add_ps(_mm256_loadu_ps(p), v));
+            }
+        }
+    }
+}
