@@ -147,11 +147,11 @@ impl<'g> Links<'g> {
     }
 }
 
-/// One fused chain: node `last` becomes `op` applied to `x`; the `inner`
-/// nodes go.
+/// One fused chain: node `last` becomes `op` applied to `inputs`; the
+/// `inner` nodes go.
 struct Fused {
     last: usize,
-    x: ValueId,
+    inputs: Vec<Option<ValueId>>,
     inner: Vec<usize>,
     kernel: Box<dyn crate::ops::OpKernel>,
     op_type: &'static str,
@@ -166,7 +166,7 @@ fn rewrite(g: &mut Graph, fused: Vec<Fused>) -> usize {
         n.op = Op::Kernel(f.kernel);
         n.op_type = f.op_type.into();
         n.name = format!("{}::{}", n.name, f.tag);
-        n.inputs = vec![Some(f.x)];
+        n.inputs = f.inputs;
         n.out_dtypes = vec![OutDType::Input(0)];
         drop.extend(f.inner);
     }
@@ -205,7 +205,7 @@ pub fn fuse_hardswish(g: &mut Graph) -> usize {
                 let plus3 = l.with_const(add) == Some((x, 3.0));
                 (plus3 && l.is_f32(x)).then(|| Fused {
                     last: i,
-                    x,
+                    inputs: vec![Some(x)],
                     inner: vec![ai, ci, mi],
                     kernel: Box::new(Unary {
                         op: UnaryOp::HardSwish,
@@ -260,7 +260,7 @@ pub fn fuse_gelu(g: &mut Graph) -> usize {
                         || scale.inputs.first().copied().flatten() == Some(x));
                 (arg_is_x && l.is_f32(x)).then(|| Fused {
                     last: i,
-                    x,
+                    inputs: vec![Some(x)],
                     inner: vec![di, ei, ai, mi],
                     kernel: Box::new(GeluErf {}),
                     op_type: "Gelu",
@@ -344,7 +344,16 @@ pub fn fuse_layer_norm(g: &mut Graph) -> usize {
         (axes.to_f64s()? == [-1.0]).then_some((i, n))
     };
     let reader = readers(g);
-    let mut fused: Vec<(Fused, ValueId, Option<ValueId>, Option<ValueId>)> = Vec::new();
+    // (last node, x, epsilon, inner nodes, scale, bias)
+    type Found = (
+        usize,
+        ValueId,
+        f32,
+        Vec<usize>,
+        Option<ValueId>,
+        Option<ValueId>,
+    );
+    let mut found_all: Vec<Found> = Vec::new();
     for (i, div) in g.main.nodes.iter().enumerate() {
         if !runs(div, "Div", &bin(BinaryOp::Div)) || div.inputs.len() != 2 {
             continue;
@@ -396,30 +405,11 @@ pub fn fuse_layer_norm(g: &mut Graph) -> usize {
                 (last, bias) = (ai, Some(c));
             }
         }
-        let Some(&last_out) = g.main.nodes[last].outputs.first() else {
-            continue;
-        };
-        fused.push((
-            Fused {
-                last,
-                x,
-                inner,
-                kernel: Box::new(LayerNormalization {
-                    axis: -1,
-                    epsilon: eps,
-                }),
-                op_type: "LayerNormalization",
-                tag: "layernorm",
-            },
-            last_out,
-            scale,
-            bias,
-        ));
+        found_all.push((last, x, eps, inner, scale, bias));
     }
     // The scale input is required: a one-element 1 when the model has none.
-    let mut with_params = Vec::new();
-    let mut params = Vec::new();
-    for (f, last_out, scale, bias) in fused {
+    let mut fused = Vec::new();
+    for (last, x, eps, inner, scale, bias) in found_all {
         let scale = match scale {
             Some(s) => s,
             None => match Tensor::from_values::<f32>(&[1], &[1.0]) {
@@ -427,27 +417,21 @@ pub fn fuse_layer_norm(g: &mut Graph) -> usize {
                 None => continue,
             },
         };
-        params.push((last_out, scale, bias));
-        with_params.push(f);
+        let mut inputs = vec![Some(x), Some(scale)];
+        inputs.extend(bias.map(Some));
+        fused.push(Fused {
+            last,
+            inputs,
+            inner,
+            kernel: Box::new(LayerNormalization {
+                axis: -1,
+                epsilon: eps,
+            }),
+            op_type: "LayerNormalization",
+            tag: "layernorm",
+        });
     }
-    let count = rewrite(g, with_params);
-    // `rewrite` set each fused node's inputs to [x]; add the parameters. The
-    // nodes were renamed, not moved, but removals shifted indices: find
-    // them by their output.
-    for (last_out, scale, bias) in params {
-        if let Some(n) = g
-            .main
-            .nodes
-            .iter_mut()
-            .find(|n| n.outputs.first() == Some(&last_out))
-        {
-            n.inputs.push(Some(scale));
-            if let Some(b) = bias {
-                n.inputs.push(Some(b));
-            }
-        }
-    }
-    count
+    rewrite(g, fused)
 }
 
 /// Fuses `Add(MatMul(a, W), bias)` with constant `W` and a constant bias
@@ -474,24 +458,15 @@ pub fn fuse_matmul_bias(g: &mut Graph) -> usize {
             (fits && l.is_f32(a)).then_some((mi, a, w, c))
         });
         if let Some((mi, a, w, c)) = hit {
-            found.push((i, mi, a, w, c));
+            found.push(Fused {
+                last: i,
+                inputs: vec![Some(a), Some(w), Some(c)],
+                inner: vec![mi],
+                kernel: Box::new(MatMulBias),
+                op_type: "MatMul+Add",
+                tag: "bias",
+            });
         }
     }
-    let count = found.len();
-    let mut drop = Vec::new();
-    for (i, mi, a, w, c) in found {
-        let n = &mut g.main.nodes[i];
-        n.op = Op::Kernel(Box::new(MatMulBias));
-        n.op_type = "MatMul+Add".into();
-        n.name = format!("{}::bias", n.name);
-        n.inputs = vec![Some(a), Some(w), Some(c)];
-        n.out_dtypes = vec![OutDType::Input(0)];
-        drop.push(mi);
-    }
-    drop.sort_unstable();
-    drop.dedup();
-    for &p in drop.iter().rev() {
-        g.main.nodes.remove(p);
-    }
-    count
+    rewrite(g, found)
 }
