@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use lele_kernels::ops::conv::{AutoPad, Conv};
 use lele_kernels::ops::gemm::{MatRef, sgemm, sgemm_scratch_len};
+use lele_kernels::ops::pool::{MaxPool, Window};
 use lele_kernels::ops::unary::{Activation, GeluErf, Swish, Unary, UnaryOp};
 use lele_kernels::{DType, Kernel, Shape, TensorMut, TensorRef};
 
@@ -118,6 +119,42 @@ fn unary_case(name: &str, kernel: &dyn Kernel, len: usize, budget: f64) {
         "{{\"kernel\":\"{name}\",\"case\":\"{len}\",\"len\":{len},\"ms\":{:.4},\"ns_per_elem\":{:.3}}}",
         secs * 1e3,
         secs * 1e9 / len as f64
+    );
+}
+
+/// One call of a single-input kernel on an input of `dims` (the output
+/// shape inferred).
+fn shaped_case(name: &str, kernel: &dyn Kernel, dims: &[usize], budget: f64) {
+    if !selected(name, name) {
+        return;
+    }
+    let shape = Shape::new(dims).expect("rank within limits");
+    let x = fill(shape.numel(), 3);
+    let ins = [Some(TensorRef {
+        dtype: DType::F32,
+        shape,
+        data: bytemuck_bytes(&x),
+    })];
+    let mut out_shape = [Shape::SCALAR];
+    kernel
+        .infer(&ins, &mut out_shape)
+        .expect("shapes are consistent");
+    let mut y = vec![0f32; out_shape[0].numel()];
+    let secs = time(budget, || {
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: out_shape[0],
+            data: bytemuck_bytes_mut(&mut y),
+        }];
+        kernel
+            .run(&ins, &mut outs, &mut [])
+            .expect("arguments are consistent");
+        black_box(&y);
+    });
+    println!(
+        "{{\"kernel\":\"{name}\",\"case\":\"{dims:?}\",\"ms\":{:.4},\"ns_per_elem\":{:.3}}}",
+        secs * 1e3,
+        secs * 1e9 / y.len() as f64
     );
 }
 
@@ -378,6 +415,29 @@ fn main() {
         Activation::None,
         budget,
     );
+    // PP-OCRv6 det's stem: 2x2 convolutions with few channels.
+    conv_case(
+        "v6det 24->12 2x2 s1 240",
+        24,
+        12,
+        2,
+        1,
+        240,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "v6det 12->24 2x2 s1 240",
+        12,
+        24,
+        2,
+        1,
+        240,
+        1,
+        Activation::None,
+        budget,
+    );
     conv_case(
         "depthwise 64 3x3 s1 160",
         64,
@@ -398,6 +458,18 @@ fn main() {
         160,
         64,
         Activation::None,
+        budget,
+    );
+    // PP-OCRv6 det's stem pool: 2x2, stride 1, SAME_UPPER.
+    let mut window = Window::new(2, [1, 2, 2]);
+    window.auto_pad = AutoPad::SameUpper;
+    shaped_case(
+        "maxpool 2x2 s1",
+        &MaxPool {
+            window,
+            column_major: false,
+        },
+        &[1, 24, 240, 240],
         budget,
     );
     let n = 1 << 20;

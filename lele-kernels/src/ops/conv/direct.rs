@@ -371,7 +371,18 @@ impl Job<'_> {
                         // SAFETY: the h × 16 tile at c0 (row stride ohw) is
                         // inside `y` and in this task's columns; every tap
                         // reads TILE_N floats inside `src` (see above).
-                        unsafe { tile(h, k, ap.as_ptr(), bsrc, boffs.as_ptr(), y.add(c0), ohw) };
+                        unsafe {
+                            tile(
+                                h,
+                                k,
+                                ap.as_ptr(),
+                                bsrc,
+                                boffs.as_ptr(),
+                                y.add(c0),
+                                ohw,
+                                t == 0,
+                            )
+                        };
                     } else {
                         let mut part = [0f32; TILE_M * TILE_N];
                         // SAFETY: as above, into the local tile.
@@ -384,6 +395,7 @@ impl Job<'_> {
                                 boffs.as_ptr(),
                                 part.as_mut_ptr(),
                                 TILE_N,
+                                false,
                             )
                         };
                         for i in 0..h {
@@ -409,10 +421,12 @@ impl Job<'_> {
 }
 
 /// The register tile of `h` rows over packed weights (`k` steps of
-/// `TILE_M` floats); only reached when [`applies`].
+/// `TILE_M` floats), prefetching on request (the first row of tiles of a
+/// column does); only reached when [`applies`].
 ///
 /// # Safety
 /// As [`crate::ops::gemm::rows::tile`].
+#[allow(clippy::too_many_arguments)]
 unsafe fn tile(
     h: usize,
     k: usize,
@@ -421,7 +435,8 @@ unsafe fn tile(
     offs: *const u32,
     c: *mut f32,
     ldc: usize,
+    prefetch: bool,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { crate::ops::gemm::rows::tile(h, k, a, 1, TILE_M, x, offs, c, ldc) }
+    unsafe { crate::ops::gemm::rows::tile(h, k, a, 1, TILE_M, x, offs, c, ldc, prefetch) }
 }

@@ -14,7 +14,10 @@ pub(crate) const TILE_N: usize = 16;
 
 /// `C += A·B` for one `h × 16` tile (`1 ≤ h ≤ 6`): element `(i, p)` of `A`
 /// at `a[i·a_rs + p·a_cs]`, row `p` of `B` the 16 floats at `x + offs[p]`,
-/// `C` at `c` with row stride `ldc`. Only reached on CPUs with AVX2+FMA.
+/// `C` at `c` with row stride `ldc`. With `prefetch`, every tap's cache
+/// line two tiles to the right is fetched meanwhile (worth it once per
+/// column of tiles when `B` streams from beyond L2: the staged input of a
+/// convolution with few taps). Only reached on CPUs with AVX2+FMA.
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA; `A` holds `h × k` elements at those
@@ -32,20 +35,27 @@ pub(crate) unsafe fn tile(
     offs: *const u32,
     c: *mut f32,
     ldc: usize,
+    prefetch: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the caller's contract.
     unsafe {
         use super::x86::rows_tile_avx2 as t;
-        match h {
-            1 => t::<1>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            2 => t::<2>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            3 => t::<3>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            4 => t::<4>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            5 => t::<5>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            _ => t::<TILE_M>(k, a, a_rs, a_cs, x, offs, c, ldc),
+        match (h, prefetch) {
+            (1, false) => t::<1, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (2, false) => t::<2, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (3, false) => t::<3, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (4, false) => t::<4, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (5, false) => t::<5, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (_, false) => t::<TILE_M, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (1, true) => t::<1, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (2, true) => t::<2, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (3, true) => t::<3, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (4, true) => t::<4, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (5, true) => t::<5, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
+            (_, true) => t::<TILE_M, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
         }
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (h, k, a, a_rs, a_cs, x, offs, c, ldc);
+    let _ = (h, k, a, a_rs, a_cs, x, offs, c, ldc, prefetch);
 }

@@ -230,7 +230,7 @@ pub unsafe fn dot_columns_avx2(
 /// writable.
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn rows_tile_avx2<const R: usize>(
+pub(crate) unsafe fn rows_tile_avx2<const R: usize, const PREFETCH: bool>(
     k: usize,
     a: *const f32,
     a_rs: usize,
@@ -246,6 +246,11 @@ pub(crate) unsafe fn rows_tile_avx2<const R: usize>(
         // weights are inside the caller's buffers.
         unsafe {
             let b = x.add(*offs.add(p) as usize);
+            if PREFETCH {
+                // The tile two to the right reads the next cache line of
+                // this tap: fetch it now (a prefetch never faults).
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(2 * 16) as *const i8);
+            }
             let bv = [_mm256_loadu_ps(b), _mm256_loadu_ps(b.add(8))];
             let ap = a.add(p * a_cs);
             for (i, row) in acc.iter_mut().enumerate() {
