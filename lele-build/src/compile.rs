@@ -7,7 +7,7 @@ use crate::config::{Dim, ModelToml};
 use crate::emit::EmitInput;
 use crate::error::{BuildError, Result, Unsupported};
 use crate::extend::Extensions;
-use crate::ir::{DeclaredDim, Graph, Op};
+use crate::ir::{DeclaredDim, Graph, Op, ValueId};
 use crate::passes;
 
 /// Version of the compiler, part of every cache key.
@@ -173,7 +173,23 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         + passes::fuse_gelu(g)
         + passes::fuse_layer_norm(g)
         + passes::fuse_matmul_bias(g);
-    if fused + passes::fuse_conv_activation(g) + passes::fuse_conv_scalar_affine(g) > 0 {
+    let mut fused = fused + passes::fuse_conv_activation(g) + passes::fuse_conv_scalar_affine(g);
+    // Last: the residual joins after the activation and affine the
+    // convolution took. Shapes must agree at every sizing point.
+    let shapes: Option<Vec<_>> = sizing_points(dims)
+        .into_iter()
+        .map(|p| passes::size_graph(g, &[p]).ok().map(|s| s.shapes))
+        .collect();
+    if let Some(shapes) = shapes {
+        let same = |a: ValueId, b: ValueId| {
+            shapes.iter().all(|s| match (s.get(&a), s.get(&b)) {
+                (Some(x), Some(y)) => x == y,
+                _ => false,
+            })
+        };
+        fused += passes::fuse_residual_add(g, &same);
+    }
+    if fused > 0 {
         passes::eliminate_dead_code(g);
     }
     Ok(())

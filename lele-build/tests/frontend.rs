@@ -607,6 +607,83 @@ fn matmul_and_bias_add_are_fused() {
     assert_eq!(build(&[4], false), vec!["MatMul", "Add"]);
 }
 
+#[test]
+fn residual_adds_are_fused_into_the_producer() {
+    let init = |name: &str, dims: &[i64]| proto::TensorProto {
+        name: s(name),
+        data_type: Some(1),
+        dims: dims.to_vec(),
+        float_data: (0..dims.iter().product::<i64>())
+            .map(|v| v as f32 / 8.0)
+            .collect(),
+        ..Default::default()
+    };
+    // Conv(x) [+ Relu] [→ Identity] + r, with r of `r_dims`; optionally a
+    // second reader of the conv's result; with or without a bias.
+    let build = |r_dims: &[i64], relu: bool, identity: bool, extra: bool, bias: bool| {
+        let conv_in: &[&str] = if bias { &["x", "w", "b"] } else { &["x", "w"] };
+        let mut nodes = vec![node("Conv", conv_in, &["c"], vec![])];
+        let mut y = "c";
+        if relu {
+            nodes.push(node("Relu", &[y], &["a"], vec![]));
+            y = "a";
+        }
+        if identity {
+            nodes.push(node("Identity", &[y], &["i"], vec![]));
+            y = "i";
+        }
+        nodes.push(node("Add", &["r", y], &["y"], vec![]));
+        let mut outputs = vec![value_info("y", 1, &[1, 2, 3, 3])];
+        if extra {
+            nodes.push(node("Neg", &[y], &["z"], vec![]));
+            outputs.push(value_info("z", 1, &[1, 2, 3, 3]));
+        }
+        let m = model(
+            nodes,
+            vec![init("w", &[2, 1, 1, 1]), init("b", &[2])],
+            vec![
+                value_info("x", 1, &[1, 1, 3, 3]),
+                value_info("r", 1, r_dims),
+            ],
+            outputs,
+        );
+        optimized(&m)
+    };
+    let g = build(&[1, 2, 3, 3], false, false, false, true);
+    assert_eq!(op_types(&g), vec!["Conv+Add"]);
+    let n = &g.main.nodes[0];
+    assert_eq!(n.inputs.len(), 4);
+    assert_eq!(n.inputs[3], Some(g.inputs[1]), "the residual is input 3");
+    assert_eq!(n.outputs, g.outputs);
+    // After a fused activation, through an Identity, without a bias (an
+    // empty bias slot keeps the residual at index 3).
+    let g = build(&[1, 2, 3, 3], true, true, false, false);
+    assert_eq!(op_types(&g), vec!["Conv+Relu+Add"]);
+    assert_eq!(g.main.nodes[0].inputs[2], None);
+    assert_eq!(g.main.nodes[0].inputs[3], Some(g.inputs[1]));
+    // A broadcast Add, or a conv result read elsewhere, stays apart.
+    assert_eq!(
+        op_types(&build(&[1, 2, 1, 1], false, false, false, true)),
+        vec!["Conv", "Add"]
+    );
+    assert_eq!(
+        op_types(&build(&[1, 2, 3, 3], false, false, true, true)),
+        vec!["Conv", "Add", "Neg"]
+    );
+    // MatMul + bias + residual.
+    let m = model(
+        vec![
+            node("MatMul", &["x", "w"], &["p"], vec![]),
+            node("Add", &["p", "b"], &["q"], vec![]),
+            node("Add", &["q", "r"], &["y"], vec![]),
+        ],
+        vec![init("w", &[3, 4]), init("b", &[4])],
+        vec![value_info("x", 1, &[2, 3]), value_info("r", 1, &[2, 4])],
+        vec![value_info("y", 1, &[2, 4])],
+    );
+    assert_eq!(op_types(&optimized(&m)), vec!["MatMul+Add+Add"]);
+}
+
 /// Op types of a zoo model after the compiler's passes.
 fn optimized_zoo_ops(file: &str, inputs: &str) -> Vec<String> {
     let path = lele_build::config::zoo_dir().join(file);
@@ -633,7 +710,13 @@ fn built_in_fusions_fire_on_real_models() {
     // YOLOv8n: every SiLU (57) becomes one Swish, and each of them, following
     // a conv, that conv's epilogue; the head's lone Sigmoid stays.
     let yolo = optimized_zoo_ops("yolov8n_320n.onnx", "images = [1, 3, 640, 640]");
-    assert_eq!(count(&yolo, "Conv+Swish"), 57, "{yolo:?}");
+    assert_eq!(
+        count(&yolo, "Conv+Swish") + count(&yolo, "Conv+Swish+Add"),
+        57,
+        "{yolo:?}"
+    );
+    // The 6 bottleneck shortcuts add onto such a conv's output.
+    assert_eq!(count(&yolo, "Conv+Swish+Add"), 6, "{yolo:?}");
     assert_eq!(
         (count(&yolo, "Swish"), count(&yolo, "Mul")),
         (0, 1),
@@ -661,6 +744,18 @@ fn built_in_fusions_fire_on_real_models() {
     assert_eq!(count(&minilm, "Erf"), 0, "{minilm:?}");
     let v6 = optimized_zoo_ops("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]");
     assert_eq!((count(&v6, "Gelu"), count(&v6, "Erf")), (13, 0), "{v6:?}");
+    // Residual adds: 10 onto a convolution's output in PP-OCRv6 det (the
+    // other 13 join two shared values), and in MiniLM the attention
+    // output and FFN projections (MatMul + bias) of all 3 layers.
+    assert_eq!(count(&v6, "Conv+Add"), 10, "{v6:?}");
+    assert_eq!(
+        (
+            count(&minilm, "MatMul+Add+Add"),
+            count(&minilm, "MatMul+Add")
+        ),
+        (6, 12),
+        "{minilm:?}"
+    );
     // Decomposed LayerNorms (ReduceMean … Sqrt, Div, Mul, Add): the SVTR
     // neck of PP-OCRv4 rec has 5, no ReduceMean is left.
     let rec = optimized_zoo_ops("ppocr_v4_rec.onnx", "x = [1, 3, 48, 320]");

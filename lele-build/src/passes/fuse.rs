@@ -10,6 +10,10 @@
 //!   `MatMulBias` (`MatMul+Add`).
 //! - `Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5)` (GELU as PyTorch and
 //!   Paddle export it: MiniLM, PP-OCRv6) becomes one `Gelu` node.
+//! - `Add(y, r)` where `y` comes from a convolution (with whatever it
+//!   fused already) or a `MatMulBias` and `r` has `y`'s shape (a residual
+//!   connection) becomes that node with `r` as an extra input, added as
+//!   each block of the output is finished.
 //!
 //! One pass over the tensor instead of two or four, and no intermediates.
 //! Every inner output must have exactly one reader and not be a model
@@ -19,6 +23,7 @@ use std::collections::HashMap;
 
 use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp};
+use lele_kernels::ops::conv::Conv;
 use lele_kernels::ops::matmul::{MatMul, MatMulBias};
 use lele_kernels::ops::norm::LayerNormalization;
 use lele_kernels::ops::reduce::{Reduce, ReduceOp};
@@ -154,7 +159,7 @@ struct Fused {
     inputs: Vec<Option<ValueId>>,
     inner: Vec<usize>,
     kernel: Box<dyn crate::ops::OpKernel>,
-    op_type: &'static str,
+    op_type: String,
     tag: &'static str,
 }
 
@@ -164,7 +169,7 @@ fn rewrite(g: &mut Graph, fused: Vec<Fused>) -> usize {
     for f in fused {
         let n = &mut g.main.nodes[f.last];
         n.op = Op::Kernel(f.kernel);
-        n.op_type = f.op_type.into();
+        n.op_type = f.op_type;
         n.name = format!("{}::{}", n.name, f.tag);
         n.inputs = f.inputs;
         n.out_dtypes = vec![OutDType::Input(0)];
@@ -210,7 +215,7 @@ pub fn fuse_hardswish(g: &mut Graph) -> usize {
                     kernel: Box::new(Unary {
                         op: UnaryOp::HardSwish,
                     }),
-                    op_type: "HardSwish",
+                    op_type: "HardSwish".into(),
                     tag: "hardswish",
                 })
             })
@@ -263,7 +268,7 @@ pub fn fuse_gelu(g: &mut Graph) -> usize {
                     inputs: vec![Some(x)],
                     inner: vec![di, ei, ai, mi],
                     kernel: Box::new(GeluErf {}),
-                    op_type: "Gelu",
+                    op_type: "Gelu".into(),
                     tag: "gelu",
                 })
             })
@@ -427,7 +432,7 @@ pub fn fuse_layer_norm(g: &mut Graph) -> usize {
                 axis: -1,
                 epsilon: eps,
             }),
-            op_type: "LayerNormalization",
+            op_type: "LayerNormalization".into(),
             tag: "layernorm",
         });
     }
@@ -463,10 +468,77 @@ pub fn fuse_matmul_bias(g: &mut Graph) -> usize {
                 inputs: vec![Some(a), Some(w), Some(c)],
                 inner: vec![mi],
                 kernel: Box::new(MatMulBias),
-                op_type: "MatMul+Add",
+                op_type: "MatMul+Add".into(),
                 tag: "bias",
             });
         }
+    }
+    rewrite(g, found)
+}
+
+/// Fuses residual adds, `Add(y, r)` with `y` produced by a convolution or
+/// a `MatMulBias` (read only by the `Add`) and `same_shape(y, r)` holding,
+/// into the producer, which takes `r` as its last input; returns how many.
+/// `same_shape` must only hold when the two values have equal shapes at
+/// every input size the model accepts (no broadcasting in the `Add`).
+pub fn fuse_residual_add(g: &mut Graph, same_shape: &dyn Fn(ValueId, ValueId) -> bool) -> usize {
+    let l = Links::new(g);
+    let mut found = Vec::new();
+    for (i, add) in g.main.nodes.iter().enumerate() {
+        if !runs(add, "Add", &bin(BinaryOp::Add)) || add.inputs.len() != 2 {
+            continue;
+        }
+        let (Some(p), Some(q)) = (add.inputs[0], add.inputs[1]) else {
+            continue;
+        };
+        if p == q || !l.is_f32(p) {
+            continue;
+        }
+        let hit = [(p, q), (q, p)].into_iter().find_map(|(y, r)| {
+            if !same_shape(y, r) {
+                return None;
+            }
+            // Through `Identity` views (Paddle exports put them between a
+            // convolution and its residual add).
+            let (mut v, mut inner) = (y, Vec::new());
+            let (pi, prod) = loop {
+                let &pi = l.producer.get(&v)?;
+                let prod = &g.main.nodes[pi];
+                if l.uses.get(&v) != Some(&1) || prod.outputs.len() != 1 {
+                    return None;
+                }
+                match (&prod.op, prod.op_type.as_str(), prod.inputs.as_slice()) {
+                    (Op::View(_), "Identity", &[Some(x)]) => {
+                        inner.push(pi);
+                        v = x;
+                    }
+                    _ => break (pi, prod),
+                }
+            };
+            inner.push(pi);
+            let kernel: Box<dyn crate::ops::OpKernel> = if let Some(conv) = kernel_of::<Conv>(prod)
+            {
+                (prod.inputs.len() <= 3).then_some(())?;
+                Box::new(*conv)
+            } else if runs(prod, "MatMul+Add", &MatMulBias) && prod.inputs.len() == 3 {
+                Box::new(MatMulBias)
+            } else {
+                return None;
+            };
+            let mut inputs = prod.inputs.clone();
+            // A convolution without bias keeps an empty bias slot.
+            inputs.resize(inputs.len().max(3), None);
+            inputs.push(Some(r));
+            Some(Fused {
+                last: i,
+                inputs,
+                inner,
+                kernel,
+                op_type: format!("{}+Add", prod.op_type),
+                tag: "residual",
+            })
+        });
+        found.extend(hit);
     }
     rewrite(g, found)
 }

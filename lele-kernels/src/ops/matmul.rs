@@ -203,7 +203,9 @@ fn matmul_into(
 /// separate pass over `Y` adds it.
 ///
 /// Inputs: `A`, `B` (as [`MatMul`]), `bias` (`n` elements, `n` = the last
-/// dim of `Y`, which must be at least 1-D). Output: `Y`.
+/// dim of `Y`, which must be at least 1-D), optionally a residual of `Y`'s
+/// exact shape (a following `Add` fused too), which `Y` also starts from.
+/// Output: `Y`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MatMulBias;
 crate::to_rust_struct!(ops::matmul::MatMulBias {});
@@ -219,6 +221,15 @@ impl MatMulBias {
                 op: OP,
                 msg: "bias must be a vector as long as the output's last dim",
             });
+        }
+        if let Some(r) = opt_input(inputs, 3) {
+            check_f32(r, OP)?;
+            if r.shape != y {
+                return Err(KernelError::Shape {
+                    op: OP,
+                    msg: "the fused residual's shape differs from the output's",
+                });
+            }
         }
         Ok((d, y))
     }
@@ -251,12 +262,28 @@ impl Kernel for MatMulBias {
         const OP: &str = "MatMul+Add";
         let (d, _) = Self::dims(inputs)?;
         let bias = f32_in(input(inputs, 2, OP)?, OP)?;
+        let residual = match opt_input(inputs, 3) {
+            Some(r) => Some(f32_in(r, OP)?),
+            None => None,
+        };
         let y = f32_out(output(outputs, 0, OP)?, OP)?;
         if d.n == 0 {
             return Ok(());
         }
-        for row in y.chunks_exact_mut(d.n) {
-            row.copy_from_slice(bias);
+        match residual {
+            Some(r) if r.len() == y.len() => {
+                for (row, r) in y.chunks_exact_mut(d.n).zip(r.chunks_exact(d.n)) {
+                    for ((v, &b), &x) in row.iter_mut().zip(bias).zip(r) {
+                        *v = b + x;
+                    }
+                }
+            }
+            Some(_) => return Err(KernelError::Buffer { op: OP }),
+            None => {
+                for row in y.chunks_exact_mut(d.n) {
+                    row.copy_from_slice(bias);
+                }
+            }
         }
         matmul_into(&inputs[..2], y, 1.0, scratch)
     }
@@ -477,9 +504,10 @@ mod tests {
         assert_close(&out[0].1, &naive_mm(&b, &a[..9], 6, 1, 9), 1e-5);
     }
 
-    /// The fused bias equals MatMul then adding the bias to every row:
-    /// the shared-B tall product (large enough to block over K), a batched
-    /// one, 1-D operands, and a bias of the wrong length rejected.
+    /// The fused bias equals MatMul then adding the bias to every row (and
+    /// a fused residual, then adding that): the shared-B tall product
+    /// (large enough to block over K), a batched one, 1-D operands, and a
+    /// bias of the wrong length or a residual of another shape rejected.
     #[test]
     fn matmul_bias_equals_matmul_then_add() {
         let cases: &[(&[usize], &[usize])] = &[
@@ -508,6 +536,26 @@ mod tests {
                 .map(|(i, &v)| v + bias[i % n])
                 .collect();
             assert_close(&fused[0].1, &want, 1e-5);
+            // With a residual of Y's shape (a second Add fused), and one
+            // of another shape refused.
+            let dims = &plain[0].0;
+            let r = rand_vec(want.len(), 40 + ci as u64);
+            let ins = |r: &[f32], d: &[usize]| {
+                run(
+                    &MatMulBias,
+                    &[
+                        Some(t(&a, sa)),
+                        Some(t(&b, sb)),
+                        Some(t(&bias, &[n])),
+                        Some(t(r, d)),
+                    ],
+                    1,
+                )
+            };
+            let with_r = ins(&r, dims).unwrap();
+            let want_r: Vec<f32> = want.iter().zip(&r).map(|(w, r)| w + r).collect();
+            assert_close(&with_r[0].1, &want_r, 1e-5);
+            assert!(ins(&r[..n], &[n]).is_err() || want.len() == n, "case {ci}");
         }
         let a = rand_vec(6, 1);
         let wrong = rand_vec(4, 2);

@@ -413,7 +413,11 @@ impl Job<'_> {
             if let Some(f) = self.epilogue {
                 for m in 0..mg {
                     // SAFETY: row m, this segment's columns: finished, ours.
-                    f(unsafe { core::slice::from_raw_parts_mut(y.add(m * ohw + col0), width) });
+                    let at = m * ohw + col0;
+                    f(
+                        unsafe { core::slice::from_raw_parts_mut(y.add(at), width) },
+                        at,
+                    );
                 }
             }
         }

@@ -158,6 +158,11 @@ pub(crate) fn window_out(
 /// Inputs: `X` `[N, C, (H,) W]`, `W` `[M, C/group, (kH,) kW]`, optional `B`
 /// `[M]`. Output `Y` `[N, M, (oH,) oW]`. See the module docs for how 1-D
 /// attributes are given.
+///
+/// A fourth input (never present in ONNX; the residual `Add` fusion of
+/// `lele-build` adds it) is a tensor of `Y`'s exact shape added to the
+/// output after the fused activation and scalar affine, as the separate
+/// `Add` did.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Conv {
     /// Number of groups.
@@ -306,6 +311,27 @@ impl Conv {
         g.cg == 1 && g.mg == 1
     }
 
+    /// The fused tail of the output block that starts at `base` in `Y`:
+    /// [`Conv::finish`], then the residual (if any) added. Its second
+    /// argument is the segment's offset inside the block.
+    fn tail<'a>(
+        &'a self,
+        residual: Option<&'a [f32]>,
+        base: usize,
+    ) -> impl Fn(&mut [f32], usize) + Sync + 'a {
+        move |seg: &mut [f32], at: usize| {
+            self.finish(seg);
+            if let Some(r) = residual {
+                // `r` has Y's length (checked in `run`), so the range is
+                // whole.
+                let r = r.get(base + at..).unwrap_or(&[]);
+                for (v, &x) in seg.iter_mut().zip(r) {
+                    *v += x;
+                }
+            }
+        }
+    }
+
     /// Whether the direct path (few output channels, no im2col packing)
     /// runs this convolution on this machine.
     fn runs_direct(&self, g: &ConvGeom) -> bool {
@@ -324,10 +350,20 @@ impl Kernel for Conv {
         outputs: &mut [Shape],
     ) -> Result<(), KernelError> {
         let g = self.geom(inputs)?;
+        let y = out_shape(g.x, g.m, g.oh, g.ow)?;
+        if let Some(r) = opt_input(inputs, 3) {
+            check_f32(r, "Conv")?;
+            if r.shape != y {
+                return Err(KernelError::Shape {
+                    op: "Conv",
+                    msg: "the fused residual's shape differs from the output's",
+                });
+            }
+        }
         *outputs.first_mut().ok_or(KernelError::Invalid {
             op: "Conv",
             msg: "no output",
-        })? = out_shape(g.x, g.m, g.oh, g.ow)?;
+        })? = y;
         Ok(())
     }
 
@@ -364,11 +400,20 @@ impl Kernel for Conv {
             Some(b) => Some(f32_in(b, OP)?),
             None => None,
         };
+        let residual = match opt_input(inputs, 3) {
+            Some(r) => Some(f32_in(r, OP)?),
+            None => None,
+        };
         let y = f32_out(output(outputs, 0, OP)?, OP)?;
         let (ihw, ohw, k) = (g.x.h * g.x.w, g.ohw(), g.k());
-        if y.len() != g.x.n * g.m * ohw || x.len() != g.x.n * g.x.c * ihw || w.len() != g.m * k {
+        if y.len() != g.x.n * g.m * ohw
+            || x.len() != g.x.n * g.x.c * ihw
+            || w.len() != g.m * k
+            || residual.is_some_and(|r| r.len() != y.len())
+        {
             return Err(KernelError::Buffer { op: OP });
         }
+        let fused_tail = self.has_epilogue() || residual.is_some();
         if ohw == 0 {
             return Ok(());
         }
@@ -387,7 +432,7 @@ impl Kernel for Conv {
                 if !plane_staged(self, &g, xp, wk, plane, buf) {
                     depthwise_plane(self, &g, xp, wk, plane);
                 }
-                self.finish(plane);
+                self.tail(residual, i * ohw)(plane, 0);
             };
             let staged = depthwise::staged_len(self, &g).unwrap_or(0);
             let own = scratch_f32(scratch, staged, OP)?;
@@ -415,14 +460,15 @@ impl Kernel for Conv {
             return Ok(());
         }
         let groups = self.group;
-        let apply = |row: &mut [f32]| self.finish(row);
-        let epilogue: Option<Epilogue<'_>> = self.has_epilogue().then_some(&apply);
         if self.runs_direct(&g) {
             for n in 0..g.x.n {
                 for gi in 0..groups {
                     let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
                     let wg = &w[gi * g.mg * k..][..g.mg * k];
-                    let yg = &mut y[(n * g.m + gi * g.mg) * ohw..][..g.mg * ohw];
+                    let base = (n * g.m + gi * g.mg) * ohw;
+                    let yg = &mut y[base..][..g.mg * ohw];
+                    let tail = self.tail(residual, base);
+                    let epilogue: Option<Epilogue<'_>> = fused_tail.then_some(&tail);
                     direct::run_group(
                         self.strides,
                         self.dilations,
@@ -443,7 +489,10 @@ impl Kernel for Conv {
                 for gi in 0..groups {
                     let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
                     let wg = &w[gi * g.mg * k..][..g.mg * k];
-                    let yg = &mut y[(n * g.m + gi * g.mg) * ohw..][..g.mg * ohw];
+                    let base = (n * g.m + gi * g.mg) * ohw;
+                    let yg = &mut y[base..][..g.mg * ohw];
+                    let tail = self.tail(residual, base);
+                    let epilogue: Option<Epilogue<'_>> = fused_tail.then_some(&tail);
                     sgemm_packed_b(
                         g.mg,
                         ohw,
@@ -466,7 +515,10 @@ impl Kernel for Conv {
             for gi in 0..groups {
                 let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
                 let wg = &w[gi * g.mg * k..][..g.mg * k];
-                let yg = &mut y[(n * g.m + gi * g.mg) * ohw..][..g.mg * ohw];
+                let base = (n * g.m + gi * g.mg) * ohw;
+                let yg = &mut y[base..][..g.mg * ohw];
+                let tail = self.tail(residual, base);
+                let epilogue: Option<Epilogue<'_>> = fused_tail.then_some(&tail);
                 let b = Im2col {
                     conv: self,
                     g: &g,

@@ -625,6 +625,71 @@ fn fused_activation_equals_conv_then_activation() {
     crate::threads::set_num_threads(1);
 }
 
+/// A fused residual (fourth input) equals the convolution followed by a
+/// separate add, bit for bit: every path (direct and im2col GEMM, 1×1
+/// GEMM, depthwise), batches and groups (each block's offset), after a
+/// fused activation and scalar affine, on one and three threads; a
+/// residual of another shape is refused.
+#[cfg(feature = "std")]
+#[test]
+fn fused_residual_equals_conv_then_add() {
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    // (n, c, h, w, m, k, group, stride)
+    // The first is big enough for the GEMM to split its columns over
+    // threads and block them (over 1024 columns).
+    let shapes = [
+        (1, 16, 40, 37, 16, 3, 1, 1),
+        (2, 8, 12, 19, 10, 3, 2, 1),
+        (1, 16, 30, 30, 24, 1, 1, 1),
+        (2, 6, 11, 9, 6, 3, 6, 2),
+        (1, 32, 41, 40, 32, 3, 32, 1),
+        (1, 6, 21, 33, 12, 3, 1, 2),
+    ];
+    for threads in [1, 3] {
+        crate::threads::set_num_threads(threads);
+        for (si, &(n, c, h, w, m, k, group, s)) in shapes.iter().enumerate() {
+            let x = rand_vec(n * c * h * w, 700 + si as u64);
+            let wt = rand_vec(m * (c / group) * k * k, 710 + si as u64);
+            let b = rand_vec(m, 720 + si as u64);
+            for force in [Some(true), Some(false)] {
+                direct::FORCE.with(|f| f.set(force));
+                for (act, post_mul) in [(Activation::None, 1.0), (Activation::Swish, 0.5)] {
+                    let mut op = conv(group, [s, s], [k / 2; 4], [1, 1]);
+                    op.activation = act;
+                    op.post_mul = post_mul;
+                    let mut inputs = vec![
+                        Some(t(&x, &[n, c, h, w])),
+                        Some(t(&wt, &[m, c / group, k, k])),
+                        Some(t(&b, &[m])),
+                    ];
+                    let plain = run(&op, &inputs, 1).unwrap();
+                    let (dims, vals) = &plain[0];
+                    let r = rand_vec(vals.len(), 730 + si as u64);
+                    inputs.push(Some(t(&r, dims)));
+                    let fused = run(&op, &inputs, 1).unwrap();
+                    assert_eq!(&fused[0].0, dims);
+                    let same = fused[0]
+                        .1
+                        .iter()
+                        .zip(vals.iter().zip(&r))
+                        .all(|(f, (v, r))| f.to_bits() == (v + r).to_bits());
+                    assert!(same, "shape {si} {act:?} force {force:?} threads {threads}");
+                    // A broadcastable but different shape is not a residual.
+                    let mut short = dims.clone();
+                    short[3] = 1;
+                    let r1 = rand_vec(short.iter().product(), 1);
+                    inputs[3] = Some(t(&r1, &short));
+                    assert!(run(&op, &inputs, 1).is_err(), "shape {si}");
+                }
+            }
+            direct::FORCE.with(|f| f.set(None));
+        }
+    }
+    crate::threads::set_num_threads(1);
+}
+
 /// The direct path (few output channels) and the im2col GEMM path against
 /// the naive convolution: output widths around the 16-column tile, channel
 /// counts around the 6-row tile, strides, dilations, pads, groups, the

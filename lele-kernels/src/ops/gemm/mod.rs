@@ -241,8 +241,9 @@ pub fn sgemm(
 }
 
 /// A function applied to each finished row segment of C (a fused
-/// activation); it must not depend on where the segment starts.
-pub type Epilogue<'e> = &'e (dyn Fn(&mut [f32]) + Sync);
+/// activation, a residual add): the segment, and the index in C of its
+/// first element (`row · ldc + column`).
+pub type Epilogue<'e> = &'e (dyn Fn(&mut [f32], usize) + Sync);
 
 /// [`sgemm`] with a right-hand operand that packs itself (see [`PackB`])
 /// and an optional epilogue run on every row segment of C once it holds
@@ -315,7 +316,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
                 row.iter_mut().for_each(|x| *x *= beta);
             }
             if let Some(f) = epilogue {
-                f(row);
+                f(row, i * ldc);
             }
         }
         return Ok(());
@@ -332,7 +333,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
         dot_columns(m, n, k, alpha, a, bm.data, bm.cs, beta, c, ldc);
         if let Some(f) = epilogue {
             for i in 0..m {
-                f(&mut c[i * ldc..i * ldc + n]);
+                f(&mut c[i * ldc..i * ldc + n], i * ldc);
             }
         }
         return Ok(());
@@ -342,7 +343,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
     {
         gemv_row(n, k, alpha, a, b, beta, &mut c[..n]);
         if let Some(f) = epilogue {
-            f(&mut c[..n]);
+            f(&mut c[..n], 0);
         }
         return Ok(());
     }
@@ -357,7 +358,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
         narrow(m, n, k, alpha, a, bt, beta, c, ldc);
         if let Some(f) = epilogue {
             for i in 0..m {
-                f(&mut c[i * ldc..i * ldc + n]);
+                f(&mut c[i * ldc..i * ldc + n], i * ldc);
             }
         }
         return Ok(());
@@ -791,7 +792,7 @@ unsafe fn gemm_blocks<B: PackB>(
                         let row = unsafe {
                             core::slice::from_raw_parts_mut(c.add((ic + i) * ldc + jc), nc)
                         };
-                        f(row);
+                        f(row, (ic + i) * ldc + j_off + jc);
                     }
                 }
             }
