@@ -272,6 +272,17 @@ fn main() {
     // Convolutions of the benchmark models (YOLOv8n stem and a C2f block,
     // a PP-OCR depthwise layer).
     conv_case(
+        "yolo 3->16 3x3 s2 640",
+        3,
+        16,
+        3,
+        2,
+        640,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
         "yolo 16->32 3x3 s2 320",
         16,
         32,

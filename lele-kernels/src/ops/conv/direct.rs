@@ -22,9 +22,6 @@ use crate::ops::gemm::rows::{TILE_M, TILE_N};
 /// Convolutions with at most this many output channels per group run
 /// directly (see [`eligible`]).
 const DIRECT_M_MAX: usize = 64;
-/// Strided convolutions run directly from this patch depth (see
-/// [`eligible`]).
-const STRIDED_MIN_K: usize = 256;
 /// Columns per segment when the input is read in place.
 const FLAT_SEGMENT: usize = 16 * TILE_N;
 
@@ -101,14 +98,14 @@ impl Layout {
 
 /// Whether the shapes suit the direct path (on any machine): it can run
 /// them, and it is measured faster than the im2col GEMM for them
-/// (`kernel_bench`, 2-core EPYC): up to 64 output channels at stride 1
-/// (32→32 3×3 at 160²: 8.8 → 6.3 ms; 64→64 at 80²: 7.0 → 5.4 ms; 96→24 at
-/// 120²: 12.1 → 8.5 ms; 96→48 1×1: 2.0 → 1.7 ms), while at 128 and 256
-/// channels they tie or the GEMM wins; with a larger stride only for
-/// deeper patches (48→24 3×3 s2, depth 432: 7.9 → 6.4 ms, but 16→32 3×3 s2,
-/// depth 144: 5.0 → 5.8 ms).
+/// (`kernel_bench`, 2-core EPYC): up to 64 output channels (32→32 3×3 at
+/// 160²: 8.8 → 6.3 ms; 64→64 at 80²: 7.0 → 5.4 ms; 96→24 at 120²: 12.1 →
+/// 8.5 ms; 96→48 1×1: 2.0 → 1.7 ms; strided: 48→24 3×3 s2 at 240²: 7.9 →
+/// 6.4 ms, 16→32 s2 at 320²: 4.6 → 4.2 ms, 3→16 s2 at 640²: 3.2 → 2.7
+/// ms), while at 128 and 256 channels they tie or the GEMM wins. (Shallow
+/// strided patches lost before the tile prefetched.)
 pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> bool {
-    if g.ohw() == 0 || g.k() == 0 || !worthwhile(strides, g) {
+    if g.ohw() == 0 || g.k() == 0 || !worthwhile(g) {
         return false;
     }
     let l = Layout::new(strides, dilations, g);
@@ -122,12 +119,12 @@ pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom)
 }
 
 /// The measured part of [`eligible`] (tests can override it).
-fn worthwhile(strides: [usize; 2], g: &ConvGeom) -> bool {
+fn worthwhile(g: &ConvGeom) -> bool {
     #[cfg(all(test, feature = "std"))]
     if let Some(forced) = FORCE.with(|f| f.get()) {
         return forced;
     }
-    g.mg <= DIRECT_M_MAX && (strides == [1, 1] || g.k() >= STRIDED_MIN_K)
+    g.mg <= DIRECT_M_MAX
 }
 
 #[cfg(all(test, feature = "std"))]
