@@ -1,5 +1,7 @@
 //! Direct depthwise convolution (one input channel per group).
-use super::direct::{Layout, stage};
+use super::direct::Layout;
+#[cfg(target_arch = "x86_64")]
+use super::direct::stage;
 use super::{Conv, ConvGeom, valid_range};
 
 /// Kernels with more taps than this take the row loop of [`plane`].
@@ -43,7 +45,7 @@ pub(super) fn plane_staged(
             return false;
         };
         let l = Layout::new(conv.strides, conv.dilations, g);
-        if stage(conv.strides, g, &l, xp, buf).is_err() {
+        if stage(conv.strides, g, &l, xp, buf, 0).is_err() {
             return false;
         }
         let ([sh, sw], [dh, dw]) = (conv.strides, conv.dilations);

@@ -24,6 +24,10 @@ use crate::ops::gemm::rows::{TILE_M, TILE_N};
 const DIRECT_M_MAX: usize = 64;
 /// Columns per segment when the input is read in place.
 const FLAT_SEGMENT: usize = 16 * TILE_N;
+/// Floats of staged input per band (see [`Layout::banded`]): a bit under
+/// half of a 512 KiB L2, so the band stays there while its rows are
+/// computed.
+const BAND_FLOATS: usize = 48 * 1024;
 
 /// How the input is laid out for the tiles.
 #[derive(Clone, Copy, Debug)]
@@ -36,8 +40,12 @@ pub(super) struct Layout {
     pub(super) row_stride: usize,
     /// Floats per column phase of a staged row.
     pub(super) phase_w: usize,
-    /// Staged rows per channel.
+    /// Staged rows per channel (of one band).
     rows: usize,
+    /// Padded input rows the whole output needs.
+    total_rows: usize,
+    /// Output rows (segments) per staged band.
+    band: usize,
     /// Output segments and their width.
     segments: usize,
     seg_w: usize,
@@ -65,6 +73,8 @@ impl Layout {
                 row_stride: 0,
                 phase_w: 0,
                 rows: 0,
+                total_rows: 0,
+                band: ohw.div_ceil(FLAT_SEGMENT),
                 segments: ohw.div_ceil(FLAT_SEGMENT),
                 seg_w: FLAT_SEGMENT,
                 seg_step: 0,
@@ -80,10 +90,60 @@ impl Layout {
             row_stride,
             phase_w,
             rows,
+            total_rows: rows,
+            band: g.oh,
             segments: g.oh,
             seg_w: g.ow,
             seg_step: sh * row_stride,
         }
+    }
+
+    /// The layout staged in bands of output rows, each band's input rows
+    /// (all channels) under [`BAND_FLOATS`] when a band of one row fits,
+    /// else up to a worker's scratch: staging the whole input first left
+    /// it in L3 or memory by the time the tiles read it (48 input streams
+    /// for a 16-channel 3×3 convolution defeat the prefetchers). Whole when
+    /// in place or when even one row is too big.
+    pub(super) fn banded(self, strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> Self {
+        if self.in_place || g.oh == 0 {
+            return self;
+        }
+        let (sh, dh) = (strides[0], dilations[0]);
+        let rows = |band: usize| (band - 1) * sh + (g.kh - 1) * dh + 1;
+        let floats = |band: usize| g.cg * rows(band) * self.row_stride + TILE_N;
+        #[cfg(feature = "std")]
+        let limit = crate::threads::WORKER_SCRATCH;
+        #[cfg(not(feature = "std"))]
+        let limit = BAND_FLOATS;
+        #[cfg(all(test, feature = "std"))]
+        if let Some(band) = BAND_ROWS.with(|f| f.get()) {
+            let band = band.clamp(1, g.oh);
+            return Layout {
+                rows: rows(band),
+                plane: rows(band) * self.row_stride,
+                band,
+                ..self
+            };
+        }
+        let band = if floats(1) > BAND_FLOATS.max(limit) {
+            g.oh
+        } else {
+            // The largest band under the budget (at least one row).
+            let per_row = g.cg * sh * self.row_stride;
+            let spare = BAND_FLOATS.saturating_sub(floats(1));
+            (1 + spare / per_row.max(1)).min(g.oh)
+        };
+        Layout {
+            rows: rows(band),
+            plane: rows(band) * self.row_stride,
+            band,
+            ..self
+        }
+    }
+
+    /// Bands of output rows (1 when staged whole or read in place).
+    fn bands(&self) -> usize {
+        self.segments.div_ceil(self.band)
     }
 
     /// Floats of staged input (with slack for the last tile's overrun).
@@ -131,6 +191,8 @@ fn worthwhile(g: &ConvGeom) -> bool {
 std::thread_local! {
     /// Set by tests to force the direct path on or off on their thread.
     pub(super) static FORCE: core::cell::Cell<Option<bool>> = const { core::cell::Cell::new(None) };
+    /// Set by tests to force bands of this many output rows.
+    pub(super) static BAND_ROWS: core::cell::Cell<Option<usize>> = const { core::cell::Cell::new(None) };
 }
 
 /// Whether the direct path runs this convolution here (eligible, and the
@@ -150,7 +212,7 @@ pub(super) fn applies(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) 
 
 /// Bytes of scratch [`run_group`] needs.
 pub(super) fn scratch_bytes(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> usize {
-    let l = Layout::new(strides, dilations, g);
+    let l = Layout::new(strides, dilations, g).banded(strides, dilations, g);
     let k = g.k();
     let floats = g.mg.next_multiple_of(TILE_M) * k
         + l.staged_len(g)
@@ -186,27 +248,36 @@ fn carve<'s>(
     Ok((a, staged, panel, offs))
 }
 
-/// Zero-pads `xg` (the group's `cg` input planes) into the staged layout.
+/// Zero-pads band `band` of `xg` (the group's `cg` input planes) into the
+/// staged layout.
 pub(super) fn stage(
     strides: [usize; 2],
     g: &ConvGeom,
     l: &Layout,
     xg: &[f32],
     staged: &mut [f32],
+    band: usize,
 ) -> Result<(), KernelError> {
     let sw = strides[1];
     let (h, w) = (g.x.h, g.x.w);
     // The slack after the last plane is read (discarded lanes) but never
     // written below.
     let tail = g.cg * l.plane;
-    staged[tail..].fill(0.0);
+    staged
+        .get_mut(tail..)
+        .ok_or(KernelError::Buffer { op: "Conv" })?
+        .fill(0.0);
+    // Padded rows first.. of the whole input; the last band may need
+    // fewer than `l.rows` (the rest is never read).
+    let first = band * l.band * strides[0];
+    let rows = l.rows.min(l.total_rows.saturating_sub(first));
     for c in 0..g.cg {
         let xc = xg
             .get(c * h * w..(c + 1) * h * w)
             .ok_or(KernelError::Buffer { op: "Conv" })?;
-        for r in 0..l.rows {
+        for r in 0..rows {
             let row = &mut staged[c * l.plane + r * l.row_stride..][..l.row_stride];
-            let Some(ih) = r.checked_sub(g.pt).filter(|&ih| ih < h) else {
+            let Some(ih) = (first + r).checked_sub(g.pt).filter(|&ih| ih < h) else {
                 row.fill(0.0);
                 continue;
             };
@@ -243,7 +314,7 @@ pub(super) fn run_group(
     epilogue: Option<Epilogue<'_>>,
 ) -> Result<(), KernelError> {
     const OP: &str = "Conv";
-    let l = Layout::new(strides, dilations, g);
+    let l = Layout::new(strides, dilations, g).banded(strides, dilations, g);
     let (k, mg, ohw) = (g.k(), g.mg, g.ohw());
     if wg.len() < mg * k || yg.len() < mg * ohw || xg.len() < g.cg * g.x.h * g.x.w {
         return Err(KernelError::Buffer { op: OP });
@@ -270,7 +341,6 @@ pub(super) fn run_group(
             *o = (p * TILE_N) as u32;
         }
     } else {
-        stage(strides, g, &l, xg, staged)?;
         for (p, o) in taps.iter_mut().enumerate() {
             let (c, ki, kj) = (p / (g.kh * g.kw), (p / g.kw) % g.kh, p % g.kw);
             let off =
@@ -278,38 +348,89 @@ pub(super) fn run_group(
             *o = off as u32;
         }
     }
-    let src: &[f32] = if l.in_place { xg } else { staged };
     let job = Job {
         g,
         l: &l,
         a,
-        src,
         taps,
         ident,
         epilogue,
     };
-    #[cfg(feature = "std")]
-    {
-        let threads = crate::threads::num_threads();
-        if threads > 1 && l.segments >= 2 && mg * ohw * k >= 1 << 18 {
-            // A few segments per thread, so an uneven split evens out. The
-            // last-tile panel is used only by the task holding the last
-            // segment.
-            let per = l.segments.div_ceil(2 * threads);
-            let shared = crate::threads::SharedMut::new(yg);
-            let panel = crate::threads::SharedMut::new(panel);
-            crate::threads::run(l.segments.div_ceil(per), &mut [], &|t, _| {
-                let range = t * per..((t + 1) * per).min(l.segments);
-                // SAFETY: task t writes only the output columns of its own
-                // segments (in every row of `yg`), the panel only when it
-                // holds the last segment, and `run` returns after every task.
-                unsafe { job.segments(range, shared.as_ptr(), panel.as_ptr()) };
-            });
-            return Ok(());
+    let bands = l.bands();
+    let threads = {
+        #[cfg(feature = "std")]
+        {
+            crate::threads::num_threads()
         }
+        #[cfg(not(feature = "std"))]
+        {
+            1
+        }
+    };
+    let parallel = threads > 1 && l.segments >= 2 && mg * ohw * k >= 1 << 18;
+    #[cfg(not(feature = "std"))]
+    let _ = parallel;
+    if bands > 1 {
+        // Each band staged into the task's own buffer, then its rows.
+        let len = l.staged_len(g);
+        let one = |b: usize, buf: &mut [f32], y: *mut f32| -> Result<(), KernelError> {
+            let buf = buf.get_mut(..len).ok_or(KernelError::Buffer { op: OP })?;
+            stage(strides, g, &l, xg, buf, b)?;
+            let rows = b * l.band..((b + 1) * l.band).min(l.segments);
+            // SAFETY: the caller gives `y` (all of `yg`) to this band's
+            // rows only; `buf` holds the band; the panel is never used
+            // when the input is staged.
+            unsafe { job.segments(buf, b * l.band, rows, y, core::ptr::null_mut()) };
+            Ok(())
+        };
+        #[cfg(feature = "std")]
+        if parallel {
+            let failed = core::sync::atomic::AtomicBool::new(false);
+            let shared = crate::threads::SharedMut::new(yg);
+            crate::threads::run(bands, staged, &|b, buf| {
+                // Task b writes only the output columns of band b's rows
+                // (in every row of `yg`); `run` returns after every task.
+                if one(b, buf, shared.as_ptr()).is_err() {
+                    failed.store(true, core::sync::atomic::Ordering::Relaxed);
+                }
+            });
+            return if failed.into_inner() {
+                Err(KernelError::Buffer { op: OP })
+            } else {
+                Ok(())
+            };
+        }
+        let y = yg.as_mut_ptr();
+        for b in 0..bands {
+            one(b, staged, y)?;
+        }
+        return Ok(());
+    }
+    let src: &[f32] = if l.in_place {
+        xg
+    } else {
+        stage(strides, g, &l, xg, staged, 0)?;
+        staged
+    };
+    #[cfg(feature = "std")]
+    if parallel {
+        // A few segments per thread, so an uneven split evens out. The
+        // last-tile panel is used only by the task holding the last
+        // segment.
+        let per = l.segments.div_ceil(2 * threads);
+        let shared = crate::threads::SharedMut::new(yg);
+        let panel = crate::threads::SharedMut::new(panel);
+        crate::threads::run(l.segments.div_ceil(per), &mut [], &|t, _| {
+            let range = t * per..((t + 1) * per).min(l.segments);
+            // SAFETY: task t writes only the output columns of its own
+            // segments (in every row of `yg`), the panel only when it
+            // holds the last segment, and `run` returns after every task.
+            unsafe { job.segments(src, 0, range, shared.as_ptr(), panel.as_ptr()) };
+        });
+        return Ok(());
     }
     // SAFETY: one task owns all of `yg` and `panel`.
-    unsafe { job.segments(0..l.segments, yg.as_mut_ptr(), panel.as_mut_ptr()) };
+    unsafe { job.segments(src, 0, 0..l.segments, yg.as_mut_ptr(), panel.as_mut_ptr()) };
     Ok(())
 }
 
@@ -318,28 +439,41 @@ struct Job<'j> {
     g: &'j ConvGeom,
     l: &'j Layout,
     a: &'j [f32],
-    src: &'j [f32],
     taps: &'j [u32],
     ident: &'j [u32],
     epilogue: Option<Epilogue<'j>>,
 }
 
 impl Job<'_> {
-    /// Computes the output segments in `range` into `y` (`mg × ohw`).
+    /// Computes the output segments in `range` into `y` (`mg × ohw`),
+    /// reading `src` (the input in place, or the staged band that starts
+    /// at segment `first`).
     ///
     /// # Safety
     /// `y` holds `mg × ohw` floats and no one else touches the columns of
-    /// these segments meanwhile; `panel` holds `k × TILE_N` floats when the
-    /// input is in place and the range holds the last segment, and no one
-    /// else uses it meanwhile.
-    unsafe fn segments(&self, range: core::ops::Range<usize>, y: *mut f32, panel: *mut f32) {
+    /// these segments meanwhile; `src` is the staged band holding these
+    /// segments' inputs (or the input in place); `panel` holds `k × TILE_N`
+    /// floats when the input is in place and the range holds the last
+    /// segment, and no one else uses it meanwhile.
+    unsafe fn segments(
+        &self,
+        src: &[f32],
+        first: usize,
+        range: core::ops::Range<usize>,
+        y: *mut f32,
+        panel: *mut f32,
+    ) {
         let (g, l) = (self.g, self.l);
         let (k, mg, ohw) = (g.k(), g.mg, g.ohw());
         for s in range {
             let col0 = s * l.seg_w;
             let width = l.seg_w.min(ohw - col0);
             // Offset of this segment's first input column in `src`.
-            let base = if l.in_place { col0 } else { s * l.seg_step };
+            let base = if l.in_place {
+                col0
+            } else {
+                (s - first) * l.seg_step
+            };
             for j0 in (0..width).step_by(TILE_N) {
                 let w = TILE_N.min(width - j0);
                 // The in-place input has no slack after its last column
@@ -351,14 +485,14 @@ impl Job<'_> {
                     let pan = unsafe { core::slice::from_raw_parts_mut(panel, k * TILE_N) };
                     for (p, row) in pan.chunks_exact_mut(TILE_N).enumerate() {
                         let start = self.taps[p] as usize + base + j0;
-                        row[..w].copy_from_slice(&self.src[start..start + w]);
+                        row[..w].copy_from_slice(&src[start..start + w]);
                         row[w..].fill(0.0);
                     }
                     (panel as *const f32, self.ident)
                 } else {
                     // SAFETY: every tap plus base + j0 + TILE_N stays inside
                     // `src` (the staged slack, or checked just above).
-                    (unsafe { self.src.as_ptr().add(base + j0) }, self.taps)
+                    (unsafe { src.as_ptr().add(base + j0) }, self.taps)
                 };
                 for t in 0..mg.div_ceil(TILE_M) {
                     let h = TILE_M.min(mg - t * TILE_M);

@@ -693,8 +693,9 @@ fn fused_residual_equals_conv_then_add() {
 /// The direct path (few output channels) and the im2col GEMM path against
 /// the naive convolution: output widths around the 16-column tile, channel
 /// counts around the 6-row tile, strides, dilations, pads, groups, the
-/// in-place 1×1 case across its 256-column segments, with and without a
-/// fused activation, on one and three threads.
+/// in-place 1×1 case across its 256-column segments, staged whole or in
+/// bands of 1–3 output rows, with and without a fused activation, on one
+/// and three threads.
 #[cfg(feature = "std")]
 #[test]
 fn direct_and_gemm_paths_match_naive_over_tails() {
@@ -736,6 +737,9 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
         // 1×1 strided or padded: staged.
         (6, 9, 40, 10, 1, 1, 1, [2, 2], [0, 0, 0, 0], [1, 1]),
         (4, 6, 30, 6, 1, 1, 1, [1, 1], [1, 1, 0, 2], [1, 1]),
+        // Big enough to split over threads (whole, or band by band).
+        (8, 20, 70, 16, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (12, 33, 45, 9, 3, 3, 1, [2, 2], [1, 1, 1, 1], [1, 1]),
     ];
     let direct_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
     for threads in [1, 3] {
@@ -767,6 +771,21 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
             assert_eq!(op.runs_direct(&g), direct_here, "case {ci}");
             let direct = run(&op, &inputs, 1).unwrap();
             assert_close(&direct[0].1, &want, 1e-5);
+            // Staged in bands of a few output rows (each band's input rows
+            // staged on its own): the same arithmetic, the same bits.
+            for band in [1, 2, 3] {
+                direct::BAND_ROWS.with(|f| f.set(Some(band)));
+                let banded = run(&op, &inputs, 1).unwrap();
+                direct::BAND_ROWS.with(|f| f.set(None));
+                assert!(
+                    banded[0]
+                        .1
+                        .iter()
+                        .zip(&direct[0].1)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "case {ci}: bands of {band} rows, {threads} threads"
+                );
+            }
             direct::FORCE.with(|f| f.set(Some(false)));
             assert!(!op.runs_direct(&g));
             let gemm = run(&op, &inputs, 1).unwrap();

@@ -646,6 +646,7 @@ unsafe impl Sync for CPtr {}
 
 impl CPtr {
     /// The pointer (a method, so closures capture the `Sync` wrapper).
+    #[cfg(target_arch = "x86_64")]
     fn get(self) -> *mut f32 {
         self.0
     }
