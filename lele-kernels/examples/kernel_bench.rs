@@ -426,6 +426,28 @@ fn main() {
         Activation::None,
         budget,
     );
+    conv_case(
+        "v6det 48->96 1x1 120",
+        48,
+        96,
+        1,
+        1,
+        120,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "v6det 96->96 3x3 s1 60",
+        96,
+        96,
+        3,
+        1,
+        60,
+        1,
+        Activation::None,
+        budget,
+    );
     // PP-OCRv6 det's stem: 2x2 convolutions with few channels.
     conv_case(
         "v6det 24->12 2x2 s1 240",

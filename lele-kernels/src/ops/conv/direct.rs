@@ -21,7 +21,7 @@ use crate::ops::gemm::Epilogue;
 use crate::ops::gemm::rows::{TILE_M, TILE_N};
 /// Convolutions with at most this many output channels per group run
 /// directly (see [`eligible`]).
-const DIRECT_M_MAX: usize = 64;
+const DIRECT_M_MAX: usize = 128;
 /// Columns per segment when the input is read in place.
 const FLAT_SEGMENT: usize = 16 * TILE_N;
 /// Floats of staged input per band (see [`Layout::banded`]): a bit under
@@ -158,12 +158,14 @@ impl Layout {
 
 /// Whether the shapes suit the direct path (on any machine): it can run
 /// them, and it is measured faster than the im2col GEMM for them
-/// (`kernel_bench`, 2-core EPYC): up to 64 output channels (32→32 3×3 at
+/// (`kernel_bench`, 2-core EPYC): up to 128 output channels (32→32 3×3 at
 /// 160²: 8.8 → 6.3 ms; 64→64 at 80²: 7.0 → 5.4 ms; 96→24 at 120²: 12.1 →
 /// 8.5 ms; 96→48 1×1: 2.0 → 1.7 ms; strided: 48→24 3×3 s2 at 240²: 7.9 →
 /// 6.4 ms, 16→32 s2 at 320²: 4.6 → 4.2 ms, 3→16 s2 at 640²: 3.2 → 2.7
-/// ms), while at 128 and 256 channels they tie or the GEMM wins. (Shallow
-/// strided patches lost before the tile prefetched.)
+/// ms; with banded staging 48→96 1×1 at 120²: 1.9 → 1.6 ms, 96→96 3×3 at
+/// 60²: 7.8 → 6.7 ms, 128→128 3×3 at 40²: 6.3 → 6.0 ms), while at 256
+/// channels the GEMM wins (3×3 at 20²: 6.2 vs 7.9 ms). (Shallow strided
+/// patches lost before the tile prefetched.)
 pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> bool {
     if g.ohw() == 0 || g.k() == 0 || !worthwhile(g) {
         return false;
