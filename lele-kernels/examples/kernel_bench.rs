@@ -254,6 +254,13 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1).cloned());
     ONLY.get_or_init(|| only);
+    // `--threads N`: the kernels' thread count (default 1).
+    let threads = args
+        .iter()
+        .position(|a| a == "--threads")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(1);
+    lele_kernels::threads::set_num_threads(threads);
     for s in [256, 384, 512, 768, 1024] {
         gemm_case(&format!("square {s}"), s, s, s, false, budget);
     }
@@ -265,6 +272,8 @@ fn main() {
     gemm_case("minilm qkv 128x384x384", 128, 384, 384, false, budget);
     gemm_case("ppocr rec head 40x18710x120", 40, 18710, 120, false, budget);
     gemm_case("minilm ffn 128x1536x384", 128, 1536, 384, false, budget);
+    // PP-OCRv6 det's widest 1x1 conv (384 -> 768 channels at 15x15).
+    gemm_case("conv1x1 v6det 768x225x384", 768, 225, 384, false, budget);
     // A Linear layer (x·Wᵀ, W stored n × k) with few rows: ddddocr's
     // 8210-class output at two sequence lengths.
     gemm_case("linear xWt 16x8210x1024", 16, 8210, 1024, true, budget);

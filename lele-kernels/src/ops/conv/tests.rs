@@ -646,6 +646,8 @@ fn fused_residual_equals_conv_then_add() {
         (2, 6, 11, 9, 6, 3, 6, 2),
         (1, 32, 41, 40, 32, 3, 32, 1),
         (1, 6, 21, 33, 12, 3, 1, 2),
+        // More output channels than pixels: the GEMM splits rows.
+        (1, 64, 13, 13, 200, 3, 1, 1),
     ];
     for threads in [1, 3] {
         crate::threads::set_num_threads(threads);

@@ -367,6 +367,46 @@ pub(crate) fn sgemm_isa<B: PackB>(
     #[cfg(feature = "std")]
     {
         let threads = crate::threads::num_threads();
+        if threads > 1 && m * n * k >= PARALLEL_MIN_MACS && m > n && m >= 2 * MR_LCM {
+            // Taller than wide (a 1×1 convolution with many channels at a
+            // low resolution): row ranges, so each task packs only its
+            // share of A (a column split makes every task pack all of it)
+            // and all of the narrower B.
+            let height = m.div_ceil(2 * threads).next_multiple_of(MR_LCM);
+            let tasks = m.div_ceil(height);
+            crate::threads::run(tasks, scratch, &|t, s| {
+                let i0 = t * height;
+                let h = height.min(m - i0);
+                let rows = MatRef {
+                    data: a.data.get(i0 * a.rs..).unwrap_or(&[]),
+                    ..a
+                };
+                // SAFETY: `cp` points at C, which holds rows `0..m` of
+                // stride `ldc` (checked above); task `t` writes only rows
+                // `i0..i0 + h`, which no other task touches, and `run`
+                // returns only after every task is done. A's rows from i0
+                // on are inside `a` (it fits m × k).
+                unsafe {
+                    gemm_blocks(
+                        isa,
+                        h,
+                        n,
+                        k,
+                        alpha,
+                        rows,
+                        b,
+                        0,
+                        beta,
+                        cp.add(i0 * ldc),
+                        i0 * ldc,
+                        ldc,
+                        s,
+                        epilogue,
+                    )
+                };
+            });
+            return Ok(());
+        }
         if threads > 1 && m * n * k >= PARALLEL_MIN_MACS && n >= 2 * NR_LCM {
             // Column ranges (multiples of every NR), a few per thread so an
             // uneven split evens out.
@@ -391,6 +431,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
                         j0,
                         beta,
                         cp.add(j0),
+                        j0,
                         ldc,
                         s,
                         epilogue,
@@ -403,7 +444,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
     // SAFETY: as above, with one task covering every column.
     unsafe {
         gemm_blocks(
-            isa, m, n, k, alpha, a, b, 0, beta, cp, ldc, scratch, epilogue,
+            isa, m, n, k, alpha, a, b, 0, beta, cp, 0, ldc, scratch, epilogue,
         )
     };
     Ok(())
@@ -660,7 +701,8 @@ impl CPtr {
 }
 
 /// The blocked product for columns `j_off..j_off + n` of `B`, written to
-/// the `m × n` block of C at `c` (row stride `ldc`).
+/// the `m × n` block of C at `c` (row stride `ldc`), which is element
+/// `c_off` of the caller's C (the epilogue is told offsets in that C).
 ///
 /// # Safety
 /// `c` addresses `m` rows of `n` writable floats at stride `ldc` that no
@@ -678,6 +720,7 @@ unsafe fn gemm_blocks<B: PackB>(
     j_off: usize,
     beta: f32,
     c: CPtr,
+    c_off: usize,
     ldc: usize,
     scratch: &mut [f32],
     epilogue: Option<Epilogue<'_>>,
@@ -793,7 +836,7 @@ unsafe fn gemm_blocks<B: PackB>(
                         let row = unsafe {
                             core::slice::from_raw_parts_mut(c.add((ic + i) * ldc + jc), nc)
                         };
-                        f(row, (ic + i) * ldc + j_off + jc);
+                        f(row, c_off + (ic + i) * ldc + jc);
                     }
                 }
             }

@@ -259,6 +259,9 @@ fn threads_give_bit_identical_results() {
         (100, 1500, 70, true, 0.25),
         (7, 2100, 200, false, 0.25),
         (7, 2103, 200, false, 1.0),
+        // Taller than wide: split by rows.
+        (700, 150, 300, false, 0.25),
+        (301, 80, 100, false, 1.0),
     ] {
         let av = rand_vec(m * k, 3);
         let bv = rand_vec(k * n, 4);
