@@ -44,6 +44,13 @@ impl Replacement {
     }
 }
 
+/// Whether `k` is a user's kernel (an override or a pattern's
+/// replacement), which the generated code may not assume to be `Sync`.
+pub(crate) fn is_user_kernel(k: &dyn crate::ops::OpKernel) -> bool {
+    let any: &dyn std::any::Any = k;
+    any.downcast_ref::<Custom>().is_some()
+}
+
 /// A user kernel inside the IR.
 struct Custom {
     label: String,

@@ -368,6 +368,11 @@ impl Kernel for CopyKernel {
 /// Bytes per chunk of [`exec_in_place`].
 const IN_PLACE_CHUNK: usize = 4096;
 
+/// In-place regions at least this large are split over the threads (by
+/// [`exec_in_place_threaded`]).
+#[cfg(feature = "std")]
+const IN_PLACE_PARALLEL_MIN: usize = 256 * 1024;
+
 /// Runs an elementwise kernel ([`Kernel::elementwise`]) whose output 0
 /// overwrites input 0 in the arena (`srcs[0]` lives at `dst.off`).
 ///
@@ -381,6 +386,29 @@ pub fn exec_in_place<K: Kernel>(
     kernel: &K,
     srcs: &[Src],
     dst: Dst,
+) -> Result<(), KernelError> {
+    in_place(ctx, kernel, srcs, dst, None)
+}
+
+/// [`exec_in_place`] for a kernel that may run on several threads at
+/// once (lele's own kernels; the compiler keeps a user's override on
+/// [`exec_in_place`]): a large region is split into one contiguous range
+/// per thread, each worked chunk by chunk the same way.
+pub fn exec_in_place_threaded<K: Kernel + Sync>(
+    ctx: &mut Ctx<'_, '_>,
+    kernel: &K,
+    srcs: &[Src],
+    dst: Dst,
+) -> Result<(), KernelError> {
+    in_place(ctx, kernel, srcs, dst, Some(kernel))
+}
+
+fn in_place<K: Kernel>(
+    ctx: &mut Ctx<'_, '_>,
+    kernel: &K,
+    srcs: &[Src],
+    dst: Dst,
+    shared: Option<&(dyn Kernel + Sync)>,
 ) -> Result<(), KernelError> {
     const ERR: KernelError = KernelError::Shape {
         op: "in-place",
@@ -440,53 +468,102 @@ pub fn exec_in_place<K: Kernel>(
                 return Err(ERR);
             }
         }
-        let elem = dst.dtype.size();
-        let mut tmp = [0u64; IN_PLACE_CHUNK / 8];
-        let mut start = 0usize;
-        while start < n_bytes {
-            let end = (start + IN_PLACE_CHUNK).min(n_bytes);
-            let len = end - start;
-            let chunk_shape = Shape::new(&[len / elem])?;
-            let tmp_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut tmp[..]);
-            tmp_bytes[..len].copy_from_slice(&region[start..end]);
-            let tmp_bytes: &[u8] = &tmp_bytes[..len];
-            let mut chunk_ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
-            chunk_ins[0] = Some(TensorRef {
-                dtype: dst.dtype,
-                shape: chunk_shape,
-                data: tmp_bytes,
-            });
-            for (c, t) in chunk_ins[1..srcs.len()]
-                .iter_mut()
-                .zip(&others[..srcs.len() - 1])
-            {
-                *c = t.map(|t| {
-                    if t.shape == in_shape {
-                        let size = t.dtype.size();
-                        TensorRef {
-                            dtype: t.dtype,
-                            shape: chunk_shape,
-                            data: &t.data[start / elem * size..end / elem * size],
-                        }
-                    } else {
-                        TensorRef {
-                            dtype: t.dtype,
-                            shape: Shape::SCALAR,
-                            data: t.data,
-                        }
+        let others = &others[..srcs.len() - 1];
+        #[cfg(feature = "std")]
+        if let Some(k) = shared {
+            let threads = crate::threads::num_threads();
+            if threads > 1 && n_bytes >= IN_PLACE_PARALLEL_MIN {
+                // One range per thread, whole chunks each.
+                let per = n_bytes.div_ceil(threads).next_multiple_of(IN_PLACE_CHUNK);
+                let tasks = n_bytes.div_ceil(per);
+                let region = crate::threads::SharedMut::new(region);
+                let failure = std::sync::Mutex::new(None);
+                crate::threads::run(tasks, &mut [], &|t, _| {
+                    let start = t * per;
+                    let len = per.min(n_bytes - start);
+                    // SAFETY: task t alone touches bytes start..start + len
+                    // of the region, and `run` returns after every task.
+                    let part = unsafe { region.range(start, len) };
+                    if let Err(e) = in_place_range(k, part, start, in_shape, others, dst.dtype)
+                        && let Ok(mut f) = failure.lock()
+                    {
+                        *f = Some(e);
                     }
                 });
+                if let Some(e) = failure.into_inner().ok().flatten() {
+                    return Err(e);
+                }
+                ctx.shapes[dst.slot] = out_shape[0];
+                return Ok(());
             }
-            let mut out = [TensorMut {
-                dtype: dst.dtype,
-                shape: chunk_shape,
-                data: &mut region[start..end],
-            }];
-            kernel.run(&chunk_ins[..srcs.len()], &mut out, &mut [])?;
-            start = end;
         }
+        #[cfg(not(feature = "std"))]
+        let _ = shared;
+        in_place_range(kernel, region, 0, in_shape, others, dst.dtype)?;
     }
     ctx.shapes[dst.slot] = out_shape[0];
+    Ok(())
+}
+
+/// Runs `kernel` in place over `part`, bytes `base..base + part.len()` of
+/// an in-place region of shape `in_shape` (a whole number of elements),
+/// chunk by chunk through a stack buffer; `others` are inputs 1.. (of
+/// `in_shape`, sliced to the same elements, or single elements).
+fn in_place_range<K: Kernel + ?Sized>(
+    kernel: &K,
+    part: &mut [u8],
+    base: usize,
+    in_shape: Shape,
+    others: &[Option<TensorRef<'_>>],
+    dtype: DType,
+) -> Result<(), KernelError> {
+    let elem = dtype.size();
+    let mut tmp = [0u64; IN_PLACE_CHUNK / 8];
+    let mut start = 0usize;
+    while start < part.len() {
+        let end = (start + IN_PLACE_CHUNK).min(part.len());
+        let len = end - start;
+        let chunk_shape = Shape::new(&[len / elem])?;
+        let tmp_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut tmp[..]);
+        tmp_bytes[..len].copy_from_slice(&part[start..end]);
+        let tmp_bytes: &[u8] = &tmp_bytes[..len];
+        let mut chunk_ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
+        chunk_ins[0] = Some(TensorRef {
+            dtype,
+            shape: chunk_shape,
+            data: tmp_bytes,
+        });
+        // Element range of this chunk in the whole region.
+        let (e0, e1) = ((base + start) / elem, (base + end) / elem);
+        for (c, t) in chunk_ins[1..=others.len()].iter_mut().zip(others) {
+            *c = match t {
+                Some(t) if t.shape == in_shape => {
+                    let size = t.dtype.size();
+                    Some(TensorRef {
+                        dtype: t.dtype,
+                        shape: chunk_shape,
+                        data: t
+                            .data
+                            .get(e0 * size..e1 * size)
+                            .ok_or(KernelError::Buffer { op: "in-place" })?,
+                    })
+                }
+                Some(t) => Some(TensorRef {
+                    dtype: t.dtype,
+                    shape: Shape::SCALAR,
+                    data: t.data,
+                }),
+                None => None,
+            };
+        }
+        let mut out = [TensorMut {
+            dtype,
+            shape: chunk_shape,
+            data: &mut part[start..end],
+        }];
+        kernel.run(&chunk_ins[..=others.len()], &mut out, &mut [])?;
+        start = end;
+    }
     Ok(())
 }
 
@@ -498,16 +575,32 @@ mod tests {
 
     #[test]
     fn in_place_unary_and_binary_match_out_of_place() {
-        // 3001 floats: several chunks plus a ragged tail.
-        let n = 3001;
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // 3001 floats: several chunks plus a ragged tail; then regions big
+        // enough for the threaded version to split (ragged per thread).
+        for (n, threads) in [(3001, 1), (3001, 3), (100_003, 2), (70_001, 3)] {
+            for threaded in [false, true] {
+                crate::threads::set_num_threads(threads);
+                in_place_sequence(n, threaded);
+            }
+        }
+        crate::threads::set_num_threads(1);
+    }
+
+    /// relu, + a same-shape operand, × a scalar model input, in place, on
+    /// `n` floats, through [`exec_in_place`] or [`exec_in_place_threaded`].
+    fn in_place_sequence(n: usize, threaded: bool) {
         let vals: Vec<f32> = (0..n)
             .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
             .collect();
-        let (mut arena, mut shapes) = (crate::Arena::new(64 * 1024), [Shape::SCALAR; 4]);
+        let cap = (n * 4).next_multiple_of(64);
+        let (mut arena, mut shapes) = (crate::Arena::new(2 * cap), [Shape::SCALAR; 4]);
         let bytes: &[u8] = bytemuck::cast_slice(&vals);
         arena.bytes_mut()[..bytes.len()].copy_from_slice(bytes);
         let other: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
-        arena.bytes_mut()[16384..16384 + bytes.len()].copy_from_slice(bytemuck::cast_slice(&other));
+        arena.bytes_mut()[cap..cap + bytes.len()].copy_from_slice(bytemuck::cast_slice(&other));
         let shape = Shape::new(&[1, n]).unwrap();
         shapes[0] = shape;
         shapes[2] = shape;
@@ -516,7 +609,7 @@ mod tests {
             [TensorRef::new(DType::F32, Shape::SCALAR, bytemuck::cast_slice(&two)).unwrap()];
         let dst = Dst {
             off: 0,
-            cap: 16384,
+            cap,
             slot: 1,
             dtype: DType::F32,
             name: "x",
@@ -533,26 +626,57 @@ mod tests {
             inputs: &inputs,
             profiler: None,
         };
-        exec_in_place(&mut ctx, &Unary { op: UnaryOp::Relu }, &[a], dst).unwrap();
+        let exec = |ctx: &mut Ctx<'_, '_>, k: &(dyn Kernel + Sync), srcs: &[Src]| {
+            if threaded {
+                exec_in_place_threaded(ctx, &Dyn(k), srcs, dst)
+            } else {
+                exec_in_place(ctx, &Dyn(k), srcs, dst)
+            }
+        };
+        exec(&mut ctx, &Unary { op: UnaryOp::Relu }, &[a]).unwrap();
         // x = relu(x) + other, then x = x * 2 (scalar model input).
         let b = Src::Arena {
-            off: 16384,
+            off: cap,
             slot: 2,
             dtype: DType::F32,
         };
-        exec_in_place(&mut ctx, &Binary { op: BinaryOp::Add }, &[a, b], dst).unwrap();
+        exec(&mut ctx, &Binary { op: BinaryOp::Add }, &[a, b]).unwrap();
         let s = Src::Input { index: 0, slot: 3 };
         ctx.shapes[3] = Shape::SCALAR;
-        exec_in_place(&mut ctx, &Binary { op: BinaryOp::Mul }, &[a, s], dst).unwrap();
+        exec(&mut ctx, &Binary { op: BinaryOp::Mul }, &[a, s]).unwrap();
         assert_eq!(ctx.shapes[1], shape);
         let got: &[f32] = bytemuck::cast_slice(&ctx.arena[..n * 4]);
         for i in 0..n {
             let want = (vals[i].max(0.0) + other[i]) * 2.0;
-            assert_eq!(got[i], want, "element {i}");
+            assert_eq!(got[i], want, "element {i} of {n}, threaded {threaded}");
         }
         // An operand in the written region is refused, never aliased.
-        assert!(exec_in_place(&mut ctx, &Binary { op: BinaryOp::Add }, &[a, a], dst).is_err());
+        assert!(exec(&mut ctx, &Binary { op: BinaryOp::Add }, &[a, a]).is_err());
         // Comparisons change the dtype: not elementwise-in-place.
-        assert!(exec_in_place(&mut ctx, &Binary { op: BinaryOp::Less }, &[a, b], dst).is_err());
+        assert!(exec(&mut ctx, &Binary { op: BinaryOp::Less }, &[a, b]).is_err());
+    }
+
+    /// A kernel behind a reference, so the test can pass `dyn` kernels.
+    struct Dyn<'k>(&'k (dyn Kernel + Sync));
+
+    impl Kernel for Dyn<'_> {
+        fn infer(
+            &self,
+            inputs: &[Option<TensorRef<'_>>],
+            outputs: &mut [Shape],
+        ) -> Result<(), KernelError> {
+            self.0.infer(inputs, outputs)
+        }
+        fn run(
+            &self,
+            inputs: &[Option<TensorRef<'_>>],
+            outputs: &mut [TensorMut<'_>],
+            scratch: &mut [u8],
+        ) -> Result<(), KernelError> {
+            self.0.run(inputs, outputs, scratch)
+        }
+        fn elementwise(&self) -> bool {
+            self.0.elementwise()
+        }
     }
 }

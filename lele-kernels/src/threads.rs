@@ -193,20 +193,26 @@ pub(crate) fn run(tasks: usize, own_scratch: &mut [f32], f: Job<'_>) {
 }
 
 /// A mutable buffer that tasks write disjoint parts of.
-#[derive(Clone, Copy)]
-pub(crate) struct SharedMut {
-    ptr: *mut f32,
+pub(crate) struct SharedMut<T = f32> {
+    ptr: *mut T,
     len: usize,
 }
+// Copy without requiring `T: Copy` (it is a pointer and a length).
+impl<T> Clone for SharedMut<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SharedMut<T> {}
 // SAFETY: tasks only take disjoint ranges (see `range`), and `run` joins
 // them before the buffer's borrow ends.
-unsafe impl Send for SharedMut {}
+unsafe impl<T: Send> Send for SharedMut<T> {}
 // SAFETY: as above.
-unsafe impl Sync for SharedMut {}
+unsafe impl<T: Send> Sync for SharedMut<T> {}
 
-impl SharedMut {
+impl<T> SharedMut<T> {
     /// Shares `buf` for the duration of one `run`.
-    pub(crate) fn new(buf: &mut [f32]) -> Self {
+    pub(crate) fn new(buf: &mut [T]) -> Self {
         SharedMut {
             ptr: buf.as_mut_ptr(),
             len: buf.len(),
@@ -215,7 +221,7 @@ impl SharedMut {
 
     /// The buffer's first element, for tasks that write strided regions
     /// through raw pointers (each task only its own elements).
-    pub(crate) fn as_ptr(self) -> *mut f32 {
+    pub(crate) fn as_ptr(self) -> *mut T {
         self.ptr
     }
 
@@ -224,7 +230,7 @@ impl SharedMut {
     /// # Safety
     /// No other task accesses any of these elements while the slice lives,
     /// and the buffer outlives it (`'a` is chosen by the caller).
-    pub(crate) unsafe fn range<'a>(self, start: usize, len: usize) -> &'a mut [f32] {
+    pub(crate) unsafe fn range<'a>(self, start: usize, len: usize) -> &'a mut [T] {
         assert!(
             start <= self.len && len <= self.len - start,
             "range outside the buffer"

@@ -147,10 +147,17 @@ impl Emitter<'_> {
             Op::Kernel(k)
                 if n.outputs.len() == 1 && self.inp.plan.in_place.contains(&n.outputs[0]) =>
             {
+                // lele's own kernels may split the region over threads; a
+                // user's kernel is not known to be `Sync`.
+                let threaded = !crate::extend::is_user_kernel(k.as_ref());
                 let k = k.to_rust();
                 let srcs = n.inputs.iter().map(|i| self.src(*i)).collect::<Vec<_>>();
                 let dst = self.dst(n.outputs[0]);
-                quote!(::lele::kernels::rt::exec_in_place(ctx, &#k, &[#(#srcs),*], #dst)?;)
+                if threaded {
+                    quote!(::lele::kernels::rt::exec_in_place_threaded(ctx, &#k, &[#(#srcs),*], #dst)?;)
+                } else {
+                    quote!(::lele::kernels::rt::exec_in_place(ctx, &#k, &[#(#srcs),*], #dst)?;)
+                }
             }
             Op::Kernel(k) => {
                 let k = k.to_rust();
