@@ -69,5 +69,13 @@ pub enum BuildError {
     Other(String),
 }
 
+impl BuildError {
+    /// Whether this is a write to a closed pipe (the reader of the
+    /// command's output went away, as `head` does): not worth reporting.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, BuildError::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
 /// Result alias of the compiler.
 pub type Result<T, E = BuildError> = std::result::Result<T, E>;

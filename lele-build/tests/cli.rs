@@ -155,6 +155,27 @@ fn inspect_names_every_missing_op() {
     );
 }
 
+/// `lele inspect … | head -1`: once the reader is gone, the command ends
+/// quietly (exit 0, nothing on stderr) instead of panicking on the write.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::process::Stdio;
+    let zoo = lele_build::config::zoo_dir();
+    let mut child = lele()
+        .arg("inspect")
+        .arg(zoo.join("ppocr_v4_det.onnx"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end before the child writes anything.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
 #[test]
 fn gen_writes_formatted_source_and_weights() {
     let zoo = lele_build::config::zoo_dir();

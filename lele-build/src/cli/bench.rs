@@ -165,15 +165,15 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             "first_output_ms": r.first_output_ms,
             "peak_rss_kb": r.peak_rss_kb,
         });
-        println!("{obj}");
+        outln!("{obj}");
         for row in &r.profile {
-            println!(
+            outln!(
                 "{}",
                 node_time_json(&row.op, &row.name, row.mean_ms, row.share)
             );
         }
     } else {
-        println!(
+        outln!(
             "{}: median {median:.3} ms (min {min:.3}, max {max:.3}) over {} runs, {} thread(s); \
              first output {:.1} ms after start; peak RSS {:.1} MiB",
             args.model.display(),
@@ -183,24 +183,24 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             r.peak_rss_kb as f64 / 1024.0
         );
         if args.profile {
-            print_profile(&r.profile, args.top);
+            print_profile(&r.profile, args.top)?;
         }
     }
     Ok(())
 }
 
 /// The profile as a table: per node and per op type.
-fn print_profile(rows: &[NodeTimeReport], top: usize) {
+fn print_profile(rows: &[NodeTimeReport], top: usize) -> Result<()> {
     let total: f64 = rows.iter().map(|r| r.mean_ms).sum();
-    println!("\nper node (mean of the profiled runs; total {total:.3} ms):");
-    println!("{:>9}  {:>6}  {:<22} name", "ms", "share", "op");
+    outln!("\nper node (mean of the profiled runs; total {total:.3} ms):");
+    outln!("{:>9}  {:>6}  {:<22} name", "ms", "share", "op");
     let shown = if top == 0 {
         rows.len()
     } else {
         top.min(rows.len())
     };
     for r in &rows[..shown] {
-        println!(
+        outln!(
             "{:>9.3}  {:>5.1}%  {:<22} {}",
             r.mean_ms,
             r.share * 100.0,
@@ -209,7 +209,7 @@ fn print_profile(rows: &[NodeTimeReport], top: usize) {
         );
     }
     if shown < rows.len() {
-        println!(
+        outln!(
             "  ... {} more nodes (--top 0 lists all)",
             rows.len() - shown
         );
@@ -225,11 +225,12 @@ fn print_profile(rows: &[NodeTimeReport], top: usize) {
         }
     }
     by_op.sort_by(|a, b| b.1.total_cmp(&a.1));
-    println!("\nper op type:");
+    outln!("\nper op type:");
     for (op, ms, n) in by_op {
         let share = if total > 0.0 { ms / total * 100.0 } else { 0.0 };
-        println!("{ms:>9.3}  {share:>5.1}%  {op:<22} ×{n}");
+        outln!("{ms:>9.3}  {share:>5.1}%  {op:<22} ×{n}");
     }
+    Ok(())
 }
 
 #[cfg(test)]

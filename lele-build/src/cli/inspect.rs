@@ -8,8 +8,8 @@ use crate::ir::{DeclaredDim, Op};
 /// Prints a summary of a model.
 pub fn inspect(path: &Path) -> Result<()> {
     let g = crate::onnx::load(path)?;
-    println!("model: {}", path.display());
-    println!("opset: {}   producer: {}", g.opset, g.producer);
+    outln!("model: {}", path.display());
+    outln!("opset: {}   producer: {}", g.opset, g.producer);
     let dims = |d: &Option<Vec<DeclaredDim>>| -> String {
         match d {
             None => "?".into(),
@@ -26,20 +26,20 @@ pub fn inspect(path: &Path) -> Result<()> {
             ),
         }
     };
-    println!("inputs:");
+    outln!("inputs:");
     for &v in &g.inputs {
         let val = &g.values[v];
-        println!(
+        outln!(
             "  {:<24} {:<5} {}",
             val.name,
             val.dtype.map(|d| d.name()).unwrap_or("?"),
             dims(&val.declared)
         );
     }
-    println!("outputs:");
+    outln!("outputs:");
     for &v in &g.outputs {
         let val = &g.values[v];
-        println!(
+        outln!(
             "  {:<24} {:<5} {}",
             val.name,
             val.dtype.map(|d| d.name()).unwrap_or("?"),
@@ -58,10 +58,10 @@ pub fn inspect(path: &Path) -> Result<()> {
         .filter_map(|v| v.constant.as_ref())
         .map(|t| t.numel())
         .sum();
-    println!("nodes: {nodes}   parameters: {params}");
-    println!("ops:");
+    outln!("nodes: {nodes}   parameters: {params}");
+    outln!("ops:");
     for (op, n) in &hist {
-        println!("  {op:<28} {n}");
+        outln!("  {op:<28} {n}");
     }
     let mut unsupported = Vec::new();
     g.for_each_node(&mut |n| {
@@ -70,7 +70,7 @@ pub fn inspect(path: &Path) -> Result<()> {
         }
     });
     if unsupported.is_empty() {
-        println!("unsupported: none");
+        outln!("unsupported: none");
     } else {
         let mut by_op: BTreeMap<String, usize> = BTreeMap::new();
         g.for_each_node(&mut |n| {
@@ -78,7 +78,7 @@ pub fn inspect(path: &Path) -> Result<()> {
                 *by_op.entry(qualified(n)).or_default() += 1;
             }
         });
-        println!(
+        outln!(
             "unsupported op types ({}): {}",
             by_op.len(),
             by_op
@@ -87,9 +87,9 @@ pub fn inspect(path: &Path) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        println!("unsupported nodes ({}):", unsupported.len());
+        outln!("unsupported nodes ({}):", unsupported.len());
         for u in unsupported {
-            println!("{u}");
+            outln!("{u}");
         }
     }
     Ok(())

@@ -1,4 +1,20 @@
 //! The `lele` CLI: `inspect`, `gen`, `run`, `bench`, `fetch` and `prepare`.
+
+/// `println!` returning an error instead of panicking when stdout fails:
+/// with a closed pipe (`lele bench … | head`) the command then ends
+/// quietly (see [`crate::error::BuildError::is_broken_pipe`]).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err(|source| {
+            $crate::error::BuildError::Io {
+                path: "<stdout>".into(),
+                source,
+            }
+        })?;
+    }};
+}
+
 pub mod bench;
 mod inspect;
 pub mod run;
@@ -91,10 +107,10 @@ fn fetch_cmd(toml_path: &std::path::Path) -> Result<()> {
             cache_root: None,
         },
     )?;
-    println!("model  {}", fetched.model.display());
-    println!("sha256 = \"{}\"", fetched.sha256);
+    outln!("model  {}", fetched.model.display());
+    outln!("sha256 = \"{}\"", fetched.sha256);
     for f in &fetched.files {
-        println!(
+        outln!(
             "file   {}  sha256 {}",
             f.display(),
             crate::fetch::sha256_file(f)?
@@ -105,7 +121,7 @@ fn fetch_cmd(toml_path: &std::path::Path) -> Result<()> {
 
 fn prepare_cmd(toml_path: &std::path::Path, vendor: bool) -> Result<()> {
     let (lock, compiled) = crate::driver::prepare(toml_path, vendor, true, None)?;
-    println!(
+    outln!(
         "{} {} (key {}, {} inputs, {} outputs)",
         if compiled.from_cache {
             "cached"
@@ -117,9 +133,9 @@ fn prepare_cmd(toml_path: &std::path::Path, vendor: bool) -> Result<()> {
         lock.signature.inputs.len(),
         lock.signature.outputs.len()
     );
-    println!("wrote {}", crate::artifact::lock_path(toml_path).display());
+    outln!("wrote {}", crate::artifact::lock_path(toml_path).display());
     if vendor {
-        println!("wrote {}", crate::artifact::vendor_dir(toml_path).display());
+        outln!("wrote {}", crate::artifact::vendor_dir(toml_path).display());
     }
     Ok(())
 }
@@ -174,7 +190,7 @@ fn gen_cmd(
         path: file.clone(),
         source,
     })?;
-    println!(
+    outln!(
         "wrote {} and {}",
         file.display(),
         compiled
