@@ -70,12 +70,16 @@ pub enum BuildError {
 }
 
 impl BuildError {
-    /// Whether this is a write to a closed pipe (the reader of the
-    /// command's output went away, as `head` does): not worth reporting.
+    /// Whether this is a write to stdout after its reader went away (as
+    /// `head` does): not worth reporting. Other files keep their errors.
     pub fn is_broken_pipe(&self) -> bool {
-        matches!(self, BuildError::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+        matches!(self, BuildError::Io { path, source }
+            if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
     }
 }
+
+/// The `path` of a [`BuildError::Io`] from writing the CLI's output.
+pub(crate) const STDOUT: &str = "<stdout>";
 
 /// Result alias of the compiler.
 pub type Result<T, E = BuildError> = std::result::Result<T, E>;

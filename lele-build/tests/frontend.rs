@@ -670,6 +670,40 @@ fn residual_adds_are_fused_into_the_producer() {
         op_types(&build(&[1, 2, 3, 3], false, false, true, true)),
         vec!["Conv", "Add", "Neg"]
     );
+    // A conv result an `If` branch returns (a reader inside a subgraph's
+    // outputs) stays a separate value.
+    let branch = |out: &str| proto::AttributeProto {
+        name: s(if out == "c" {
+            "then_branch"
+        } else {
+            "else_branch"
+        }),
+        r#type: Some(proto::attribute_proto::AttributeType::Graph as i32),
+        g: Some(proto::GraphProto {
+            name: s(out),
+            output: vec![value_info(out, 1, &[1, 2, 3, 3])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let m = model(
+        vec![
+            node("Conv", &["x", "w", "b"], &["c"], vec![]),
+            node("Add", &["r", "c"], &["y"], vec![]),
+            node("If", &["cond"], &["z"], vec![branch("c"), branch("r")]),
+        ],
+        vec![init("w", &[2, 1, 1, 1]), init("b", &[2])],
+        vec![
+            value_info("x", 1, &[1, 1, 3, 3]),
+            value_info("r", 1, &[1, 2, 3, 3]),
+            value_info("cond", 9, &[]),
+        ],
+        vec![
+            value_info("y", 1, &[1, 2, 3, 3]),
+            value_info("z", 1, &[1, 2, 3, 3]),
+        ],
+    );
+    assert_eq!(op_types(&optimized(&m)), vec!["Conv", "Add", "If"]);
     // MatMul + bias + residual.
     let m = model(
         vec![

@@ -8,7 +8,7 @@ macro_rules! outln {
         use std::io::Write as _;
         writeln!(std::io::stdout().lock(), $($arg)*).map_err(|source| {
             $crate::error::BuildError::Io {
-                path: "<stdout>".into(),
+                path: $crate::error::STDOUT.into(),
                 source,
             }
         })?;

@@ -66,12 +66,22 @@ fn is_sigmoid(n: &Node) -> bool {
     )
 }
 
-/// Readers of each value (model outputs count as readers).
+/// Readers of each value (model outputs and the values an `If` branch
+/// returns, which may come from the enclosing block, count as readers).
 pub(crate) fn use_counts(g: &Graph) -> HashMap<ValueId, usize> {
     let mut uses: HashMap<ValueId, usize> = HashMap::new();
     g.for_each_node(&mut |n| {
         for v in n.inputs.iter().flatten() {
             *uses.entry(*v).or_default() += 1;
+        }
+        if let Op::If {
+            then_branch,
+            else_branch,
+        } = &n.op
+        {
+            for v in then_branch.outputs.iter().chain(&else_branch.outputs) {
+                *uses.entry(*v).or_default() += 1;
+            }
         }
     });
     for v in &g.outputs {

@@ -204,7 +204,8 @@ fn matmul_into(
 ///
 /// Inputs: `A`, `B` (as [`MatMul`]), `bias` (`n` elements, `n` = the last
 /// dim of `Y`, which must be at least 1-D), optionally a residual of `Y`'s
-/// exact shape (a following `Add` fused too), which `Y` also starts from.
+/// exact shape (a following `Add` fused too), which `Y` also starts from
+/// (so the sum is rounded in another order than two separate adds).
 /// Output: `Y`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MatMulBias;

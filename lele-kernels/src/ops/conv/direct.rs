@@ -24,8 +24,8 @@ use crate::ops::gemm::rows::{TILE_M, TILE_N};
 const DIRECT_M_MAX: usize = 128;
 /// Columns per segment when the input is read in place.
 const FLAT_SEGMENT: usize = 16 * TILE_N;
-/// Floats of staged input per band (see [`Layout::banded`]): a bit under
-/// half of a 512 KiB L2, so the band stays there while its rows are
+/// Floats of staged input per band (see [`Layout::banded`]): about a
+/// third of a 512 KiB L2, so the band stays there while its rows are
 /// computed.
 const BAND_FLOATS: usize = 48 * 1024;
 
@@ -111,10 +111,9 @@ impl Layout {
         let (sh, dh) = (strides[0], dilations[0]);
         let rows = |band: usize| (band - 1) * sh + (g.kh - 1) * dh + 1;
         let floats = |band: usize| g.cg * rows(band) * self.row_stride + TILE_N;
-        #[cfg(feature = "std")]
-        let limit = crate::threads::WORKER_SCRATCH;
-        #[cfg(not(feature = "std"))]
-        let limit = BAND_FLOATS;
+        // A worker's scratch (the same number with or without `std`, so
+        // the build machine and the target agree on the layout).
+        let limit = crate::ops::gemm::MAX_SCRATCH;
         #[cfg(all(test, feature = "std"))]
         if let Some(band) = BAND_ROWS.with(|f| f.get()) {
             let band = band.clamp(1, g.oh);
@@ -167,7 +166,7 @@ impl Layout {
 /// channels the GEMM wins (3×3 at 20²: 6.2 vs 7.9 ms). (Shallow strided
 /// patches lost before the tile prefetched.)
 pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> bool {
-    if g.ohw() == 0 || g.k() == 0 || !worthwhile(g) {
+    if g.ohw() == 0 || g.k() == 0 || !worthwhile(strides, g) {
         return false;
     }
     let l = Layout::new(strides, dilations, g);
@@ -181,7 +180,7 @@ pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom)
 }
 
 /// The measured part of [`eligible`] (tests can override it).
-fn worthwhile(g: &ConvGeom) -> bool {
+fn worthwhile(strides: [usize; 2], g: &ConvGeom) -> bool {
     #[cfg(all(test, feature = "std"))]
     if let Some(forced) = FORCE.with(|f| f.get()) {
         return forced;
@@ -190,7 +189,13 @@ fn worthwhile(g: &ConvGeom) -> bool {
     // (Silero VAD's 1-D convolutions over 4 frames: 0.20 → 0.24 ms), while
     // the GEMM handles a few columns with dot products. A 1×1 stride-1
     // convolution runs over the flat plane instead.
-    let flat = g.kh == 1 && g.kw == 1 && g.oh == g.x.h && g.ow == g.x.w && g.pt == 0 && g.pl == 0;
+    let flat = g.kh == 1
+        && g.kw == 1
+        && strides == [1, 1]
+        && g.oh == g.x.h
+        && g.ow == g.x.w
+        && g.pt == 0
+        && g.pl == 0;
     let rows_fill = g.ow >= 2 * TILE_N || 4 * g.ow.next_multiple_of(TILE_N) <= 5 * g.ow;
     g.mg <= DIRECT_M_MAX && (rows_fill || flat && g.ohw() >= 2 * TILE_N)
 }
@@ -222,9 +227,16 @@ pub(super) fn applies(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) 
 pub(super) fn scratch_bytes(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> usize {
     let l = Layout::new(strides, dilations, g).banded(strides, dilations, g);
     let k = g.k();
-    let floats = g.mg.next_multiple_of(TILE_M) * k
-        + l.staged_len(g)
-        + if l.in_place { k * TILE_N } else { 0 };
+    // A band's size is not monotonic in the input size (the rows per band
+    // are rounded down), so the full band budget is reserved: planned at
+    // the largest input, the staging still fits at smaller ones.
+    let staged = if l.in_place {
+        0
+    } else {
+        l.staged_len(g).max(BAND_FLOATS + TILE_N)
+    };
+    let floats =
+        g.mg.next_multiple_of(TILE_M) * k + staged + if l.in_place { k * TILE_N } else { 0 };
     let offsets = if l.in_place { 2 * k } else { k };
     4 * (floats + offsets)
 }

@@ -460,7 +460,12 @@ impl Kernel for Conv {
             return Ok(());
         }
         let groups = self.group;
-        if self.runs_direct(&g) {
+        // The scratch was planned at a few input sizes; at others (dynamic
+        // dims) the direct path may need more than was reserved, then the
+        // GEMM (whose need only grows with the shapes) computes it.
+        if self.runs_direct(&g)
+            && scratch.len() >= direct::scratch_bytes(self.strides, self.dilations, &g)
+        {
             for n in 0..g.x.n {
                 for gi in 0..groups {
                     let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
