@@ -626,24 +626,31 @@ mod tests {
             inputs: &inputs,
             profiler: None,
         };
-        let exec = |ctx: &mut Ctx<'_, '_>, k: &(dyn Kernel + Sync), srcs: &[Src]| {
-            if threaded {
-                exec_in_place_threaded(ctx, &Dyn(k), srcs, dst)
-            } else {
-                exec_in_place(ctx, &Dyn(k), srcs, dst)
-            }
-        };
-        exec(&mut ctx, &Unary { op: UnaryOp::Relu }, &[a]).unwrap();
+        run_in_place(&mut ctx, &Unary { op: UnaryOp::Relu }, &[a], dst, threaded).unwrap();
         // x = relu(x) + other, then x = x * 2 (scalar model input).
         let b = Src::Arena {
             off: cap,
             slot: 2,
             dtype: DType::F32,
         };
-        exec(&mut ctx, &Binary { op: BinaryOp::Add }, &[a, b]).unwrap();
+        run_in_place(
+            &mut ctx,
+            &Binary { op: BinaryOp::Add },
+            &[a, b],
+            dst,
+            threaded,
+        )
+        .unwrap();
         let s = Src::Input { index: 0, slot: 3 };
         ctx.shapes[3] = Shape::SCALAR;
-        exec(&mut ctx, &Binary { op: BinaryOp::Mul }, &[a, s]).unwrap();
+        run_in_place(
+            &mut ctx,
+            &Binary { op: BinaryOp::Mul },
+            &[a, s],
+            dst,
+            threaded,
+        )
+        .unwrap();
         assert_eq!(ctx.shapes[1], shape);
         let got: &[f32] = bytemuck::cast_slice(&ctx.arena[..n * 4]);
         for i in 0..n {
@@ -651,32 +658,41 @@ mod tests {
             assert_eq!(got[i], want, "element {i} of {n}, threaded {threaded}");
         }
         // An operand in the written region is refused, never aliased.
-        assert!(exec(&mut ctx, &Binary { op: BinaryOp::Add }, &[a, a]).is_err());
+        assert!(
+            run_in_place(
+                &mut ctx,
+                &Binary { op: BinaryOp::Add },
+                &[a, a],
+                dst,
+                threaded
+            )
+            .is_err()
+        );
         // Comparisons change the dtype: not elementwise-in-place.
-        assert!(exec(&mut ctx, &Binary { op: BinaryOp::Less }, &[a, b]).is_err());
+        assert!(
+            run_in_place(
+                &mut ctx,
+                &Binary { op: BinaryOp::Less },
+                &[a, b],
+                dst,
+                threaded
+            )
+            .is_err()
+        );
     }
 
-    /// A kernel behind a reference, so the test can pass `dyn` kernels.
-    struct Dyn<'k>(&'k (dyn Kernel + Sync));
-
-    impl Kernel for Dyn<'_> {
-        fn infer(
-            &self,
-            inputs: &[Option<TensorRef<'_>>],
-            outputs: &mut [Shape],
-        ) -> Result<(), KernelError> {
-            self.0.infer(inputs, outputs)
-        }
-        fn run(
-            &self,
-            inputs: &[Option<TensorRef<'_>>],
-            outputs: &mut [TensorMut<'_>],
-            scratch: &mut [u8],
-        ) -> Result<(), KernelError> {
-            self.0.run(inputs, outputs, scratch)
-        }
-        fn elementwise(&self) -> bool {
-            self.0.elementwise()
+    /// [`exec_in_place_threaded`] or [`exec_in_place`].
+    fn run_in_place<K: Kernel + Sync>(
+        ctx: &mut Ctx<'_, '_>,
+        k: &K,
+        srcs: &[Src],
+        dst: Dst,
+        threaded: bool,
+    ) -> Result<(), KernelError> {
+        if threaded {
+            exec_in_place_threaded(ctx, k, srcs, dst)
+        } else {
+            exec_in_place(ctx, k, srcs, dst)
         }
     }
 }

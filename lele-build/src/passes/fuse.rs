@@ -157,6 +157,18 @@ impl<'g> Links<'g> {
         }
     }
 
+    /// The two operands of `n` when it is an `Add` running lele's own
+    /// kernel with both inputs present.
+    fn add_operands(n: &Node) -> Option<(ValueId, ValueId)> {
+        if !runs(n, "Add", &bin(BinaryOp::Add)) {
+            return None;
+        }
+        match n.inputs.as_slice() {
+            &[Some(p), Some(q)] => Some((p, q)),
+            _ => None,
+        }
+    }
+
     fn is_f32(&self, v: ValueId) -> bool {
         self.g.values[v].dtype == Some(DType::F32)
     }
@@ -457,10 +469,7 @@ pub fn fuse_matmul_bias(g: &mut Graph) -> usize {
     let l = Links::new(g);
     let mut found = Vec::new();
     for (i, add) in g.main.nodes.iter().enumerate() {
-        if !runs(add, "Add", &bin(BinaryOp::Add)) || add.inputs.len() != 2 {
-            continue;
-        }
-        let (Some(p), Some(q)) = (add.inputs[0], add.inputs[1]) else {
+        let Some((p, q)) = Links::add_operands(add) else {
             continue;
         };
         let hit = [(p, q), (q, p)].into_iter().find_map(|(mm_out, c)| {
@@ -495,10 +504,7 @@ pub fn fuse_residual_add(g: &mut Graph, same_shape: &dyn Fn(ValueId, ValueId) ->
     let l = Links::new(g);
     let mut found = Vec::new();
     for (i, add) in g.main.nodes.iter().enumerate() {
-        if !runs(add, "Add", &bin(BinaryOp::Add)) || add.inputs.len() != 2 {
-            continue;
-        }
-        let (Some(p), Some(q)) = (add.inputs[0], add.inputs[1]) else {
+        let Some((p, q)) = Links::add_operands(add) else {
             continue;
         };
         if p == q || !l.is_f32(p) {

@@ -1,7 +1,9 @@
 //! `MatMul` and `Gemm`.
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::gemm::{MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_scratch_len};
+use crate::ops::gemm::{
+    MatRef, check_f32, check_residual, f32_in, f32_out, scratch_f32, sgemm, sgemm_scratch_len,
+};
 use crate::shape::{MAX_RANK, Shape, broadcast};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -223,15 +225,7 @@ impl MatMulBias {
                 msg: "bias must be a vector as long as the output's last dim",
             });
         }
-        if let Some(r) = opt_input(inputs, 3) {
-            check_f32(r, OP)?;
-            if r.shape != y {
-                return Err(KernelError::Shape {
-                    op: OP,
-                    msg: "the fused residual's shape differs from the output's",
-                });
-            }
-        }
+        check_residual(inputs, 3, &y, OP)?;
         Ok((d, y))
     }
 }

@@ -166,10 +166,13 @@ impl Layout {
 /// channels the GEMM wins (3×3 at 20²: 6.2 vs 7.9 ms). (Shallow strided
 /// patches lost before the tile prefetched.)
 pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> bool {
-    if g.ohw() == 0 || g.k() == 0 || !worthwhile(strides, g) {
+    if g.ohw() == 0 || g.k() == 0 {
         return false;
     }
     let l = Layout::new(strides, dilations, g);
+    if !worthwhile(g, l.in_place) {
+        return false;
+    }
     // Offsets are u32.
     let span = if l.in_place {
         g.cg * l.plane
@@ -180,7 +183,7 @@ pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom)
 }
 
 /// The measured part of [`eligible`] (tests can override it).
-fn worthwhile(strides: [usize; 2], g: &ConvGeom) -> bool {
+fn worthwhile(g: &ConvGeom, in_place: bool) -> bool {
     #[cfg(all(test, feature = "std"))]
     if let Some(forced) = FORCE.with(|f| f.get()) {
         return forced;
@@ -188,16 +191,9 @@ fn worthwhile(strides: [usize; 2], g: &ConvGeom) -> bool {
     // Rows of 16-column tiles: narrow output rows would be mostly padding
     // (Silero VAD's 1-D convolutions over 4 frames: 0.20 → 0.24 ms), while
     // the GEMM handles a few columns with dot products. A 1×1 stride-1
-    // convolution runs over the flat plane instead.
-    let flat = g.kh == 1
-        && g.kw == 1
-        && strides == [1, 1]
-        && g.oh == g.x.h
-        && g.ow == g.x.w
-        && g.pt == 0
-        && g.pl == 0;
+    // convolution read in place runs over the flat plane instead.
     let rows_fill = g.ow >= 2 * TILE_N || 4 * g.ow.next_multiple_of(TILE_N) <= 5 * g.ow;
-    g.mg <= DIRECT_M_MAX && (rows_fill || flat && g.ohw() >= 2 * TILE_N)
+    g.mg <= DIRECT_M_MAX && (rows_fill || in_place && g.ohw() >= 2 * TILE_N)
 }
 
 #[cfg(all(test, feature = "std"))]

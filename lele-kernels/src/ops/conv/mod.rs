@@ -7,7 +7,8 @@
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{
-    Epilogue, MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm_packed_b, sgemm_scratch_len,
+    Epilogue, MatRef, check_f32, check_residual, f32_in, f32_out, scratch_f32, sgemm_packed_b,
+    sgemm_scratch_len,
 };
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
@@ -351,15 +352,7 @@ impl Kernel for Conv {
     ) -> Result<(), KernelError> {
         let g = self.geom(inputs)?;
         let y = out_shape(g.x, g.m, g.oh, g.ow)?;
-        if let Some(r) = opt_input(inputs, 3) {
-            check_f32(r, "Conv")?;
-            if r.shape != y {
-                return Err(KernelError::Shape {
-                    op: "Conv",
-                    msg: "the fused residual's shape differs from the output's",
-                });
-            }
-        }
+        check_residual(inputs, 3, &y, "Conv")?;
         *outputs.first_mut().ok_or(KernelError::Invalid {
             op: "Conv",
             msg: "no output",

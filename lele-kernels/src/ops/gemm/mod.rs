@@ -963,6 +963,26 @@ pub(crate) fn check_f32(t: &TensorRef<'_>, op: &'static str) -> Result<(), Kerne
     Ok(())
 }
 
+/// Checks the optional fused residual at input `index` (see `Conv` and
+/// `MatMulBias`): f32 and exactly the output's shape `y`.
+pub(crate) fn check_residual(
+    inputs: &[Option<TensorRef<'_>>],
+    index: usize,
+    y: &crate::shape::Shape,
+    op: &'static str,
+) -> Result<(), KernelError> {
+    if let Some(r) = crate::kernel::opt_input(inputs, index) {
+        check_f32(r, op)?;
+        if r.shape != *y {
+            return Err(KernelError::Shape {
+                op,
+                msg: "the fused residual's shape differs from the output's",
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The `f32` elements of an output.
 pub(crate) fn f32_out<'a, 'b>(
     t: &'b mut TensorMut<'a>,
