@@ -121,7 +121,7 @@ fn main() {
         (
             out.status.success(),
             text.contains("Compiling lele-e2e"),
-            text,
+            without_progress(&text),
         )
     }
 
@@ -138,6 +138,26 @@ fn main() {
             .output()
             .expect("run lele")
     }
+}
+
+/// Cargo's output without the per-crate progress lines (`Compiling x`,
+/// `Downloaded y`, ...), so a failed build's message shows its error and
+/// not a page of dependency names.
+fn without_progress(log: &str) -> String {
+    const PROGRESS: [&str; 6] = [
+        "Compiling ",
+        "Checking ",
+        "Downloaded ",
+        "Downloading ",
+        "Locking ",
+        "Adding ",
+    ];
+    let kept: Vec<&str> = log
+        .lines()
+        .filter(|l| !PROGRESS.iter().any(|p| l.trim_start().starts_with(p)))
+        .collect();
+    let dropped = log.lines().count() - kept.len();
+    format!("({dropped} progress lines dropped)\n{}", kept.join("\n"))
 }
 
 fn text(o: &Output) -> String {
