@@ -189,6 +189,8 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         };
         fused += passes::fuse_residual_add(g, &same);
     }
+    // After every fusion into the MatMul (its bias and residual).
+    fused += passes::prepack_matmul_weights(g);
     if fused > 0 {
         passes::eliminate_dead_code(g);
     }

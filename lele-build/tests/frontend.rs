@@ -720,6 +720,11 @@ fn residual_adds_are_fused_into_the_producer() {
 
 /// Op types of a zoo model after the compiler's passes.
 fn optimized_zoo_ops(file: &str, inputs: &str) -> Vec<String> {
+    op_types(&optimized_zoo(file, inputs))
+}
+
+/// A zoo model after the compiler's passes.
+fn optimized_zoo(file: &str, inputs: &str) -> lele_build::ir::Graph {
     let path = lele_build::config::zoo_dir().join(file);
     let mut g = lele_build::onnx::load(&path)
         .unwrap_or_else(|e| panic!("{} (run `cargo xtask models`): {e}", path.display()));
@@ -730,7 +735,62 @@ fn optimized_zoo_ops(file: &str, inputs: &str) -> Vec<String> {
     .unwrap();
     let dims = resolve_input_dims(&g, &toml).unwrap();
     optimize(&mut g, &dims, true, &Default::default()).unwrap();
-    op_types(&g)
+    g
+}
+
+/// Every Linear layer's constant weight is stored packed for the GEMM
+/// (`MatMulPacked`), fused bias and residual kept.
+#[test]
+fn constant_matmul_weights_are_stored_packed_on_real_models() {
+    use lele_build::ir::Op;
+    use lele_kernels::ops::matmul_packed::MatMulPacked;
+    let packed = |g: &lele_build::ir::Graph| -> Vec<(String, usize, usize, usize)> {
+        g.main
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                let Op::Kernel(k) = &n.op else { return None };
+                let any: &dyn std::any::Any = k.as_ref();
+                let p = any.downcast_ref::<MatMulPacked>()?;
+                Some((n.op_type.clone(), n.inputs.len(), p.k, p.n))
+            })
+            .collect()
+    };
+    // MiniLM-L3: Q, K, V, attention output and the two FFN layers of each
+    // of its 3 layers; the output and second FFN layer keep their residual.
+    let minilm = optimized_zoo(
+        "minilm_l3.onnx",
+        "input_ids = [1, 128]\nattention_mask = [1, 128]",
+    );
+    let p = packed(&minilm);
+    assert_eq!(p.len(), 18, "{p:?}");
+    let with_residual = p.iter().filter(|x| x.0 == "MatMul+Add+Add" && x.1 == 4);
+    assert_eq!(with_residual.count(), 6, "{p:?}");
+    assert_eq!(p.iter().filter(|x| (x.2, x.3) == (384, 1536)).count(), 3);
+    // No MatMul with a constant weight is left (the attention products
+    // multiply two activations).
+    let left = minilm.main.nodes.iter().filter(|n| {
+        let packed = match &n.op {
+            Op::Kernel(k) => {
+                let any: &dyn std::any::Any = k.as_ref();
+                any.downcast_ref::<MatMulPacked>().is_some()
+            }
+            _ => false,
+        };
+        n.op_type.starts_with("MatMul")
+            && !packed
+            && n.inputs
+                .get(1)
+                .copied()
+                .flatten()
+                .is_some_and(|w| minilm.values[w].constant.is_some())
+    });
+    assert_eq!(left.count(), 0);
+    // PP-OCRv6 rec: the neck's Linear layers and the 18710-class head.
+    let rec = optimized_zoo("ppocr_v6_rec_small.onnx", "x = [1, 3, 48, 320]");
+    let p = packed(&rec);
+    assert_eq!(p.len(), 9, "{p:?}");
+    assert!(p.iter().any(|x| (x.2, x.3) == (120, 18710)), "{p:?}");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use lele_kernels::ops::conv::{AutoPad, Conv};
-use lele_kernels::ops::gemm::{MatRef, sgemm, sgemm_scratch_len};
+use lele_kernels::ops::gemm::{MatRef, prepacked, sgemm, sgemm_packed_b, sgemm_scratch_len};
 use lele_kernels::ops::pool::{MaxPool, Window};
 use lele_kernels::ops::unary::{Activation, GeluErf, Swish, Unary, UnaryOp};
 use lele_kernels::{DType, Kernel, Shape, TensorMut, TensorRef};
@@ -56,32 +56,43 @@ fn selected(kernel: &str, name: &str) -> bool {
     }
 }
 
-fn gemm_case(name: &str, m: usize, n: usize, k: usize, b_transposed: bool, budget: f64) {
+/// How a GEMM case's right operand is stored.
+#[derive(Clone, Copy, PartialEq)]
+enum BLayout {
+    /// Row-major `k × n`, packed per call.
+    Rows,
+    /// Transposed (`n × k` row-major, a Linear layer's weight).
+    Transposed,
+    /// Packed ahead of time (a constant weight, as the compiler stores it).
+    Prepacked,
+}
+
+fn gemm_case(name: &str, m: usize, n: usize, k: usize, layout: BLayout, budget: f64) {
     if !selected("gemm", name) {
         return;
     }
     let a = fill(m * k, 1);
     let b = fill(k * n, 2);
-    let bm = if b_transposed {
-        MatRef::transposed(&b, k)
-    } else {
-        MatRef::row_major(&b, n)
+    let bm = match layout {
+        BLayout::Transposed => MatRef::transposed(&b, k),
+        _ => MatRef::row_major(&b, n),
+    };
+    let mut packed = vec![0f32; prepacked::packed_len(k, n)];
+    let pb = match layout {
+        BLayout::Prepacked => {
+            assert!(prepacked::pack_into(bm, k, n, &mut packed));
+            prepacked::Prepacked::new(&packed, k, n)
+        }
+        _ => None,
     };
     let mut c = vec![0f32; m * n];
     let mut scratch = vec![0f32; sgemm_scratch_len(m, n, k)];
+    let am = MatRef::row_major(&a, k);
     let secs = time(budget, || {
-        sgemm(
-            m,
-            n,
-            k,
-            1.0,
-            MatRef::row_major(&a, k),
-            bm,
-            0.0,
-            &mut c,
-            n,
-            &mut scratch,
-        )
+        match &pb {
+            Some(pb) => sgemm_packed_b(m, n, k, 1.0, am, pb, 0.0, &mut c, n, &mut scratch, None),
+            None => sgemm(m, n, k, 1.0, am, bm, 0.0, &mut c, n, &mut scratch),
+        }
         .expect("sgemm arguments are consistent");
         black_box(&c);
     });
@@ -262,22 +273,96 @@ fn main() {
         .unwrap_or(1);
     lele_kernels::threads::set_num_threads(threads);
     for s in [256, 384, 512, 768, 1024] {
-        gemm_case(&format!("square {s}"), s, s, s, false, budget);
+        gemm_case(&format!("square {s}"), s, s, s, BLayout::Rows, budget);
     }
-    gemm_case("gemv 1x2048x2048", 1, 2048, 2048, false, budget);
+    gemm_case("gemv 1x2048x2048", 1, 2048, 2048, BLayout::Rows, budget);
     // Shapes from the benchmark models: a 3x3 conv of YOLOv8n as im2col
     // GEMM, a 1x1 conv, and MiniLM's projections at sequence 128.
-    gemm_case("conv3x3 yolo 32x25600x144", 32, 25600, 144, false, budget);
-    gemm_case("conv1x1 yolo 64x6400x128", 64, 6400, 128, false, budget);
-    gemm_case("minilm qkv 128x384x384", 128, 384, 384, false, budget);
-    gemm_case("ppocr rec head 40x18710x120", 40, 18710, 120, false, budget);
-    gemm_case("minilm ffn 128x1536x384", 128, 1536, 384, false, budget);
+    gemm_case(
+        "conv3x3 yolo 32x25600x144",
+        32,
+        25600,
+        144,
+        BLayout::Rows,
+        budget,
+    );
+    gemm_case(
+        "conv1x1 yolo 64x6400x128",
+        64,
+        6400,
+        128,
+        BLayout::Rows,
+        budget,
+    );
+    gemm_case(
+        "minilm qkv 128x384x384",
+        128,
+        384,
+        384,
+        BLayout::Rows,
+        budget,
+    );
+    gemm_case(
+        "ppocr rec head 40x18710x120",
+        40,
+        18710,
+        120,
+        BLayout::Rows,
+        budget,
+    );
+    gemm_case(
+        "minilm ffn 128x1536x384",
+        128,
+        1536,
+        384,
+        BLayout::Rows,
+        budget,
+    );
     // PP-OCRv6 det's widest 1x1 conv (384 -> 768 channels at 15x15).
-    gemm_case("conv1x1 v6det 768x225x384", 768, 225, 384, false, budget);
+    gemm_case(
+        "conv1x1 v6det 768x225x384",
+        768,
+        225,
+        384,
+        BLayout::Rows,
+        budget,
+    );
     // A Linear layer (x·Wᵀ, W stored n × k) with few rows: ddddocr's
     // 8210-class output at two sequence lengths.
-    gemm_case("linear xWt 16x8210x1024", 16, 8210, 1024, true, budget);
-    gemm_case("linear xWt 40x8210x1024", 40, 8210, 1024, true, budget);
+    gemm_case(
+        "linear xWt 16x8210x1024",
+        16,
+        8210,
+        1024,
+        BLayout::Transposed,
+        budget,
+    );
+    gemm_case(
+        "linear xWt 40x8210x1024",
+        40,
+        8210,
+        1024,
+        BLayout::Transposed,
+        budget,
+    );
+    // The same products with the weight packed ahead of time (as the
+    // compiler stores a MatMul's constant right operand).
+    for (name, m, n, k) in [
+        ("square 512", 512, 512, 512),
+        ("gemv 1x2048x2048", 1, 2048, 2048),
+        ("minilm qkv 128x384x384", 128, 384, 384),
+        ("minilm ffn 128x1536x384", 128, 1536, 384),
+        ("ppocr rec head 40x18710x120", 40, 18710, 120),
+    ] {
+        gemm_case(
+            &format!("{name} prepacked"),
+            m,
+            n,
+            k,
+            BLayout::Prepacked,
+            budget,
+        );
+    }
     // Convolutions of the benchmark models (YOLOv8n stem and a C2f block,
     // a PP-OCR depthwise layer).
     conv_case(

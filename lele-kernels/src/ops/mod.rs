@@ -17,6 +17,7 @@ pub mod hardmax;
 pub mod layout;
 pub mod loss;
 pub mod matmul;
+pub mod matmul_packed;
 pub mod nms;
 pub mod norm;
 pub mod pad;

@@ -70,9 +70,11 @@ pub(crate) fn isa_available(isa: Isa) -> bool {
 }
 
 /// A micro-kernel: multiplies a packed `MR × kc` panel of `A` by a packed
-/// `kc × NR` panel of `B` and stores `alpha·AB + beta·C` into the full tile at
-/// `c` (row stride `ldc`); `beta == 0` never reads `C`.
-type MicroFn = unsafe fn(usize, *const f32, *const f32, *mut f32, usize, f32, f32);
+/// `kc × NR` panel of `B` (rows `ldb` floats apart: `NR` when packed per
+/// call, wider inside a weight packed ahead of time) and stores
+/// `alpha·AB + beta·C` into the full tile at `c` (row stride `ldc`);
+/// `beta == 0` never reads `C`.
+type MicroFn = unsafe fn(usize, *const f32, *const f32, usize, *mut f32, usize, f32, f32);
 
 #[derive(Clone, Copy)]
 pub(super) struct Micro {
@@ -109,26 +111,35 @@ const SCALAR_NR: usize = 8;
 /// Portable micro-kernel.
 ///
 /// # Safety
-/// `a` holds `kc * 4` floats, `b` holds `kc * 8`, and the `4 × 8` tile at
-/// `c` with row stride `ldc` is writable (and readable when `beta != 0`).
+/// `a` holds `kc * 4` floats, `b` holds `kc` rows of 8 floats at stride
+/// `ldb >= 8`, and the `4 × 8` tile at `c` with row stride `ldc` is
+/// writable (and readable when `beta != 0`).
+#[allow(clippy::too_many_arguments)]
 unsafe fn kernel_scalar(
     kc: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     ldc: usize,
     alpha: f32,
     beta: f32,
 ) {
+    // B's last row ends NR floats after its start.
+    let b_len = match kc {
+        0 => 0,
+        _ => (kc - 1) * ldb + SCALAR_NR,
+    };
     // SAFETY: the caller guarantees the packed panel lengths.
     let (a, b) = unsafe {
         (
             core::slice::from_raw_parts(a, kc * SCALAR_MR),
-            core::slice::from_raw_parts(b, kc * SCALAR_NR),
+            core::slice::from_raw_parts(b, b_len),
         )
     };
     let mut acc = [[0f32; SCALAR_NR]; SCALAR_MR];
-    for (ap, bp) in a.chunks_exact(SCALAR_MR).zip(b.chunks_exact(SCALAR_NR)) {
+    for (p, ap) in a.chunks_exact(SCALAR_MR).enumerate() {
+        let bp = &b[p * ldb..p * ldb + SCALAR_NR];
         for (row, &av) in acc.iter_mut().zip(ap) {
             for (x, &bv) in row.iter_mut().zip(bp) {
                 *x += av * bv;

@@ -10,6 +10,7 @@ use crate::error::KernelError;
 use crate::tensor::{TensorMut, TensorRef};
 
 mod micro;
+pub mod prepacked;
 pub(crate) mod rows;
 #[cfg(test)]
 #[allow(clippy::excessive_precision)]
@@ -102,6 +103,12 @@ pub trait PackB: Sync {
     /// The operand as a strided matrix, when it is one (enables the
     /// unpacked single-row path).
     fn as_mat(&self) -> Option<MatRef<'_>> {
+        None
+    }
+
+    /// The operand already in the panel layout (a weight packed ahead of
+    /// time): the product reads it in place instead of calling `pack`.
+    fn prepacked(&self) -> Option<prepacked::Prepacked<'_>> {
         None
     }
 }
@@ -321,6 +328,11 @@ pub(crate) fn sgemm_isa<B: PackB>(
         }
         return Ok(());
     }
+    if let Some(bp) = b.prepacked()
+        && (bp.k() != k || bp.n() < n)
+    {
+        return Err(KernelError::Buffer { op: OP });
+    }
     if m <= DOT_M_MAX
         && n > NARROW_N
         && a.cs == 1
@@ -335,6 +347,15 @@ pub(crate) fn sgemm_isa<B: PackB>(
             for i in 0..m {
                 f(&mut c[i * ldc..i * ldc + n], i * ldc);
             }
+        }
+        return Ok(());
+    }
+    if m == 1
+        && let Some(bp) = b.prepacked()
+    {
+        prepacked::gemv(alpha, a, bp, beta, &mut c[..n]);
+        if let Some(f) = epilogue {
+            f(&mut c[..n], 0);
         }
         return Ok(());
     }
@@ -728,6 +749,7 @@ unsafe fn gemm_blocks<B: PackB>(
     let c = c.0;
     let micro = micro_for(isa);
     let (mr, nr) = (micro.mr, micro.nr);
+    let ready = b.prepacked();
     let kc_max = k.min(KC);
     let (pack_a, rest) = scratch.split_at_mut(m.min(MC).next_multiple_of(MR_LCM) * kc_max);
     let pack_b = &mut rest[..n.min(NC).next_multiple_of(NR_LCM) * kc_max];
@@ -738,8 +760,10 @@ unsafe fn gemm_blocks<B: PackB>(
         for pc in (0..k).step_by(KC) {
             let kc = KC.min(k - pc);
             let beta_eff = if pc == 0 { beta } else { 1.0 };
-            // Pack B[pc.., jc..] into NR-wide panels, zero padded.
-            b.pack(pc, kc, j_off + jc, nc, nr, pack_b);
+            if ready.is_none() {
+                // Pack B[pc.., jc..] into NR-wide panels, zero padded.
+                b.pack(pc, kc, j_off + jc, nc, nr, pack_b);
+            }
             for ic in (0..m).step_by(MC) {
                 let mc = MC.min(m - ic);
                 // Pack A[ic.., pc..] into MR-tall panels, zero padded.
@@ -773,7 +797,13 @@ unsafe fn gemm_blocks<B: PackB>(
                 }
                 for jr in (0..nc).step_by(nr) {
                     let w = nr.min(nc - jr);
-                    let bp = &pack_b[(jr / nr) * nr * kc..][..nr * kc];
+                    // The micro-panel and its row stride: in place in a
+                    // weight packed ahead of time (column j_off + jc + jr,
+                    // a multiple of nr), else in this block's packing.
+                    let (bp, ldb) = match ready {
+                        Some(r) => (r.micro_panel(pc, kc, j_off + jc + jr, nr), prepacked::PANEL),
+                        None => (&pack_b[(jr / nr) * nr * kc..][..nr * kc], nr),
+                    };
                     for ir in (0..mc).step_by(mr) {
                         let h = mr.min(mc - ir);
                         let ap = &pack_a[(ir / mr) * mr * kc..][..mr * kc];
@@ -781,14 +811,15 @@ unsafe fn gemm_blocks<B: PackB>(
                         if h == mr && w == nr {
                             // SAFETY: the full tile (rows c0 + i·ldc, nr
                             // columns each) lies in this call's block of C
-                            // (the caller's contract); `ap`/`bp` hold
-                            // mr·kc / nr·kc floats; `isa` was detected (or
-                            // is scalar).
+                            // (the caller's contract); `ap` holds mr·kc
+                            // floats, `bp` kc rows of nr at stride ldb;
+                            // `isa` was detected (or is scalar).
                             unsafe {
                                 (micro.f)(
                                     kc,
                                     ap.as_ptr(),
                                     bp.as_ptr(),
+                                    ldb,
                                     c.add(c0),
                                     ldc,
                                     alpha,
@@ -803,6 +834,7 @@ unsafe fn gemm_blocks<B: PackB>(
                                     kc,
                                     ap.as_ptr(),
                                     bp.as_ptr(),
+                                    ldb,
                                     tile.as_mut_ptr(),
                                     nr,
                                     alpha,

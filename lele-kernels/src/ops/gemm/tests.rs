@@ -299,3 +299,129 @@ fn empty_scratch_at_an_odd_address() {
     assert!(scratch_f32(&mut bytes[1..1], 0, "test").unwrap().is_empty());
     assert!(scratch_f32(&mut bytes[1..5], 1, "test").is_err());
 }
+
+/// A weight packed ahead of time gives bit for bit the product of the same
+/// weight packed per call (same blocks, same micro-kernel reading the same
+/// numbers, only from another place): every ISA, odd sizes and tails, a
+/// few columns (the narrow path), depth past KC, width past NC, alpha and
+/// beta, split over 1–3 threads by columns and by rows.
+#[test]
+fn prepacked_b_is_bit_identical_to_packing_per_call() {
+    use super::prepacked::{Prepacked, pack_into, packed_len};
+    #[cfg(feature = "std")]
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    #[cfg(feature = "std")]
+    let thread_counts = [1, 2, 3];
+    #[cfg(not(feature = "std"))]
+    let thread_counts = [1];
+    for isa in isas() {
+        for (m, n, k) in [
+            (2, 5, 3),
+            (7, 33, 1),
+            (13, 47, 37),
+            (6, 16, 8),
+            (5, 3, 40),
+            (37, 31, 300),
+            (100, 1100, 70),
+            (9, 2103, 200),
+            (64, 700, 300),
+            (700, 150, 300),
+        ] {
+            let av = rand_vec(m * k, (m + k) as u64);
+            let bv = rand_vec(k * n, (n + 3 * k) as u64);
+            let a = MatRef::row_major(&av, k);
+            let b = MatRef::row_major(&bv, n);
+            let mut packed = vec![f32::NAN; packed_len(k, n)];
+            assert!(pack_into(b, k, n, &mut packed));
+            let pb = Prepacked::new(&packed, k, n).unwrap();
+            let mut s = vec![0f32; sgemm_scratch_len(m, n, k)];
+            let c0 = rand_vec(m * n, 5);
+            for threads in thread_counts {
+                #[cfg(feature = "std")]
+                crate::threads::set_num_threads(threads);
+                for (alpha, beta) in [(1.0, 0.0), (1.25, 0.75)] {
+                    let mut want = c0.clone();
+                    sgemm_isa(isa, m, n, k, alpha, a, &b, beta, &mut want, n, &mut s, None)
+                        .unwrap();
+                    let mut got = c0.clone();
+                    sgemm_isa(isa, m, n, k, alpha, a, &pb, beta, &mut got, n, &mut s, None)
+                        .unwrap();
+                    assert!(
+                        want.iter()
+                            .zip(&got)
+                            .all(|(x, y)| x.to_bits() == y.to_bits()),
+                        "{isa:?} {m}x{n}x{k} on {threads} threads"
+                    );
+                }
+            }
+            #[cfg(feature = "std")]
+            crate::threads::set_num_threads(1);
+        }
+    }
+}
+
+/// One row against a packed weight (its own GEMV) matches the reference,
+/// every panel tail, odd depths, alpha and beta; a packed operand of other
+/// dims than the product's is refused.
+#[test]
+fn prepacked_gemv_matches_reference() {
+    use super::prepacked::{Prepacked, pack_into, packed_len};
+    for n in [1, 5, 31, 32, 33, 70] {
+        for k in [1, 2, 7, 64, 301] {
+            let av = rand_vec(k, k as u64);
+            let bv = rand_vec(k * n, (n * k) as u64);
+            let a = MatRef::row_major(&av, k);
+            let b = MatRef::row_major(&bv, n);
+            let mut packed = vec![f32::NAN; packed_len(k, n)];
+            assert!(pack_into(b, k, n, &mut packed));
+            let pb = Prepacked::new(&packed, k, n).unwrap();
+            for (alpha, beta) in [(1.0, 0.0), (-0.5, 1.5)] {
+                let c0 = rand_vec(n, 9);
+                let mut want = c0.clone();
+                naive(1, n, k, alpha, a, b, beta, &mut want, n);
+                let mut got = c0.clone();
+                let mut s = vec![0f32; sgemm_scratch_len(1, n, k)];
+                sgemm_packed_b(1, n, k, alpha, a, &pb, beta, &mut got, n, &mut s, None).unwrap();
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - w).abs() <= 1e-4 * (1.0 + k as f32).sqrt(),
+                        "n={n} k={k}"
+                    );
+                }
+            }
+        }
+    }
+    let bv = rand_vec(6 * 40, 1);
+    let mut packed = vec![0f32; packed_len(6, 40)];
+    assert!(pack_into(MatRef::row_major(&bv, 40), 6, 40, &mut packed));
+    let pb = Prepacked::new(&packed, 6, 40).unwrap();
+    let av = rand_vec(3 * 7, 2);
+    let mut c = vec![0f32; 3 * 40];
+    let mut s = vec![0f32; sgemm_scratch_len(3, 40, 7)];
+    let wrong_depth = MatRef::row_major(&av, 7);
+    assert!(
+        sgemm_packed_b(
+            3,
+            40,
+            7,
+            1.0,
+            wrong_depth,
+            &pb,
+            0.0,
+            &mut c,
+            40,
+            &mut s,
+            None
+        )
+        .is_err()
+    );
+    assert!(Prepacked::new(&packed[1..], 6, 40).is_none());
+    assert!(!pack_into(
+        MatRef::row_major(&bv[1..], 40),
+        6,
+        40,
+        &mut packed
+    ));
+}

@@ -10,12 +10,15 @@ pub const AVX512_NR: usize = 32;
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA; `a` holds `kc * 6` floats, `b` holds
-/// `kc * 16`, and the `6 × 16` tile at `c` (row stride `ldc`) is valid.
+/// `kc` rows of 16 floats at stride `ldb`, and the `6 × 16` tile at `c`
+/// (row stride `ldc`) is valid.
 #[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn kernel_avx2(
     kc: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     ldc: usize,
     alpha: f32,
@@ -23,10 +26,16 @@ pub unsafe fn kernel_avx2(
 ) {
     let mut acc = [[_mm256_setzero_ps(); 2]; AVX2_MR];
     for p in 0..kc {
-        // SAFETY: p < kc, so these reads stay inside the packed panels.
+        // SAFETY: p < kc, so these reads stay inside the packed panels
+        // (a prefetch of any address is harmless).
         unsafe {
-            let b0 = _mm256_loadu_ps(b.add(p * AVX2_NR));
-            let b1 = _mm256_loadu_ps(b.add(p * AVX2_NR + 8));
+            if ldb != AVX2_NR {
+                // B in place in a prepacked weight (fetched from memory,
+                // not from this block's packing in L2): ask 16 rows ahead.
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((p + 16) * ldb) as *const i8);
+            }
+            let b0 = _mm256_loadu_ps(b.add(p * ldb));
+            let b1 = _mm256_loadu_ps(b.add(p * ldb + 8));
             let ap = a.add(p * AVX2_MR);
             for (i, row) in acc.iter_mut().enumerate() {
                 let av = _mm256_set1_ps(*ap.add(i));
@@ -56,13 +65,16 @@ pub unsafe fn kernel_avx2(
 /// AVX-512 `8 × 32` micro-kernel.
 ///
 /// # Safety
-/// The CPU supports AVX-512F; `a` holds `kc * 8` floats, `b` holds
-/// `kc * 32`, and the `8 × 32` tile at `c` (row stride `ldc`) is valid.
+/// The CPU supports AVX-512F; `a` holds `kc * 8` floats, `b` holds `kc`
+/// rows of 32 floats at stride `ldb`, and the `8 × 32` tile at `c` (row
+/// stride `ldc`) is valid.
 #[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn kernel_avx512(
     kc: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     ldc: usize,
     alpha: f32,
@@ -72,8 +84,8 @@ pub unsafe fn kernel_avx512(
     for p in 0..kc {
         // SAFETY: p < kc, so these reads stay inside the packed panels.
         unsafe {
-            let b0 = _mm512_loadu_ps(b.add(p * AVX512_NR));
-            let b1 = _mm512_loadu_ps(b.add(p * AVX512_NR + 16));
+            let b0 = _mm512_loadu_ps(b.add(p * ldb));
+            let b1 = _mm512_loadu_ps(b.add(p * ldb + 16));
             let ap = a.add(p * AVX512_MR);
             for (i, row) in acc.iter_mut().enumerate() {
                 let av = _mm512_set1_ps(*ap.add(i));

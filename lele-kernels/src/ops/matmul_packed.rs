@@ -1,0 +1,287 @@
+//! `MatMul` by a constant weight the compiler packed ahead of time.
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input, opt_input, output};
+use crate::ops::gemm::prepacked::{Prepacked, packed_len};
+use crate::ops::gemm::{
+    Epilogue, MatRef, check_f32, check_residual, f32_in, f32_out, scratch_f32, sgemm_packed_b,
+    sgemm_scratch_len,
+};
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+const OP: &str = "MatMul";
+
+/// `Y = A·W (+ bias) (+ residual)` with `W` a `k × n` matrix stored in the
+/// panel layout of [`crate::ops::gemm::prepacked`] (what `MatMul` and
+/// `MatMulBias` with a constant 2-D weight become), so no call packs it.
+///
+/// Inputs: `A` (`[..., k]`, at least 1-D), the packed `W` (1-D, exactly
+/// [`packed_len`]`(k, n)` floats), optional `bias` (`n` floats), optional
+/// residual of `Y`'s exact shape. Output: `Y` (`[..., n]`: `A`'s shape with
+/// the last dim `n`, as `MatMul` gives for a 2-D right operand).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MatMulPacked {
+    /// Depth: rows of `W`, the last dim of `A`.
+    pub k: usize,
+    /// Columns of `W`, the last dim of `Y`.
+    pub n: usize,
+}
+crate::to_rust_struct!(ops::matmul_packed::MatMulPacked { k, n });
+
+fn bad(msg: &'static str) -> KernelError {
+    KernelError::Shape { op: OP, msg }
+}
+
+impl MatMulPacked {
+    /// Rows of the product (every leading dim of `A` folded) and `Y`'s shape.
+    fn dims(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<(usize, Shape), KernelError> {
+        let a = input(inputs, 0, OP)?;
+        let w = input(inputs, 1, OP)?;
+        check_f32(a, OP)?;
+        check_f32(w, OP)?;
+        let r = a.shape.rank();
+        if r == 0 || a.shape.dim(r - 1) != self.k {
+            return Err(bad("the last dim of A must be the weight's depth"));
+        }
+        if w.shape.numel() != packed_len(self.k, self.n) {
+            return Err(bad("the packed weight has the wrong length"));
+        }
+        let mut y = Shape::new(&a.shape.dims()[..r - 1])?;
+        y.push(self.n)?;
+        if let Some(bias) = opt_input(inputs, 2) {
+            check_f32(bias, OP)?;
+            if bias.shape.numel() != self.n || bias.shape.rank() > 1 {
+                return Err(bad(
+                    "bias must be a vector as long as the output's last dim",
+                ));
+            }
+        }
+        check_residual(inputs, 3, &y, OP)?;
+        Ok((a.shape.dims()[..r - 1].iter().product(), y))
+    }
+}
+
+impl Kernel for MatMulPacked {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let (_, y) = self.dims(inputs)?;
+        *outputs.first_mut().ok_or(KernelError::Invalid {
+            op: OP,
+            msg: "no output",
+        })? = y;
+        Ok(())
+    }
+
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+        match self.dims(inputs) {
+            Ok((m, _)) => 4 * sgemm_scratch_len(m, self.n, self.k),
+            Err(_) => 0,
+        }
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        let (m, _) = self.dims(inputs)?;
+        let (k, n) = (self.k, self.n);
+        let a = f32_in(input(inputs, 0, OP)?, OP)?;
+        let w = f32_in(input(inputs, 1, OP)?, OP)?;
+        let w = Prepacked::new(w, k, n).ok_or(KernelError::Buffer { op: OP })?;
+        let bias = opt_input(inputs, 2).map(|b| f32_in(b, OP)).transpose()?;
+        let residual = opt_input(inputs, 3).map(|r| f32_in(r, OP)).transpose()?;
+        let y = f32_out(output(outputs, 0, OP)?, OP)?;
+        if n == 0 || y.len() != m * n || a.len() != m * k {
+            return match y.is_empty() {
+                true => Ok(()),
+                false => Err(KernelError::Buffer { op: OP }),
+            };
+        }
+        // Bias and residual are added to each finished row segment of Y
+        // while it is in cache (not by a pass over Y before the product).
+        let add = |seg: &mut [f32], at: usize| {
+            if let Some(b) = bias {
+                let j = at % n;
+                for (v, &b) in seg.iter_mut().zip(&b[j..]) {
+                    *v += b;
+                }
+            }
+            if let Some(r) = residual {
+                for (v, &r) in seg.iter_mut().zip(&r[at..]) {
+                    *v += r;
+                }
+            }
+        };
+        let epilogue: Option<Epilogue<'_>> = match bias.is_some() || residual.is_some() {
+            true => Some(&add),
+            false => None,
+        };
+        let s = scratch_f32(scratch, sgemm_scratch_len(m, n, k), OP)?;
+        sgemm_packed_b(
+            m,
+            n,
+            k,
+            1.0,
+            MatRef::row_major(a, k),
+            &w,
+            0.0,
+            y,
+            n,
+            s,
+            epilogue,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::gemm::prepacked::pack_into;
+    use crate::ops::gemm::testutil::*;
+    use crate::ops::matmul::{MatMul, MatMulBias};
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    fn packed(w: &[f32], k: usize, n: usize) -> Vec<f32> {
+        let mut p = vec![f32::NAN; packed_len(k, n)];
+        assert!(pack_into(MatRef::row_major(w, n), k, n, &mut p));
+        p
+    }
+
+    /// The packed product equals `MatMul` / `MatMulBias` on the unpacked
+    /// weight (same blocking, so equal to rounding of the block order):
+    /// widths around the panel and micro-kernel widths, one row (the GEMV
+    /// path), depths past one depth block, a 3-D and a 1-D `A`, with and
+    /// without bias and residual.
+    #[test]
+    fn packed_matmul_equals_matmul() {
+        let cases: &[(&[usize], usize)] = &[
+            (&[1, 70], 45),
+            (&[70], 33),
+            (&[7, 300], 16),
+            (&[2, 13, 129], 97),
+            (&[40, 120], 300),
+            (&[130, 520], 64),
+            (&[3, 5], 1),
+        ];
+        for (ci, &(sa, n)) in cases.iter().enumerate() {
+            let k = sa[sa.len() - 1];
+            let a = rand_vec(sa.iter().product(), 1 + ci as u64);
+            let w = rand_vec(k * n, 11 + ci as u64);
+            let bias = rand_vec(n, 21 + ci as u64);
+            let wp = packed(&w, k, n);
+            let kernel = MatMulPacked { k, n };
+            let plain = run(&MatMul, &[Some(t(&a, sa)), Some(t(&w, &[k, n]))], 1).unwrap();
+            let got = run(&kernel, &[Some(t(&a, sa)), Some(t(&wp, &[wp.len()]))], 1).unwrap();
+            assert_eq!(got[0].0, plain[0].0, "case {ci}");
+            assert_close(&got[0].1, &plain[0].1, 1e-5);
+            let r = rand_vec(plain[0].1.len(), 31 + ci as u64);
+            let y = &plain[0].0;
+            let fused = run(
+                &MatMulBias,
+                &[
+                    Some(t(&a, sa)),
+                    Some(t(&w, &[k, n])),
+                    Some(t(&bias, &[n])),
+                    Some(t(&r, y)),
+                ],
+                1,
+            )
+            .unwrap();
+            let got = run(
+                &kernel,
+                &[
+                    Some(t(&a, sa)),
+                    Some(t(&wp, &[wp.len()])),
+                    Some(t(&bias, &[n])),
+                    Some(t(&r, y)),
+                ],
+                1,
+            )
+            .unwrap();
+            assert_close(&got[0].1, &fused[0].1, 1e-5);
+            // Residual only, bias only.
+            let got = run(
+                &kernel,
+                &[
+                    Some(t(&a, sa)),
+                    Some(t(&wp, &[wp.len()])),
+                    None,
+                    Some(t(&r, y)),
+                ],
+                1,
+            )
+            .unwrap();
+            let want: Vec<f32> = plain[0].1.iter().zip(&r).map(|(p, r)| p + r).collect();
+            assert_close(&got[0].1, &want, 1e-5);
+            let got = run(
+                &kernel,
+                &[
+                    Some(t(&a, sa)),
+                    Some(t(&wp, &[wp.len()])),
+                    Some(t(&bias, &[n])),
+                ],
+                1,
+            )
+            .unwrap();
+            let want: Vec<f32> = (0..want.len())
+                .map(|i| plain[0].1[i] + bias[i % n])
+                .collect();
+            assert_close(&got[0].1, &want, 1e-5);
+        }
+    }
+
+    /// Operands that do not match the kernel's `k`/`n` are refused.
+    #[test]
+    fn packed_matmul_rejects_mismatches() {
+        let (k, n) = (6, 40);
+        let a = rand_vec(3 * k, 1);
+        let wp = packed(&rand_vec(k * n, 2), k, n);
+        let kernel = MatMulPacked { k, n };
+        assert!(
+            run(
+                &kernel,
+                &[Some(t(&a, &[3, k])), Some(t(&wp, &[wp.len()]))],
+                1
+            )
+            .is_ok()
+        );
+        // Wrong depth of A, short weight, wrong bias and residual shapes.
+        assert!(
+            run(
+                &kernel,
+                &[Some(t(&a, &[k, 3])), Some(t(&wp, &[wp.len()]))],
+                1
+            )
+            .is_err()
+        );
+        assert!(
+            run(
+                &kernel,
+                &[Some(t(&a, &[3, k])), Some(t(&wp[1..], &[wp.len() - 1]))],
+                1
+            )
+            .is_err()
+        );
+        let bias = rand_vec(n + 1, 3);
+        let ins = [
+            Some(t(&a, &[3, k])),
+            Some(t(&wp, &[wp.len()])),
+            Some(t(&bias, &[n + 1])),
+        ];
+        assert!(run(&kernel, &ins, 1).is_err());
+        let r = rand_vec(3 * n, 4);
+        let ins = [
+            Some(t(&a, &[3, k])),
+            Some(t(&wp, &[wp.len()])),
+            None,
+            Some(t(&r, &[n, 3])),
+        ];
+        assert!(run(&kernel, &ins, 1).is_err());
+    }
+}
