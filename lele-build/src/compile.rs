@@ -188,6 +188,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
             })
         };
         fused += passes::fuse_residual_add(g, &same);
+        fused += passes::fuse_attention(g, &shapes);
     }
     // After every fusion into the MatMul (its bias and residual).
     fused += passes::prepack_matmul_weights(g);

@@ -718,6 +718,93 @@ fn residual_adds_are_fused_into_the_producer() {
     assert_eq!(op_types(&optimized(&m)), vec!["MatMul+Add+Add"]);
 }
 
+/// Decomposed attention fuses into one node (Div or Mul scale, mask on
+/// either side of the Add, or none); a chain that is not attention is
+/// left alone: `c / S`, a second reader of the scores,
+/// a mask that broadcasts the scores to a larger shape.
+#[test]
+fn attention_is_fused_from_its_decomposed_form() {
+    let perm = |p: &[i64]| proto::AttributeProto {
+        name: s("perm"),
+        ints: p.to_vec(),
+        r#type: Some(proto::attribute_proto::AttributeType::Ints as i32),
+        ..Default::default()
+    };
+    #[derive(Clone, Copy)]
+    enum Scale {
+        Div,
+        Mul,
+        DivInto,
+        None,
+    }
+    // q, k, v: [1, 4, 2, 3] (B, S, H, D); mask of `mask_dims`.
+    let build = |scale: Scale, mask_dims: Option<&[i64]>, mask_first: bool, extra: bool| {
+        let mut nodes = vec![
+            node("Transpose", &["q"], &["q4"], vec![perm(&[0, 2, 1, 3])]),
+            node("Transpose", &["k"], &["kt"], vec![perm(&[0, 2, 3, 1])]),
+            node("Transpose", &["v"], &["v4"], vec![perm(&[0, 2, 1, 3])]),
+            node("MatMul", &["q4", "kt"], &["sc"], vec![]),
+        ];
+        let mut x = "sc";
+        match scale {
+            Scale::Div => nodes.push(node("Div", &["sc", "c"], &["x1"], vec![])),
+            Scale::Mul => nodes.push(node("Mul", &["c", "sc"], &["x1"], vec![])),
+            Scale::DivInto => nodes.push(node("Div", &["c", "sc"], &["x1"], vec![])),
+            Scale::None => {}
+        }
+        if !matches!(scale, Scale::None) {
+            x = "x1";
+        }
+        if mask_dims.is_some() {
+            let ins = if mask_first { ["m", x] } else { [x, "m"] };
+            nodes.push(node("Add", &ins, &["x2"], vec![]));
+            x = "x2";
+        }
+        nodes.push(node("Softmax", &[x], &["p"], vec![int_attr("axis", -1)]));
+        nodes.push(node("MatMul", &["p", "v4"], &["o"], vec![]));
+        nodes.push(node("Transpose", &["o"], &["y"], vec![perm(&[0, 2, 1, 3])]));
+        let mut outputs = vec![value_info("y", 1, &[1, 4, 2, 3])];
+        if extra {
+            nodes.push(node("Neg", &["sc"], &["z"], vec![]));
+            outputs.push(value_info("z", 1, &[1, 2, 4, 4]));
+        }
+        let mut inputs = vec![
+            value_info("q", 1, &[1, 4, 2, 3]),
+            value_info("k", 1, &[1, 4, 2, 3]),
+            value_info("v", 1, &[1, 4, 2, 3]),
+        ];
+        if let Some(d) = mask_dims {
+            inputs.push(value_info("m", 1, d));
+        }
+        optimized(&model(
+            nodes,
+            vec![f32_init("c", 1.7320508)],
+            inputs,
+            outputs,
+        ))
+    };
+    let fused = |g: &Graph| op_types(g) == ["Attention"];
+    let g = build(Scale::Div, Some(&[1, 1, 1, 4]), false, false);
+    assert!(fused(&g), "{:?}", op_types(&g));
+    assert_eq!(g.main.nodes[0].inputs.len(), 4, "q, k, v, mask");
+    assert_eq!(g.main.nodes[0].inputs[3], Some(g.inputs[3]));
+    assert!(fused(&build(Scale::Mul, Some(&[4]), true, false)));
+    assert!(fused(&build(Scale::None, None, false, false)));
+    assert!(fused(&build(Scale::Div, None, false, false)));
+    // Not attention, or not only attention.
+    for g in [
+        build(Scale::DivInto, Some(&[1, 1, 1, 4]), false, false),
+        build(Scale::Div, Some(&[1, 1, 1, 4]), false, true),
+        build(Scale::Div, Some(&[3, 1, 1, 1]), false, false),
+    ] {
+        assert!(
+            !op_types(&g).contains(&"Attention".to_string()),
+            "{:?}",
+            op_types(&g)
+        );
+    }
+}
+
 /// Op types of a zoo model after the compiler's passes.
 fn optimized_zoo_ops(file: &str, inputs: &str) -> Vec<String> {
     op_types(&optimized_zoo(file, inputs))
@@ -836,6 +923,19 @@ fn built_in_fusions_fire_on_real_models() {
     );
     assert_eq!(count(&minilm, "Gelu"), 3, "{minilm:?}");
     assert_eq!(count(&minilm, "Erf"), 0, "{minilm:?}");
+    // Attention: each layer's Transposes, Q·Kᵀ, Div, mask Add, Softmax,
+    // ·V and output Transpose are one node; no Softmax or Transpose is
+    // left, and the only MatMuls left carry a weight.
+    assert_eq!(count(&minilm, "Attention"), 3, "{minilm:?}");
+    assert_eq!(
+        (
+            count(&minilm, "Softmax"),
+            count(&minilm, "Transpose"),
+            count(&minilm, "MatMul")
+        ),
+        (0, 0, 0),
+        "{minilm:?}"
+    );
     let v6 = optimized_zoo_ops("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]");
     assert_eq!((count(&v6, "Gelu"), count(&v6, "Erf")), (13, 0), "{v6:?}");
     // Residual adds: 10 onto a convolution's output in PP-OCRv6 det (the

@@ -100,14 +100,14 @@ fn scalar_const(g: &Graph, v: Option<ValueId>) -> Option<f64> {
 }
 
 /// Producers and reader counts of the main block, for chain matching.
-struct Links<'g> {
+pub(super) struct Links<'g> {
     g: &'g Graph,
     uses: HashMap<ValueId, usize>,
     producer: HashMap<ValueId, usize>,
 }
 
 impl<'g> Links<'g> {
-    fn new(g: &'g Graph) -> Self {
+    pub(super) fn new(g: &'g Graph) -> Self {
         let mut producer = HashMap::new();
         for (i, n) in g.main.nodes.iter().enumerate() {
             for &o in &n.outputs {
@@ -123,7 +123,7 @@ impl<'g> Links<'g> {
 
     /// The node producing `v`, when `v` has exactly one reader and the node
     /// is an `op_type` running exactly `own`.
-    fn inner<K: PartialEq + 'static>(
+    pub(super) fn inner<K: PartialEq + 'static>(
         &self,
         v: ValueId,
         op_type: &str,
@@ -134,9 +134,15 @@ impl<'g> Links<'g> {
         (self.uses.get(&v) == Some(&1) && runs(n, op_type, own)).then_some((i, n))
     }
 
+    /// The node producing `v` (any op), when `v` has exactly one reader.
+    pub(super) fn inner_any(&self, v: ValueId) -> Option<(usize, &'g Node)> {
+        let &i = self.producer.get(&v)?;
+        (self.uses.get(&v) == Some(&1)).then_some((i, &self.g.main.nodes[i]))
+    }
+
     /// The operands of a two-input node as `(other, scalar)` when one of
     /// them is a one-element constant (tried in both orders).
-    fn with_const(&self, n: &Node) -> Option<(ValueId, f64)> {
+    pub(super) fn with_const(&self, n: &Node) -> Option<(ValueId, f64)> {
         let (a, b) = (n.inputs.first().copied()??, n.inputs.get(1).copied()??);
         if n.inputs.len() != 2 {
             return None;
@@ -159,7 +165,7 @@ impl<'g> Links<'g> {
 
     /// The two operands of `n` when it is an `Add` running lele's own
     /// kernel with both inputs present.
-    fn add_operands(n: &Node) -> Option<(ValueId, ValueId)> {
+    pub(super) fn add_operands(n: &Node) -> Option<(ValueId, ValueId)> {
         if !runs(n, "Add", &bin(BinaryOp::Add)) {
             return None;
         }
@@ -169,23 +175,23 @@ impl<'g> Links<'g> {
         }
     }
 
-    fn is_f32(&self, v: ValueId) -> bool {
+    pub(super) fn is_f32(&self, v: ValueId) -> bool {
         self.g.values[v].dtype == Some(DType::F32)
     }
 }
 
 /// One fused chain: node `last` becomes `op` applied to `inputs`; the
 /// `inner` nodes go.
-struct Fused {
-    last: usize,
-    inputs: Vec<Option<ValueId>>,
-    inner: Vec<usize>,
-    kernel: Box<dyn crate::ops::OpKernel>,
-    op_type: String,
-    tag: &'static str,
+pub(super) struct Fused {
+    pub(super) last: usize,
+    pub(super) inputs: Vec<Option<ValueId>>,
+    pub(super) inner: Vec<usize>,
+    pub(super) kernel: Box<dyn crate::ops::OpKernel>,
+    pub(super) op_type: String,
+    pub(super) tag: &'static str,
 }
 
-fn rewrite(g: &mut Graph, fused: Vec<Fused>) -> usize {
+pub(super) fn rewrite(g: &mut Graph, fused: Vec<Fused>) -> usize {
     let mut drop = Vec::new();
     let count = fused.len();
     for f in fused {
@@ -205,7 +211,7 @@ fn rewrite(g: &mut Graph, fused: Vec<Fused>) -> usize {
     count
 }
 
-const fn bin(op: BinaryOp) -> Binary {
+pub(super) const fn bin(op: BinaryOp) -> Binary {
     Binary { op }
 }
 

@@ -5,6 +5,7 @@ pub mod eval;
 pub mod fold;
 pub mod fold_conv;
 pub mod fuse;
+pub mod fuse_attention;
 pub mod prepack;
 pub mod sizing;
 pub mod widen;
@@ -15,6 +16,7 @@ pub use fold_conv::{fold_conv_affine, fuse_conv_activation, fuse_conv_scalar_aff
 pub use fuse::{
     fuse_gelu, fuse_hardswish, fuse_layer_norm, fuse_matmul_bias, fuse_residual_add, fuse_silu,
 };
+pub use fuse_attention::fuse_attention;
 pub use prepack::prepack_matmul_weights;
 pub use sizing::{Sizes, size_graph};
 pub use widen::widen_half_precision;

@@ -18,6 +18,7 @@ pub mod layout;
 pub mod loss;
 pub mod matmul;
 pub mod matmul_packed;
+pub mod mha;
 pub mod nms;
 pub mod norm;
 pub mod pad;
