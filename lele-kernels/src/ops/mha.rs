@@ -5,6 +5,7 @@
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_scratch_len};
+use crate::ops::softmax::max_of;
 use crate::ops::unary::exp_shifted;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
@@ -100,11 +101,12 @@ impl MultiHeadAttention {
         Ok(d)
     }
 
-    /// Floats of scratch one head needs: its output, its scores and the
-    /// GEMMs' packing.
+    /// Floats of scratch one head needs: its output, its scores, one row
+    /// of masked scores and the GEMMs' packing.
     fn scratch_floats(d: &Dims) -> usize {
         d.s * d.dv
             + d.s * d.t
+            + d.t
             + sgemm_scratch_len(d.s, d.t, d.d).max(sgemm_scratch_len(d.s, d.dv, d.t))
     }
 
@@ -127,14 +129,29 @@ impl MultiHeadAttention {
         if d.t > 0 {
             sgemm(d.s, d.t, d.d, self.scale, qh, kt, 0.0, scores, d.t, gemm)?;
         }
+        let (shifted, gemm) = gemm.split_at_mut(d.t);
         for (i, row) in scores.chunks_exact_mut(d.t.max(1)).take(d.s).enumerate() {
-            if let Some((m, st)) = x.mask {
-                let base = b * st[0] + h * st[1] + i * st[2];
-                for (j, v) in row.iter_mut().enumerate() {
-                    *v += m[base + j * st[3]];
+            // The masked scores go to a row buffer (one pass), the softmax
+            // back into the row: P overwrites the scores.
+            match x.mask {
+                Some((m, st)) => {
+                    let base = b * st[0] + h * st[1] + i * st[2];
+                    if st[3] == 1 {
+                        let m = &m[base..base + d.t];
+                        for ((o, &v), &a) in shifted.iter_mut().zip(row.iter()).zip(m) {
+                            *o = v + a;
+                        }
+                    } else {
+                        for (j, (o, &v)) in shifted.iter_mut().zip(row.iter()).enumerate() {
+                            *o = v + m[base + j * st[3]];
+                        }
+                    }
                 }
+                None => shifted.copy_from_slice(row),
             }
-            softmax_in_place(row);
+            let top = max_of(shifted);
+            let r = 1.0 / exp_shifted(shifted, row, top);
+            row.iter_mut().for_each(|x| *x *= r);
         }
         let vh = MatRef::row_major(&x.v[b * d.t * vs + h * d.dv..], vs);
         let p = MatRef::row_major(scores, d.t);
@@ -237,23 +254,6 @@ impl Kernel for MultiHeadAttention {
     }
 }
 
-/// Softmax of one row in place, as the `Softmax` kernel computes it (the
-/// maximum subtracted, the vectorized exp, one reciprocal).
-fn softmax_in_place(row: &mut [f32]) {
-    let m = row.iter().fold(f32::NEG_INFINITY, |a, &x| a.max(x));
-    // `exp_shifted` reads one slice and writes another: a row at a time
-    // through a stack buffer.
-    let mut buf = [0f32; 256];
-    let mut sum = 0f32;
-    for chunk in row.chunks_mut(buf.len()) {
-        let tmp = &mut buf[..chunk.len()];
-        tmp.copy_from_slice(chunk);
-        sum += exp_shifted(tmp, chunk, m);
-    }
-    let r = 1.0 / sum;
-    row.iter_mut().for_each(|x| *x *= r);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,8 +311,7 @@ mod tests {
 
     /// Against the reference: odd sequence lengths and head sizes, query
     /// and key lengths that differ, masks broadcast along every subset of
-    /// axes (BERT's `[B, 1, 1, T]` included), long rows (several chunks
-    /// of the softmax buffer), no mask.
+    /// axes (BERT's `[B, 1, 1, T]` included), long rows, no mask.
     #[test]
     fn matches_reference() {
         let cases = [

@@ -48,7 +48,7 @@ fn scratch_for(inputs: &[Option<TensorRef<'_>>], axis: i64, op: &'static str) ->
 
 /// The largest element, ignoring NaN (`-inf` when empty or all NaN);
 /// eight running maxima so the loop vectorizes.
-fn max_of(x: &[f32]) -> f32 {
+pub(crate) fn max_of(x: &[f32]) -> f32 {
     let mut acc = [f32::NEG_INFINITY; 8];
     let blocks = x.chunks_exact(8);
     let rest = blocks.remainder();
