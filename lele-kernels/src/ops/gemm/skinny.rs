@@ -1,0 +1,328 @@
+//! Products too thin to pack: a few columns (`narrow`), a few rows
+//! against a B whose columns are contiguous (`dot_columns`), and one row
+//! (`gemv_row`). `sgemm` picks them before the blocked product.
+use super::MatRef;
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+use super::PARALLEL_MIN_MACS;
+#[cfg(target_arch = "x86_64")]
+use super::{CPtr, Isa, best_isa, x86};
+/// Products with at most this many columns use [`narrow`].
+pub(super) const NARROW_N: usize = 4;
+
+/// Products with at most this many rows and a B whose columns are
+/// contiguous use [`dot_columns`] (measured with `kernel_bench`: below this
+/// packing B costs more than it saves).
+pub(super) const DOT_M_MAX: usize = 96;
+
+/// `C = alpha·A·B + beta·C` for `n ≤ NARROW_N` columns, with `bt` holding
+/// B's columns contiguously (`bt[j·k + p] = B[p, j]`) and A's rows
+/// contiguous. Compiled for the baseline and for AVX2+FMA.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn narrow(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { narrow_avx2(m, n, k, alpha, a, bt, beta, c, ldc) };
+    }
+    narrow_body(m, n, k, alpha, a, bt, beta, c, ldc)
+}
+
+/// [`narrow_body`] compiled with AVX2+FMA.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn narrow_avx2(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    narrow_body(m, n, k, alpha, a, bt, beta, c, ldc)
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn narrow_body(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    match n {
+        1 => narrow_n::<1>(m, k, alpha, a, bt, k, beta, c, ldc),
+        2 => narrow_n::<2>(m, k, alpha, a, bt, k, beta, c, ldc),
+        3 => narrow_n::<3>(m, k, alpha, a, bt, k, beta, c, ldc),
+        _ => narrow_n::<4>(m, k, alpha, a, bt, k, beta, c, ldc),
+    }
+}
+
+/// Few rows against columns of B that are contiguous in memory (`B[p, j]`
+/// at `bt[j·ldb + p]`, e.g. a transposed weight): dot products straight
+/// from B with no packing; each group of columns stays in L1 while the rows
+/// of A pass over it. AVX2 tiles of 2 rows × 4 columns when available.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn dot_columns(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    ldb: usize,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
+        let fits = |len: usize, count: usize, stride: usize, width: usize| {
+            (count - 1)
+                .checked_mul(stride)
+                .and_then(|x| x.checked_add(width))
+                .is_some_and(|end| end <= len)
+        };
+        if fits(a.data.len(), m, a.rs, k) && fits(bt.len(), n, ldb, k) && fits(c.len(), m, ldc, n) {
+            let (ap, bp, cp) = (
+                CPtr(a.data.as_ptr().cast_mut()),
+                CPtr(bt.as_ptr().cast_mut()),
+                CPtr(c.as_mut_ptr()),
+            );
+            // Columns j0..j0 + w. SAFETY (of the call): AVX2 and FMA were
+            // detected; the three checks above are the kernel's bounds
+            // contract and j0 + w <= n; A and B are only read.
+            let part = |j0: usize, w: usize| unsafe {
+                x86::dot_columns_avx2(
+                    m,
+                    w,
+                    k,
+                    alpha,
+                    ap.get(),
+                    a.rs,
+                    bp.add(j0 * ldb).get(),
+                    ldb,
+                    beta,
+                    cp.add(j0).get(),
+                    ldc,
+                )
+            };
+            #[cfg(feature = "std")]
+            {
+                let threads = crate::threads::num_threads();
+                if threads > 1 && m * n * k >= PARALLEL_MIN_MACS && n >= 16 {
+                    // Column ranges, a few per thread; tasks write disjoint
+                    // columns of C and `run` returns after all of them.
+                    let width = n.div_ceil(2 * threads).next_multiple_of(4);
+                    let tasks = n.div_ceil(width);
+                    crate::threads::run(tasks, &mut [], &|t, _| {
+                        let j0 = t * width;
+                        part(j0, width.min(n - j0));
+                    });
+                    return;
+                }
+            }
+            part(0, n);
+            return;
+        }
+    }
+    dot_columns_body(m, n, k, alpha, a, bt, ldb, beta, c, ldc)
+}
+
+/// The portable [`dot_columns`]: four columns at a time through
+/// [`narrow_n`].
+#[allow(clippy::too_many_arguments)]
+fn dot_columns_body(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    ldb: usize,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    let mut j = 0;
+    while j + 4 <= n {
+        narrow_n::<4>(m, k, alpha, a, &bt[j * ldb..], ldb, beta, &mut c[j..], ldc);
+        j += 4;
+    }
+    let (bt, c) = (&bt[j * ldb..], &mut c[j..]);
+    match n - j {
+        1 => narrow_n::<1>(m, k, alpha, a, bt, ldb, beta, c, ldc),
+        2 => narrow_n::<2>(m, k, alpha, a, bt, ldb, beta, c, ldc),
+        3 => narrow_n::<3>(m, k, alpha, a, bt, ldb, beta, c, ldc),
+        _ => {}
+    }
+}
+
+/// `N` columns of C (column `j` of B at `bt[j·ldb..][..k]`): each row of
+/// A is read once, eight lanes at a time, against all `N` columns.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn narrow_n<const N: usize>(
+    m: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    bt: &[f32],
+    ldb: usize,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) {
+    let cols: [&[f32]; N] = core::array::from_fn(|j| &bt[j * ldb..j * ldb + k]);
+    let full = k - k % 8;
+    for i in 0..m {
+        let row = &a.data[i * a.rs..i * a.rs + k];
+        let mut acc = [[0f32; 8]; N];
+        for p in (0..full).step_by(8) {
+            let r8: &[f32; 8] = row[p..p + 8].try_into().expect("8 floats");
+            for (acc_j, col) in acc.iter_mut().zip(&cols) {
+                let c8: &[f32; 8] = col[p..p + 8].try_into().expect("8 floats");
+                for l in 0..8 {
+                    acc_j[l] += r8[l] * c8[l];
+                }
+            }
+        }
+        for (j, (acc_j, col)) in acc.iter().zip(&cols).enumerate() {
+            let mut dot = ((acc_j[0] + acc_j[4]) + (acc_j[1] + acc_j[5]))
+                + ((acc_j[2] + acc_j[6]) + (acc_j[3] + acc_j[7]));
+            for p in full..k {
+                dot += row[p] * col[p];
+            }
+            let out = &mut c[i * ldc + j];
+            *out = if beta == 0.0 {
+                alpha * dot
+            } else {
+                alpha * dot + beta * *out
+            };
+        }
+    }
+}
+
+/// `c = alpha·a·B + beta·c` for a single row `a` (no packing). The loops
+/// are compiled twice, for the baseline target and with AVX2+FMA (chosen at
+/// run time), so they vectorize eight wide where the CPU allows.
+pub(super) fn gemv_row(
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    beta: f32,
+    c: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { gemv_row_avx2(n, k, alpha, a, b, beta, c) };
+    }
+    gemv_row_body(n, k, alpha, a, b, beta, c)
+}
+
+/// [`gemv_row_body`] compiled with AVX2+FMA.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn gemv_row_avx2(
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    beta: f32,
+    c: &mut [f32],
+) {
+    gemv_row_body(n, k, alpha, a, b, beta, c)
+}
+
+#[inline(always)]
+fn gemv_row_body(
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    beta: f32,
+    c: &mut [f32],
+) {
+    if b.cs == 1 {
+        if beta == 0.0 {
+            c.fill(0.0);
+        } else if beta != 1.0 {
+            c.iter_mut().for_each(|x| *x *= beta);
+        }
+        // Four rows of B per pass over c (a quarter of the c traffic).
+        let mut p = 0;
+        while p + 4 <= k {
+            let s = [0, 1, 2, 3].map(|i| alpha * a.at(0, p + i));
+            let r = [0, 1, 2, 3].map(|i| &b.data[(p + i) * b.rs..(p + i) * b.rs + n]);
+            for ((((x, &b0), &b1), &b2), &b3) in
+                c.iter_mut().zip(r[0]).zip(r[1]).zip(r[2]).zip(r[3])
+            {
+                *x += s[0] * b0 + s[1] * b1 + s[2] * b2 + s[3] * b3;
+            }
+            p += 4;
+        }
+        for p in p..k {
+            let s = alpha * a.at(0, p);
+            let row = &b.data[p * b.rs..p * b.rs + n];
+            for (x, &bv) in c.iter_mut().zip(row) {
+                *x += s * bv;
+            }
+        }
+    } else {
+        for (j, x) in c.iter_mut().enumerate() {
+            let mut acc = [0f32; 8];
+            let mut p = 0;
+            if b.rs == 1 && a.cs == 1 {
+                let col = &b.data[j * b.cs..j * b.cs + k];
+                let row = &a.data[..k];
+                let mut cc = col.chunks_exact(8);
+                let mut rc = row.chunks_exact(8);
+                for (cv, rv) in (&mut cc).zip(&mut rc) {
+                    for l in 0..8 {
+                        acc[l] += cv[l] * rv[l];
+                    }
+                }
+                p = k - cc.remainder().len();
+            }
+            let mut s: f32 = acc.iter().sum();
+            while p < k {
+                s += a.at(0, p) * b.at(p, j);
+                p += 1;
+            }
+            *x = if beta == 0.0 {
+                alpha * s
+            } else {
+                alpha * s + beta * *x
+            };
+        }
+    }
+}
