@@ -19,6 +19,17 @@ use crate::error::KernelError;
 use crate::ops::gemm::Epilogue;
 
 use crate::ops::gemm::rows::{TILE_M, TILE_N};
+
+/// Rows per register tile here: the CPU's (see
+/// [`crate::ops::gemm::rows::tile_rows`]), unless a test asked for the
+/// AVX2 tile.
+fn tile_rows() -> usize {
+    #[cfg(all(test, feature = "std"))]
+    if let Some(tm) = TILE_ROWS.with(|f| f.get()) {
+        return tm;
+    }
+    crate::ops::gemm::rows::tile_rows()
+}
 /// Convolutions with at most this many output channels per group run
 /// directly (see [`eligible`]).
 const DIRECT_M_MAX: usize = 128;
@@ -200,6 +211,8 @@ fn worthwhile(g: &ConvGeom, in_place: bool) -> bool {
 std::thread_local! {
     /// Set by tests to force the direct path on or off on their thread.
     pub(super) static FORCE: core::cell::Cell<Option<bool>> = const { core::cell::Cell::new(None) };
+    /// Set by tests to run the 6-row (AVX2) tile on an AVX-512 CPU.
+    pub(super) static TILE_ROWS: core::cell::Cell<Option<usize>> = const { core::cell::Cell::new(None) };
     /// Set by tests to force bands of this many output rows.
     pub(super) static BAND_ROWS: core::cell::Cell<Option<usize>> = const { core::cell::Cell::new(None) };
 }
@@ -231,10 +244,16 @@ pub(super) fn scratch_bytes(strides: [usize; 2], dilations: [usize; 2], g: &Conv
     } else {
         l.staged_len(g).max(BAND_FLOATS + TILE_N)
     };
-    let floats =
-        g.mg.next_multiple_of(TILE_M) * k + staged + if l.in_place { k * TILE_N } else { 0 };
+    let floats = weight_rows(g.mg) * k + staged + if l.in_place { k * TILE_N } else { 0 };
     let offsets = if l.in_place { 2 * k } else { k };
     4 * (floats + offsets)
+}
+
+/// Rows of packed weights reserved for `mg` output channels: enough for
+/// whole panels of either tile height (the scratch is sized on the build
+/// machine, the tile picked on the target).
+fn weight_rows(mg: usize) -> usize {
+    mg.next_multiple_of(6).max(mg.next_multiple_of(TILE_M))
 }
 
 /// Splits the scratch into packed weights, staged input, last-tile panel
@@ -247,7 +266,7 @@ fn carve<'s>(
 ) -> Result<(&'s mut [f32], &'s mut [f32], &'s mut [f32], &'s mut [u32]), KernelError> {
     const OP: &str = "Conv";
     let k = g.k();
-    let na = g.mg.next_multiple_of(TILE_M) * k;
+    let na = weight_rows(g.mg) * k;
     let ns = l.staged_len(g);
     let np = if l.in_place { k * TILE_N } else { 0 };
     let no = if l.in_place { 2 * k } else { k };
@@ -336,12 +355,16 @@ pub(super) fn run_group(
         return Err(KernelError::Buffer { op: OP });
     }
     let (a, staged, panel, offs) = carve(scratch, &l, g)?;
-    // Weights in TILE_M-row panels (`a[t·k·TILE_M + p·TILE_M + i]`), zero
+    // Weights in panels of the tile's rows (`a[t·k·tm + p·tm + i]`), zero
     // rows past mg.
-    for (t, panel) in a.chunks_exact_mut(k * TILE_M).enumerate() {
-        for (p, d) in panel.chunks_exact_mut(TILE_M).enumerate() {
+    let tm = tile_rows();
+    let a = a
+        .get_mut(..mg.next_multiple_of(tm) * k)
+        .ok_or(KernelError::Buffer { op: OP })?;
+    for (t, panel) in a.chunks_exact_mut(k * tm).enumerate() {
+        for (p, d) in panel.chunks_exact_mut(tm).enumerate() {
             for (i, v) in d.iter_mut().enumerate() {
-                let m = t * TILE_M + i;
+                let m = t * tm + i;
                 *v = if m < mg { wg[m * k + p] } else { 0.0 };
             }
         }
@@ -367,6 +390,7 @@ pub(super) fn run_group(
     let job = Job {
         g,
         l: &l,
+        tm,
         a,
         taps,
         ident,
@@ -454,6 +478,8 @@ pub(super) fn run_group(
 struct Job<'j> {
     g: &'j ConvGeom,
     l: &'j Layout,
+    /// Rows per register tile (see [`tile_rows`]).
+    tm: usize,
     a: &'j [f32],
     taps: &'j [u32],
     ident: &'j [u32],
@@ -510,16 +536,18 @@ impl Job<'_> {
                     // `src` (the staged slack, or checked just above).
                     (unsafe { src.as_ptr().add(base + j0) }, self.taps)
                 };
-                for t in 0..mg.div_ceil(TILE_M) {
-                    let h = TILE_M.min(mg - t * TILE_M);
-                    let ap = &self.a[t * k * TILE_M..][..k * TILE_M];
-                    let c0 = t * TILE_M * ohw + col0 + j0;
+                let tm = self.tm;
+                for t in 0..mg.div_ceil(tm) {
+                    let h = tm.min(mg - t * tm);
+                    let ap = &self.a[t * k * tm..][..k * tm];
+                    let c0 = t * tm * ohw + col0 + j0;
                     if w == TILE_N {
                         // SAFETY: the h × 16 tile at c0 (row stride ohw) is
                         // inside `y` and in this task's columns; every tap
                         // reads TILE_N floats inside `src` (see above).
                         unsafe {
                             tile(
+                                tm,
                                 h,
                                 k,
                                 ap.as_ptr(),
@@ -535,6 +563,7 @@ impl Job<'_> {
                         // SAFETY: as above, into the local tile.
                         unsafe {
                             tile(
+                                tm,
                                 h,
                                 k,
                                 ap.as_ptr(),
@@ -546,7 +575,7 @@ impl Job<'_> {
                             )
                         };
                         for i in 0..h {
-                            // SAFETY: row t·TILE_M + i, columns c0..c0 + w:
+                            // SAFETY: row t·tm + i, columns c0..c0 + w:
                             // inside `y`, in this task's columns.
                             let dst =
                                 unsafe { core::slice::from_raw_parts_mut(y.add(c0 + i * ohw), w) };
@@ -571,14 +600,15 @@ impl Job<'_> {
     }
 }
 
-/// The register tile of `h` rows over packed weights (`k` steps of
-/// `TILE_M` floats), prefetching on request (the first row of tiles of a
-/// column does); only reached when [`applies`].
+/// The register tile of `h` rows over packed weights (`k` steps of `tm`
+/// floats), prefetching on request (the first row of tiles of a column
+/// does); only reached when [`applies`].
 ///
 /// # Safety
 /// As [`crate::ops::gemm::rows::tile`].
 #[allow(clippy::too_many_arguments)]
 unsafe fn tile(
+    tm: usize,
     h: usize,
     k: usize,
     a: *const f32,
@@ -589,5 +619,5 @@ unsafe fn tile(
     prefetch: bool,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { crate::ops::gemm::rows::tile(h, k, a, 1, TILE_M, x, offs, c, ldc, prefetch) }
+    unsafe { crate::ops::gemm::rows::tile(tm, h, k, a, 1, tm, x, offs, c, ldc, prefetch) }
 }

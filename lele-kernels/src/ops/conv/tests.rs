@@ -694,7 +694,8 @@ fn fused_residual_equals_conv_then_add() {
 
 /// The direct path (few output channels) and the im2col GEMM path against
 /// the naive convolution: output widths around the 16-column tile, channel
-/// counts around the 6-row tile, strides, dilations, pads, groups, the
+/// counts around the 6- and 16-row tiles (each tile the CPU can run),
+/// strides, dilations, pads, groups, the
 /// in-place 1×1 case across its 256-column segments, staged whole or in
 /// bands of 1–3 output rows, with and without a fused activation, on one
 /// and three threads.
@@ -729,6 +730,11 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
         (4, 8, 53, 3, 3, 5, 1, [1, 3], [2, 2, 1, 3], [2, 1]),
         (6, 5, 61, 12, 2, 2, 2, [1, 1], [0, 0, 0, 0], [1, 2]),
         (2, 3, 97, 48, 1, 7, 1, [1, 2], [0, 3, 0, 3], [1, 1]),
+        // Output channels around the 16-row tile: 15, 17, 31, 33.
+        (3, 4, 19, 15, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (3, 4, 18, 17, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (2, 3, 33, 31, 3, 3, 1, [2, 1], [1, 1, 1, 1], [1, 1]),
+        (4, 2, 40, 33, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
         // 1×1 stride 1 (input read in place): plane sizes around the
         // 256-column segment and the 16-column tile.
         (5, 1, 255, 7, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
@@ -744,6 +750,12 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
         (12, 33, 45, 9, 3, 3, 1, [2, 2], [1, 1, 1, 1], [1, 1]),
     ];
     let direct_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
+    // The AVX2 tile (6 rows) everywhere the direct path runs, the AVX-512
+    // one (16 rows) where the CPU has it.
+    let mut tile_kinds = vec![6];
+    if crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx512) {
+        tile_kinds.push(16);
+    }
     for threads in [1, 3] {
         crate::threads::set_num_threads(threads);
         for (ci, &(c, h, w, m, kh, kw, group, strides, pads, dil)) in cases.iter().enumerate() {
@@ -769,44 +781,49 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
                 dil,
                 [g.oh, g.ow],
             );
-            direct::FORCE.with(|f| f.set(Some(true)));
-            assert_eq!(op.runs_direct(&g), direct_here, "case {ci}");
-            let direct = run(&op, &inputs, 1).unwrap();
-            assert_close(&direct[0].1, &want, 1e-5);
-            // Staged in bands of a few output rows (each band's input rows
-            // staged on its own): the same arithmetic, the same bits.
-            for band in [1, 2, 3] {
-                direct::BAND_ROWS.with(|f| f.set(Some(band)));
-                let banded = run(&op, &inputs, 1).unwrap();
-                direct::BAND_ROWS.with(|f| f.set(None));
-                assert!(
-                    banded[0]
-                        .1
-                        .iter()
-                        .zip(&direct[0].1)
-                        .all(|(a, b)| a.to_bits() == b.to_bits()),
-                    "case {ci}: bands of {band} rows, {threads} threads"
-                );
-            }
             direct::FORCE.with(|f| f.set(Some(false)));
             assert!(!op.runs_direct(&g));
             let gemm = run(&op, &inputs, 1).unwrap();
             assert_close(&gemm[0].1, &want, 1e-5);
             direct::FORCE.with(|f| f.set(Some(true)));
-            // The fused activation, on the direct path, equals the plain
-            // result passed through it.
-            op.activation = Activation::Swish;
-            let fused = run(&op, &inputs, 1).unwrap();
-            let mut swished = direct[0].1.clone();
-            Activation::Swish.apply_in_place(&mut swished);
-            assert!(
-                fused[0]
-                    .1
-                    .iter()
-                    .zip(&swished)
-                    .all(|(a, b)| a.to_bits() == b.to_bits()),
-                "case {ci}: fused swish, {threads} threads"
-            );
+            assert_eq!(op.runs_direct(&g), direct_here, "case {ci}");
+            for &tm in &tile_kinds {
+                direct::TILE_ROWS.with(|f| f.set(Some(tm)));
+                op.activation = Activation::None;
+                let direct = run(&op, &inputs, 1).unwrap();
+                assert_close(&direct[0].1, &want, 1e-5);
+                // Staged in bands of a few output rows (each band's input
+                // rows staged on its own): the same arithmetic, the same
+                // bits.
+                for band in [1, 2, 3] {
+                    direct::BAND_ROWS.with(|f| f.set(Some(band)));
+                    let banded = run(&op, &inputs, 1).unwrap();
+                    direct::BAND_ROWS.with(|f| f.set(None));
+                    assert!(
+                        banded[0]
+                            .1
+                            .iter()
+                            .zip(&direct[0].1)
+                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "case {ci}: bands of {band} rows, {threads} threads, {tm}-row tiles"
+                    );
+                }
+                // The fused activation, on the direct path, equals the
+                // plain result passed through it.
+                op.activation = Activation::Swish;
+                let fused = run(&op, &inputs, 1).unwrap();
+                let mut swished = direct[0].1.clone();
+                Activation::Swish.apply_in_place(&mut swished);
+                assert!(
+                    fused[0]
+                        .1
+                        .iter()
+                        .zip(&swished)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "case {ci}: fused swish, {threads} threads, {tm}-row tiles"
+                );
+            }
+            direct::TILE_ROWS.with(|f| f.set(None));
             direct::FORCE.with(|f| f.set(None));
         }
     }

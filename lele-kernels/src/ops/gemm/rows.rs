@@ -7,25 +7,40 @@
 //! (`kernel_bench`): 40×18710×120 2.75 → 2.58 ms, but 32×25600×144 4.3 →
 //! 6.0 ms and 64×6400×128 1.40 → 1.50 ms, so GEMM keeps packing.
 
-/// Rows per register tile.
-pub(crate) const TILE_M: usize = 6;
+/// Most rows of a register tile on any CPU (what buffers are sized for:
+/// the build machine sizes them, the target picks the tile).
+pub(crate) const TILE_M: usize = 16;
 /// Columns per register tile.
 pub(crate) const TILE_N: usize = 16;
 
-/// `C += A·B` for one `h × 16` tile (`1 ≤ h ≤ 6`): element `(i, p)` of `A`
-/// at `a[i·a_rs + p·a_cs]`, row `p` of `B` the 16 floats at `x + offs[p]`,
-/// `C` at `c` with row stride `ldc`. With `prefetch`, every tap's cache
-/// line two tiles to the right is fetched meanwhile (worth it once per
-/// column of tiles when `B` streams from beyond L2: the staged input of a
-/// convolution with few taps). Only reached on CPUs with AVX2+FMA.
+/// Rows per register tile on this CPU: 16 with AVX-512 (one 16-lane
+/// accumulator per row, 32 registers), 6 with AVX2 (two 8-lane
+/// accumulators per row, 16 registers).
+pub(crate) fn tile_rows() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if super::best_isa() == super::Isa::Avx512 {
+        return 16;
+    }
+    6
+}
+
+/// `C += A·B` for one `h × 16` tile of a tile kind of `tm` rows
+/// (`1 ≤ h ≤ tm`, `tm` 16 for the AVX-512 tile, else 6): element
+/// `(i, p)` of `A` at `a[i·a_rs + p·a_cs]`, row `p` of `B` the 16 floats at
+/// `x + offs[p]`, `C` at `c` with row stride `ldc`. With `prefetch`, every
+/// tap's cache line two tiles to the right is fetched meanwhile (worth it
+/// once per column of tiles when `B` streams from beyond L2: the staged
+/// input of a convolution with few taps). Only reached on CPUs with
+/// AVX2+FMA.
 ///
 /// # Safety
-/// The CPU supports AVX2 and FMA; `A` holds `h × k` elements at those
+/// The CPU supports AVX2 and FMA, and AVX-512F when `tm == 16`; `A` holds `h × k` elements at those
 /// strides, `offs` holds `k` offsets, `x + offs[p] .. + 16` is readable for
 /// every `p`, and the tile (`h` rows of 16 floats at stride `ldc`) is
 /// writable.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn tile(
+    tm: usize,
     h: usize,
     k: usize,
     a: *const f32,
@@ -40,22 +55,34 @@ pub(crate) unsafe fn tile(
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the caller's contract.
     unsafe {
-        use super::x86::rows_tile_avx2 as t;
-        match (h, prefetch) {
-            (1, false) => t::<1, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (2, false) => t::<2, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (3, false) => t::<3, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (4, false) => t::<4, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (5, false) => t::<5, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (_, false) => t::<TILE_M, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (1, true) => t::<1, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (2, true) => t::<2, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (3, true) => t::<3, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (4, true) => t::<4, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (5, true) => t::<5, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
-            (_, true) => t::<TILE_M, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
+        use super::x86::{rows_tile_avx2, rows_tile_avx512};
+        macro_rules! avx512 {
+            ($($h:literal)*) => {
+                match (h, prefetch) {
+                    $(($h, false) => rows_tile_avx512::<$h, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+                      ($h, true) => rows_tile_avx512::<$h, true>(k, a, a_rs, a_cs, x, offs, c, ldc),)*
+                    (_, false) => rows_tile_avx512::<16, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+                    (_, true) => rows_tile_avx512::<16, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
+                }
+            };
+        }
+        macro_rules! avx2 {
+            ($($h:literal)*) => {
+                match (h, prefetch) {
+                    $(($h, false) => rows_tile_avx2::<$h, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+                      ($h, true) => rows_tile_avx2::<$h, true>(k, a, a_rs, a_cs, x, offs, c, ldc),)*
+                    (_, false) => rows_tile_avx2::<6, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+                    (_, true) => rows_tile_avx2::<6, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
+                }
+            };
+        }
+        debug_assert!(h <= tm);
+        if tm == 16 {
+            avx512!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+        } else {
+            avx2!(1 2 3 4 5)
         }
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (h, k, a, a_rs, a_cs, x, offs, c, ldc, prefetch);
+    let _ = (tm, h, k, a, a_rs, a_cs, x, offs, c, ldc, prefetch);
 }

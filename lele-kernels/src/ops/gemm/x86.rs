@@ -112,6 +112,52 @@ pub unsafe fn kernel_avx512(
     }
 }
 
+/// `C += A·B` for one `R × 16` tile (`R ≤ 16`) without packed `B`, the
+/// AVX-512 form of [`rows_tile_avx2`] (same arguments): one 16-lane
+/// accumulator per row, one `B` vector per step and each weight broadcast
+/// straight from memory into its multiply-add, so a step issues `R`
+/// multiply-adds for one load and one offset where the AVX2 tile issues
+/// two per load.
+///
+/// # Safety
+/// The CPU supports AVX-512F; otherwise as [`rows_tile_avx2`].
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn rows_tile_avx512<const R: usize, const PREFETCH: bool>(
+    k: usize,
+    a: *const f32,
+    a_rs: usize,
+    a_cs: usize,
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+) {
+    let mut acc = [_mm512_setzero_ps(); R];
+    for p in 0..k {
+        // SAFETY: p < k: the offset, the 16 inputs it points at and the R
+        // weights are inside the caller's buffers.
+        unsafe {
+            let b = x.add(*offs.add(p) as usize);
+            if PREFETCH {
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(2 * 16) as *const i8);
+            }
+            let bv = _mm512_loadu_ps(b);
+            let ap = a.add(p * a_cs);
+            for (i, row) in acc.iter_mut().enumerate() {
+                *row = _mm512_fmadd_ps(_mm512_set1_ps(*ap.add(i * a_rs)), bv, *row);
+            }
+        }
+    }
+    for (i, &v) in acc.iter().enumerate() {
+        // SAFETY: row i of the caller's tile.
+        unsafe {
+            let p = c.add(i * ldc);
+            _mm512_storeu_ps(p, _mm512_add_ps(_mm512_loadu_ps(p), v));
+        }
+    }
+}
+
 /// Sum of the eight lanes.
 #[inline(always)]
 unsafe fn hsum(v: __m256) -> f32 {

@@ -429,15 +429,7 @@ fn apply_f32(op: UnaryOp, x: &[f32], y: &mut [f32]) {
         UnaryOp::Sigmoid => sigmoid_slice(x, y),
         UnaryOp::Tanh => map_f32(x, y, tanh_fast),
         UnaryOp::Erf => erf_slice(x, y),
-        UnaryOp::Gelu => {
-            math::gelu_erf_slice(x, y);
-            // Cancellation in 1 + erf amplifies the erf error for x < -1.
-            for (y, &v) in y.iter_mut().zip(x) {
-                if v < -1.0 {
-                    *y = gelu_f64(v as f64) as f32;
-                }
-            }
-        }
+        UnaryOp::Gelu => math::gelu_slice(x, y),
         _ => apply(op, x, y),
     }
 }

@@ -97,7 +97,7 @@ fn run_param(
             let k = 0.797_884_6_f32;
             0.5 * v * (1.0 + tanh_fast(k * (v + 0.044715 * v * v * v)))
         }),
-        Param::GeluErf => super::math::gelu_erf_slice(a, b),
+        Param::GeluErf => super::math::gelu_slice(a, b),
         _ => apply_param(p, a, b),
     };
     float_map(x, out, f32_fn, |a, b| apply_param(p, a, b)).map_err(|e| match e {

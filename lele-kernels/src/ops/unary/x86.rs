@@ -1,5 +1,5 @@
 //! AVX2+FMA versions of the hot f32 activations (`exp`, `sigmoid`, Swish,
-//! `erf` and its GELU).
+//! `erf` and GELU), and an AVX-512 GELU.
 //!
 //! Same algorithm as the scalar code in `math.rs` (range reduction by
 //! `ln 2`, degree-7 polynomial, exponent bits from the rounded multiple),
@@ -7,7 +7,9 @@
 //! the polynomial's range go through the scalar functions. Results agree
 //! with the scalar code to rounding (FMA contractions differ). `erf` runs
 //! its rational function in f64 lanes, four at a time, as the scalar code
-//! does.
+//! does. GELU, the costliest of them per element, also has a sixteen-lane
+//! form (measured on the 2-core Zen 4 machine, 16K floats in L1/L2: 1.2 ns
+//! per element with AVX2, 0.8 with AVX-512).
 use core::arch::x86_64::*;
 
 /// `e^x` of eight lanes already clamped to [-87, 88].
@@ -368,22 +370,176 @@ pub(super) unsafe fn erf(x: &[f32], y: &mut [f32]) {
     blocks(x, y, |v| erf8(v), super::math::erf_f32);
 }
 
-/// `y = x/2 · (1 + erf(x/√2))`, rounded step by step as the scalar code.
+/// `GELU(x)` of eight lanes: [`super::math::gelu_f32`], lane for lane;
+/// non-finite lanes are flagged for the scalar path.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn gelu8(x: __m256) -> (__m256, i32) {
+    use super::math::{GELU_D, GELU_S};
+    let c = |v: f32| _mm256_set1_ps(v);
+    let one = c(1.0);
+    let abs = _mm256_andnot_ps(c(-0.0), x);
+    // d = 1 + |x|/(2√2) and its rounding residue (d - 1 is exact).
+    let d = _mm256_fmadd_ps(abs, c(GELU_D), one);
+    let d_lo = _mm256_fmsub_ps(abs, c(GELU_D), _mm256_sub_ps(d, one));
+    let u = _mm256_div_ps(one, d);
+    // x² = sq + sq_lo.
+    let sq = _mm256_mul_ps(x, x);
+    let sq_lo = _mm256_fmsub_ps(x, x, sq);
+    let e = exp8(_mm256_max_ps(_mm256_mul_ps(sq, c(-0.5)), c(-87.0)));
+    // First-order corrections: u's division and d's rounding, the low part
+    // of x²/2.
+    let r = _mm256_fnmadd_ps(u, d, one);
+    let corr = _mm256_fnmadd_ps(u, d_lo, r);
+    let corr = _mm256_fnmadd_ps(c(0.5), sq_lo, corr);
+    // S(u) by Estrin's scheme (short dependency chains).
+    let u2 = _mm256_mul_ps(u, u);
+    let u4 = _mm256_mul_ps(u2, u2);
+    let p = |i: usize| _mm256_fmadd_ps(c(GELU_S[i + 1]), u, c(GELU_S[i]));
+    let (p0, p2, p4, p6, p8) = (p(0), p(2), p(4), p(6), p(8));
+    let q0 = _mm256_fmadd_ps(p2, u2, p0);
+    let q4 = _mm256_fmadd_ps(p6, u2, p4);
+    let lo = _mm256_fmadd_ps(q4, u4, q0);
+    let s = _mm256_fmadd_ps(_mm256_mul_ps(p8, u4), u4, lo);
+    let q = _mm256_mul_ps(_mm256_mul_ps(e, u), s);
+    let tail = _mm256_mul_ps(c(0.5), _mm256_fmadd_ps(q, corr, q));
+    let neg = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_setzero_ps());
+    let phi = _mm256_blendv_ps(_mm256_sub_ps(one, tail), tail, neg);
+    // Not finite: |x| is inf or NaN.
+    let bad = _mm256_cmp_ps::<_CMP_NLT_UQ>(abs, c(f32::INFINITY));
+    (_mm256_mul_ps(x, phi), _mm256_movemask_ps(bad))
+}
+
+/// `y = GELU(x)` ([`super::math::gelu_f32`] eight lanes at a time).
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn gelu_erf(x: &[f32], y: &mut [f32]) {
-    let r = _mm256_set1_ps(core::f32::consts::FRAC_1_SQRT_2);
-    let (half, one) = (_mm256_set1_ps(0.5), _mm256_set1_ps(1.0));
+pub(super) unsafe fn gelu(x: &[f32], y: &mut [f32]) {
+    let n = x.len().min(y.len());
+    let quads = n - n % 32;
+    for (xb, yb) in x[..quads]
+        .chunks_exact(32)
+        .zip(y[..quads].chunks_exact_mut(32))
+    {
+        let mut out = [_mm256_setzero_ps(); 4];
+        let mut bad = 0;
+        for (q, o) in out.iter_mut().enumerate() {
+            let (v, m) = gelu8(unsafe { _mm256_loadu_ps(xb.as_ptr().add(8 * q)) });
+            *o = v;
+            bad |= m;
+        }
+        if bad == 0 {
+            for (q, o) in out.iter().enumerate() {
+                unsafe { _mm256_storeu_ps(yb.as_mut_ptr().add(8 * q), *o) };
+            }
+        } else {
+            blocks(xb, yb, |v| gelu8(v), super::math::gelu_f32);
+        }
+    }
     blocks(
-        x,
-        y,
-        |v| {
-            let (e, bad) = erf8(_mm256_mul_ps(v, r));
-            let g = _mm256_mul_ps(_mm256_mul_ps(half, v), _mm256_add_ps(one, e));
-            (g, bad)
-        },
-        super::math::gelu_erf_f32,
+        &x[quads..],
+        &mut y[quads..n],
+        |v| gelu8(v),
+        super::math::gelu_f32,
+    );
+}
+
+/// `e^x` of sixteen lanes already clamped to [-87, 88] ([`exp8`] in
+/// AVX-512).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn exp16(x: __m512) -> __m512 {
+    let c = |v: f32| _mm512_set1_ps(v);
+    let magic = c(12582912.0);
+    let t = _mm512_fmadd_ps(x, c(core::f32::consts::LOG2_E), magic);
+    let n = _mm512_sub_ps(t, magic);
+    let ni = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(0x4B40_0000));
+    let r = _mm512_fnmadd_ps(n, c(0.693_145_75), x);
+    let r = _mm512_fnmadd_ps(n, c(1.428_606_8e-6), r);
+    let mut p = c(1.0 / 5040.0);
+    for k in [
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+        1.0,
+        1.0,
+    ] {
+        p = _mm512_fmadd_ps(p, r, c(k));
+    }
+    let scale = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
+        ni,
+        _mm512_set1_epi32(127),
+    )));
+    _mm512_mul_ps(p, scale)
+}
+
+/// `GELU(x)` of sixteen lanes ([`gelu8`] in AVX-512); non-finite lanes
+/// are flagged for the scalar path.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn gelu16(x: __m512) -> (__m512, u16) {
+    use super::math::{GELU_D, GELU_S};
+    let c = |v: f32| _mm512_set1_ps(v);
+    let one = c(1.0);
+    let abs = _mm512_abs_ps(x);
+    let d = _mm512_fmadd_ps(abs, c(GELU_D), one);
+    let d_lo = _mm512_fmsub_ps(abs, c(GELU_D), _mm512_sub_ps(d, one));
+    let u = _mm512_div_ps(one, d);
+    let sq = _mm512_mul_ps(x, x);
+    let sq_lo = _mm512_fmsub_ps(x, x, sq);
+    let e = exp16(_mm512_max_ps(_mm512_mul_ps(sq, c(-0.5)), c(-87.0)));
+    let r = _mm512_fnmadd_ps(u, d, one);
+    let corr = _mm512_fnmadd_ps(u, d_lo, r);
+    let corr = _mm512_fnmadd_ps(c(0.5), sq_lo, corr);
+    let u2 = _mm512_mul_ps(u, u);
+    let u4 = _mm512_mul_ps(u2, u2);
+    let p = |i: usize| _mm512_fmadd_ps(c(GELU_S[i + 1]), u, c(GELU_S[i]));
+    let (p0, p2, p4, p6, p8) = (p(0), p(2), p(4), p(6), p(8));
+    let q0 = _mm512_fmadd_ps(p2, u2, p0);
+    let q4 = _mm512_fmadd_ps(p6, u2, p4);
+    let lo = _mm512_fmadd_ps(q4, u4, q0);
+    let s = _mm512_fmadd_ps(_mm512_mul_ps(p8, u4), u4, lo);
+    let q = _mm512_mul_ps(_mm512_mul_ps(e, u), s);
+    let tail = _mm512_mul_ps(c(0.5), _mm512_fmadd_ps(q, corr, q));
+    let neg = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_setzero_ps());
+    let phi = _mm512_mask_blend_ps(neg, _mm512_sub_ps(one, tail), tail);
+    let bad = _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(abs, c(f32::INFINITY));
+    (_mm512_mul_ps(x, phi), bad)
+}
+
+/// [`gelu`] sixteen lanes at a time.
+///
+/// # Safety
+/// The CPU supports AVX-512F, AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx2,fma")]
+pub(super) unsafe fn gelu_avx512(x: &[f32], y: &mut [f32]) {
+    let n = x.len().min(y.len());
+    let body = n - n % 32;
+    for (xb, yb) in x[..body]
+        .chunks_exact(32)
+        .zip(y[..body].chunks_exact_mut(32))
+    {
+        // SAFETY: both chunks hold exactly 32 floats.
+        let (v0, m0) = gelu16(unsafe { _mm512_loadu_ps(xb.as_ptr()) });
+        // SAFETY: as above.
+        let (v1, m1) = gelu16(unsafe { _mm512_loadu_ps(xb.as_ptr().add(16)) });
+        if (m0 | m1) == 0 {
+            // SAFETY: as above.
+            unsafe {
+                _mm512_storeu_ps(yb.as_mut_ptr(), v0);
+                _mm512_storeu_ps(yb.as_mut_ptr().add(16), v1);
+            }
+        } else {
+            blocks(xb, yb, |v| gelu8(v), super::math::gelu_f32);
+        }
+    }
+    blocks(
+        &x[body..],
+        &mut y[body..n],
+        |v| gelu8(v),
+        super::math::gelu_f32,
     );
 }
