@@ -18,7 +18,7 @@ use super::im2col::{strided_copy, valid_range};
 use crate::error::KernelError;
 use crate::ops::gemm::Epilogue;
 
-use crate::ops::gemm::rows::{TILE_M, TILE_N};
+use crate::ops::gemm::rows::{AVX2_TILE_M, TILE_M, TILE_N};
 
 /// Rows per register tile here: the CPU's (see
 /// [`crate::ops::gemm::rows::tile_rows`]), unless a test asked for the
@@ -253,7 +253,8 @@ pub(super) fn scratch_bytes(strides: [usize; 2], dilations: [usize; 2], g: &Conv
 /// whole panels of either tile height (the scratch is sized on the build
 /// machine, the tile picked on the target).
 fn weight_rows(mg: usize) -> usize {
-    mg.next_multiple_of(6).max(mg.next_multiple_of(TILE_M))
+    mg.next_multiple_of(AVX2_TILE_M)
+        .max(mg.next_multiple_of(TILE_M))
 }
 
 /// Splits the scratch into packed weights, staged input, last-tile panel

@@ -752,9 +752,9 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
     let direct_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
     // The AVX2 tile (6 rows) everywhere the direct path runs, the AVX-512
     // one (16 rows) where the CPU has it.
-    let mut tile_kinds = vec![6];
+    let mut tile_kinds = vec![crate::ops::gemm::rows::AVX2_TILE_M];
     if crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx512) {
-        tile_kinds.push(16);
+        tile_kinds.push(crate::ops::gemm::rows::TILE_M);
     }
     for threads in [1, 3] {
         crate::threads::set_num_threads(threads);

@@ -10,6 +10,8 @@
 /// Most rows of a register tile on any CPU (what buffers are sized for:
 /// the build machine sizes them, the target picks the tile).
 pub(crate) const TILE_M: usize = 16;
+/// Rows of the AVX2 register tile.
+pub(crate) const AVX2_TILE_M: usize = 6;
 /// Columns per register tile.
 pub(crate) const TILE_N: usize = 16;
 
@@ -19,13 +21,14 @@ pub(crate) const TILE_N: usize = 16;
 pub(crate) fn tile_rows() -> usize {
     #[cfg(target_arch = "x86_64")]
     if super::best_isa() == super::Isa::Avx512 {
-        return 16;
+        return TILE_M;
     }
-    6
+    AVX2_TILE_M
 }
 
 /// `C += A·B` for one `h × 16` tile of a tile kind of `tm` rows
-/// (`1 ≤ h ≤ tm`, `tm` 16 for the AVX-512 tile, else 6): element
+/// (`1 ≤ h ≤ tm`, `tm` [`TILE_M`] for the AVX-512 tile, else
+/// [`AVX2_TILE_M`]): element
 /// `(i, p)` of `A` at `a[i·a_rs + p·a_cs]`, row `p` of `B` the 16 floats at
 /// `x + offs[p]`, `C` at `c` with row stride `ldc`. With `prefetch`, every
 /// tap's cache line two tiles to the right is fetched meanwhile (worth it
@@ -34,8 +37,8 @@ pub(crate) fn tile_rows() -> usize {
 /// AVX2+FMA.
 ///
 /// # Safety
-/// The CPU supports AVX2 and FMA, and AVX-512F when `tm == 16`; `A` holds `h × k` elements at those
-/// strides, `offs` holds `k` offsets, `x + offs[p] .. + 16` is readable for
+/// The CPU supports AVX2 and FMA, and AVX-512F when `tm == TILE_M`; `A`
+/// holds `h × k` elements at those strides, `offs` holds `k` offsets, `x + offs[p] .. + 16` is readable for
 /// every `p`, and the tile (`h` rows of 16 floats at stride `ldc`) is
 /// writable.
 #[allow(clippy::too_many_arguments)]
@@ -56,31 +59,22 @@ pub(crate) unsafe fn tile(
     // SAFETY: the caller's contract.
     unsafe {
         use super::x86::{rows_tile_avx2, rows_tile_avx512};
-        macro_rules! avx512 {
-            ($($h:literal)*) => {
+        // One match arm per tile height below the kernel's full height.
+        macro_rules! by_height {
+            ($kernel:ident, $full:literal; $($h:literal)*) => {
                 match (h, prefetch) {
-                    $(($h, false) => rows_tile_avx512::<$h, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-                      ($h, true) => rows_tile_avx512::<$h, true>(k, a, a_rs, a_cs, x, offs, c, ldc),)*
-                    (_, false) => rows_tile_avx512::<16, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-                    (_, true) => rows_tile_avx512::<16, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
-                }
-            };
-        }
-        macro_rules! avx2 {
-            ($($h:literal)*) => {
-                match (h, prefetch) {
-                    $(($h, false) => rows_tile_avx2::<$h, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-                      ($h, true) => rows_tile_avx2::<$h, true>(k, a, a_rs, a_cs, x, offs, c, ldc),)*
-                    (_, false) => rows_tile_avx2::<6, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-                    (_, true) => rows_tile_avx2::<6, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
+                    $(($h, false) => $kernel::<$h, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+                      ($h, true) => $kernel::<$h, true>(k, a, a_rs, a_cs, x, offs, c, ldc),)*
+                    (_, false) => $kernel::<$full, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
+                    (_, true) => $kernel::<$full, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
                 }
             };
         }
         debug_assert!(h <= tm);
-        if tm == 16 {
-            avx512!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+        if tm == TILE_M {
+            by_height!(rows_tile_avx512, 16; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
         } else {
-            avx2!(1 2 3 4 5)
+            by_height!(rows_tile_avx2, 6; 1 2 3 4 5)
         }
     };
     #[cfg(not(target_arch = "x86_64"))]

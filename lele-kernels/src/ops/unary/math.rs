@@ -255,9 +255,6 @@ pub(crate) fn erf_f32(x: f32) -> f32 {
 /// arithmetic, about 1.4e-7 evaluated in f32 with FMA. `S` runs from 1 at
 /// `z = 0` to `1/(2√π)` as `z → ∞`, so its polynomial has no
 /// cancellation to speak of.
-/// `1/(2√2)`: `u = 1/(1 + z/2)` with `z = |x|/√2`.
-pub(crate) const GELU_D: f32 = 0.353_553_4;
-
 pub(crate) const GELU_S: [f32; 10] = [
     0.2820606,
     0.2829378,
@@ -270,6 +267,9 @@ pub(crate) const GELU_S: [f32; 10] = [
     -0.13161251,
     0.01385126,
 ];
+
+/// `1/(2√2)`: `u = 1/(1 + z/2)` with `z = |x|/√2`.
+pub(crate) const GELU_D: f32 = 0.353_553_4;
 
 /// `GELU(x) = x·Φ(x)` in f32, `Φ` the standard normal CDF, from
 /// `erfc(|x|/√2) = e^{-x²/2} · S(u) · u` without cancellation on either

@@ -416,33 +416,7 @@ fn gelu8(x: __m256) -> (__m256, i32) {
 /// The CPU supports AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn gelu(x: &[f32], y: &mut [f32]) {
-    let n = x.len().min(y.len());
-    let quads = n - n % 32;
-    for (xb, yb) in x[..quads]
-        .chunks_exact(32)
-        .zip(y[..quads].chunks_exact_mut(32))
-    {
-        let mut out = [_mm256_setzero_ps(); 4];
-        let mut bad = 0;
-        for (q, o) in out.iter_mut().enumerate() {
-            let (v, m) = gelu8(unsafe { _mm256_loadu_ps(xb.as_ptr().add(8 * q)) });
-            *o = v;
-            bad |= m;
-        }
-        if bad == 0 {
-            for (q, o) in out.iter().enumerate() {
-                unsafe { _mm256_storeu_ps(yb.as_mut_ptr().add(8 * q), *o) };
-            }
-        } else {
-            blocks(xb, yb, |v| gelu8(v), super::math::gelu_f32);
-        }
-    }
-    blocks(
-        &x[quads..],
-        &mut y[quads..n],
-        |v| gelu8(v),
-        super::math::gelu_f32,
-    );
+    blocks(x, y, |v| gelu8(v), super::math::gelu_f32);
 }
 
 /// `e^x` of sixteen lanes already clamped to [-87, 88] ([`exp8`] in
