@@ -277,11 +277,25 @@ impl Kernel for MaxPool {
         Ok(())
     }
 
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+        // The float32 plane path stages rows (reserved with or without an
+        // `Indices` output: a few rows' worth).
+        match inputs.first() {
+            Some(Some(x)) if x.dtype == DType::F32 => self
+                .window
+                .geom(&x.shape, "MaxPool")
+                .ok()
+                .filter(|g| g.lead > 0)
+                .map_or(0, |g| 4 * plane2d::max_scratch_len(&g)),
+            _ => 0,
+        }
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],
         outputs: &mut [TensorMut<'_>],
-        _scratch: &mut [u8],
+        scratch: &mut [u8],
     ) -> Result<(), KernelError> {
         const OP: &str = "MaxPool";
         check_outputs(outputs.len(), 2, OP)?;
@@ -304,7 +318,11 @@ impl Kernel for MaxPool {
             let x = f32_in(xt, OP)?;
             let y = f32_out(yt, OP)?;
             if g.check_buffers(x.len(), y.len(), OP)? {
-                plane2d::max(&g, x, y);
+                let rows = scratch
+                    .get_mut(..4 * plane2d::max_scratch_len(&g))
+                    .and_then(|b| bytemuck::try_cast_slice_mut(b).ok())
+                    .ok_or(KernelError::Buffer { op: OP })?;
+                plane2d::max(&g, x, y, rows);
             }
             return Ok(());
         }

@@ -2,7 +2,6 @@
 //! the shapes of real vision models. The caller checked the buffer sizes
 //! ([`Geom::check_buffers`]) and that the leading spatial slot is unused.
 use super::{Geom, valid_taps};
-use crate::ops::conv::valid_range;
 
 /// Geometry of the two trailing slots (`H`, `W`).
 #[derive(Clone, Copy)]
@@ -34,20 +33,97 @@ impl Plane {
     }
 }
 
-/// Max pool of every `(n, c)` plane; NaN propagates. Works a whole output
-/// row per tap (the taps in row-major order, as a per-element loop would
-/// visit them), so the inner loops are straight slices that vectorize; built
-/// for the baseline target and with AVX2 (chosen at run time).
-pub(super) fn max(g: &Geom, x: &[f32], y: &mut [f32]) {
+/// Lanes the staged rows are padded to, so every vector loop over a row
+/// runs without a tail (a multiple of the widest vector).
+const ROW_ALIGN: usize = 16;
+
+/// Layout of the max pool's scratch (in floats): the padded input row split
+/// into `s[1]` phases, a ring of horizontally pooled rows, one output row.
+struct MaxLayout {
+    /// Output columns rounded up to [`ROW_ALIGN`].
+    owr: usize,
+    /// Length of each phase of the staged row: the columns the windows
+    /// read, and every input column (in floor mode up to one more per phase
+    /// than any window reaches).
+    phase: usize,
+    /// Rows in the ring: the input rows one window spans.
+    span: usize,
+}
+
+impl MaxLayout {
+    fn of(p: &Plane) -> MaxLayout {
+        let owr = p.ow.next_multiple_of(ROW_ALIGN);
+        MaxLayout {
+            owr,
+            phase: owr + (p.k[1] - 1) * p.d[1] / p.s[1] + 1,
+            span: (p.k[0] - 1) * p.d[0] + 1,
+        }
+    }
+
+    fn len(&self, p: &Plane) -> usize {
+        p.s[1] * self.phase + (self.span + 1) * self.owr
+    }
+}
+
+/// Floats of scratch [`max`] needs.
+pub(super) fn max_scratch_len(g: &Geom) -> usize {
+    let p = Plane::of(g);
+    MaxLayout::of(&p).len(&p)
+}
+
+/// Max pool of every `(n, c)` plane; NaN propagates. Separable: each input
+/// row is pooled along W once (into a ring of rows, reused by every output
+/// row whose window covers it), then each output row is the maximum of its
+/// window's pooled rows. Taken in that order (W inside H) the running
+/// maximum sees the taps in row-major order, so the result is bit-identical
+/// to a per-element loop (which of two equal zeros or NaNs wins included).
+/// `scratch` holds [`max_scratch_len`] floats. Built for the baseline target
+/// and with AVX2 (chosen at run time).
+pub(super) fn max(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
+    #[cfg(feature = "std")]
+    {
+        let threads = crate::threads::num_threads();
+        let (planes, len) = (g.planes(), max_scratch_len(g));
+        let (ip, op) = (g.in_plane(), g.out_plane());
+        if threads > 1
+            && planes > 1
+            && y.len() >= PARALLEL_MIN_OUTPUTS
+            && len <= crate::threads::WORKER_SCRATCH
+        {
+            // Whole planes per task; each plane is computed the same way
+            // whatever the split.
+            let per = planes.div_ceil(threads);
+            let tasks = planes.div_ceil(per);
+            let ys = crate::threads::SharedMut::new(y);
+            crate::threads::run(tasks, scratch, &|t, s| {
+                let (p0, n) = (t * per, per.min(planes - t * per));
+                // SAFETY: task t writes only planes p0..p0 + n of Y, which
+                // no other task touches; `run` joins every task before `y`'s
+                // borrow ends.
+                let yt = unsafe { ys.range(p0 * op, n * op) };
+                max_planes(g, &x[p0 * ip..(p0 + n) * ip], yt, &mut s[..len]);
+            });
+            return;
+        }
+    }
+    max_planes(g, x, y, scratch)
+}
+
+/// Fewest outputs worth splitting over threads.
+#[cfg(feature = "std")]
+const PARALLEL_MIN_OUTPUTS: usize = 1 << 14;
+
+/// [`max`] on the caller's thread, over whole planes of `x` and `y`.
+fn max_planes(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if matches!(
         crate::ops::gemm::best_isa(),
         crate::ops::gemm::Isa::Avx2 | crate::ops::gemm::Isa::Avx512
     ) {
         // SAFETY: AVX2 and FMA were detected.
-        return unsafe { max_avx2(g, x, y) };
+        return unsafe { max_avx2(g, x, y, scratch) };
     }
-    max_body(g, x, y, max_into)
+    max_body(g, x, y, scratch, fold_max)
 }
 
 /// [`max_body`] compiled with AVX2.
@@ -56,44 +132,97 @@ pub(super) fn max(g: &Geom, x: &[f32], y: &mut [f32]) {
 /// The CPU supports AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn max_avx2(g: &Geom, x: &[f32], y: &mut [f32]) {
+unsafe fn max_avx2(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
     // SAFETY: this function's own contract (AVX2).
-    max_body(g, x, y, |d, s| unsafe { max_into_avx2(d, s) })
+    max_body(g, x, y, scratch, |d, b, o, i| unsafe {
+        fold_max_avx2(d, b, o, i)
+    })
+}
+
+/// Taps one [`fold_max`] call takes (more are folded in groups).
+const FOLD_TAPS: usize = 8;
+
+/// Folds every offset of `offs` into `dst` through `fold` (one of
+/// [`fold_max`]'s forms), in groups of at most [`FOLD_TAPS`].
+#[inline(always)]
+fn fold_all(
+    fold: impl Fn(&mut [f32], &[f32], &[usize], bool),
+    dst: &mut [f32],
+    base: &[f32],
+    offs: impl Iterator<Item = usize>,
+) {
+    let mut group = [0usize; FOLD_TAPS];
+    let (mut n, mut init) = (0, true);
+    for off in offs {
+        group[n] = off;
+        n += 1;
+        if n == FOLD_TAPS {
+            fold(dst, base, &group, init);
+            (n, init) = (0, false);
+        }
+    }
+    if n > 0 {
+        fold(dst, base, &group[..n], init);
+    }
 }
 
 #[inline(always)]
-fn max_body(g: &Geom, x: &[f32], y: &mut [f32], row_max: impl Fn(&mut [f32], &[f32])) {
+fn max_body(
+    g: &Geom,
+    x: &[f32],
+    y: &mut [f32],
+    scratch: &mut [f32],
+    fold: impl Fn(&mut [f32], &[f32], &[usize], bool),
+) {
     let p = Plane::of(g);
+    let lay = MaxLayout::of(&p);
+    let (owr, sw, dw) = (lay.owr, p.s[1], p.d[1]);
+    let (stage, ring) = scratch.split_at_mut(sw * lay.phase);
+    let ring = &mut ring[..lay.span * owr];
+    // Padding and the columns past the input stay -inf for every row (a
+    // -inf tap never changes a running maximum); only the input columns
+    // are rewritten per row. Padded column j lives in phase j % s at j / s.
+    stage.fill(f32::NEG_INFINITY);
+    let staged = |j: usize| (j % sw) * lay.phase + j / sw;
     for (xp, yp) in x
         .chunks_exact(p.h * p.w)
         .zip(y.chunks_exact_mut(p.oh * p.ow))
     {
+        // Input rows `done..next` are in the ring (slot h % span).
+        let (mut done, mut next) = (0, 0);
         for oh in 0..p.oh {
-            let orow = &mut yp[oh * p.ow..(oh + 1) * p.ow];
-            orow.fill(f32::NEG_INFINITY);
             let hs = (oh * p.s[0]) as isize - p.pad0[0] as isize;
             let (hlo, hhi) = valid_taps(hs, p.k[0], p.d[0], p.h);
-            for ki in hlo..hhi {
-                let h = (hs + (ki * p.d[0]) as isize) as usize;
+            let orow = &mut yp[oh * p.ow..(oh + 1) * p.ow];
+            if hhi <= hlo {
+                orow.fill(f32::NEG_INFINITY);
+                continue;
+            }
+            let first = (hs + (hlo * p.d[0]) as isize) as usize;
+            let last = (hs + ((hhi - 1) * p.d[0]) as isize) as usize;
+            // Windows move down, but a dilated window clipped at the top
+            // can start above the previous one: then restart the run.
+            if first < done || first > next {
+                (done, next) = (first, first);
+            }
+            for h in next..=last {
                 let row = &xp[h * p.w..(h + 1) * p.w];
-                for kj in 0..p.k[1] {
-                    // Input column of output column t: first + t·s.
-                    let first = (kj * p.d[1]) as isize - p.pad0[1] as isize;
-                    let (lo, hi) = valid_range(first, p.s[1] as isize, p.w as isize, p.ow);
-                    if hi <= lo {
-                        continue;
-                    }
-                    let start = (first + (lo * p.s[1]) as isize) as usize;
-                    let dst = &mut orow[lo..hi];
-                    if p.s[1] == 1 {
-                        row_max(dst, &row[start..start + (hi - lo)]);
-                    } else {
-                        for (m, &v) in dst.iter_mut().zip(row[start..].iter().step_by(p.s[1])) {
-                            *m = take_max(*m, v);
-                        }
+                if sw == 1 {
+                    stage[p.pad0[1]..p.pad0[1] + p.w].copy_from_slice(row);
+                } else {
+                    for (c, &v) in row.iter().enumerate() {
+                        stage[staged(p.pad0[1] + c)] = v;
                     }
                 }
+                // Output column t, tap kj reads padded column t·s + kj·d.
+                let pooled = &mut ring[(h % lay.span) * owr..][..owr];
+                fold_all(&fold, pooled, stage, (0..p.k[1]).map(|kj| staged(kj * dw)));
             }
+            // At most `span` rows are kept, so their slots are distinct.
+            next = next.max(last + 1);
+            done = done.max(next.saturating_sub(lay.span));
+            let slot = |ki: usize| ((hs + (ki * p.d[0]) as isize) as usize % lay.span) * owr;
+            fold_all(&fold, orow, ring, (hlo..hhi).map(slot));
         }
     }
 }
@@ -104,39 +233,73 @@ fn take_max(m: f32, v: f32) -> f32 {
     if v > m || v.is_nan() { v } else { m }
 }
 
-/// `dst[i] = take_max(dst[i], src[i])`.
+/// `dst[t]` = the running maximum over `base[off + t]` for each `off` in
+/// `offs` (at most [`FOLD_TAPS`]), in order, starting from the first tap
+/// (`init`) or from `dst[t]` itself. Each `off + dst.len()` is within
+/// `base`.
 #[inline(always)]
-fn max_into(dst: &mut [f32], src: &[f32]) {
-    for (m, &v) in dst.iter_mut().zip(src) {
-        *m = take_max(*m, v);
+fn fold_max(dst: &mut [f32], base: &[f32], offs: &[usize], init: bool) {
+    let (first, rest) = match (init, offs.split_first()) {
+        (true, Some((&o, rest))) => (Some(o), rest),
+        _ => (None, offs),
+    };
+    for (t, d) in dst.iter_mut().enumerate() {
+        let mut m = first.map_or(*d, |o| base[o + t]);
+        for &o in rest {
+            m = take_max(m, base[o + t]);
+        }
+        *d = m;
     }
 }
 
-/// [`max_into`] through `max`: written as a select of the running value
-/// (in Rust or with a blend intrinsic) the compiler emits a masked store,
-/// which is microcoded on AMD cores (PP-OCRv6 det's 2×2 pool took 3.3 ms).
+/// [`fold_max`] with 8-lane vectors, the running maximum kept in a register
+/// over the group. `max` picks the running value on ties and when it is
+/// NaN; a NaN tap is put back with a blend. (A select of the running value
+/// written back to memory becomes a masked store, microcoded on AMD cores.)
 ///
 /// # Safety
 /// The CPU supports AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn max_into_avx2(dst: &mut [f32], src: &[f32]) {
+unsafe fn fold_max_avx2(dst: &mut [f32], base: &[f32], offs: &[usize], init: bool) {
     use core::arch::x86_64::*;
-    let n = dst.len().min(src.len());
+    let n = dst.len();
+    if offs.iter().any(|&o| o + n > base.len()) {
+        // Outside the contract; the checked scalar loop reports it.
+        return fold_max(dst, base, offs, init);
+    }
     let body = n - n % 8;
-    for i in (0..body).step_by(8) {
-        // SAFETY: i + 8 <= n, inside both slices.
+    let (first, rest) = match (init, offs.split_first()) {
+        (true, Some((&o, rest))) => (Some(o), rest),
+        _ => (None, offs),
+    };
+    for t in (0..body).step_by(8) {
+        // SAFETY: t + 8 <= n, and every off + n is within `base` (checked
+        // above).
         unsafe {
-            let m = _mm256_loadu_ps(dst.as_ptr().add(i));
-            let v = _mm256_loadu_ps(src.as_ptr().add(i));
-            // max(v, m) is v where v > m, else m (also when either is
-            // NaN, which keeps a NaN in m); a NaN v is put back after. A
-            // blend of the loaded m itself would become a masked store.
-            let r = _mm256_blendv_ps(_mm256_max_ps(v, m), v, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
-            _mm256_storeu_ps(dst.as_mut_ptr().add(i), r);
+            let mut m = match first {
+                Some(o) => _mm256_loadu_ps(base.as_ptr().add(o + t)),
+                None => _mm256_loadu_ps(dst.as_ptr().add(t)),
+            };
+            for &o in rest {
+                let v = _mm256_loadu_ps(base.as_ptr().add(o + t));
+                m = _mm256_blendv_ps(_mm256_max_ps(v, m), v, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+            }
+            _mm256_storeu_ps(dst.as_mut_ptr().add(t), m);
         }
     }
-    max_into(&mut dst[body..n], &src[body..n]);
+    fold_tail(dst, base, offs, init, body);
+}
+
+/// [`fold_max`] of the columns from `from` on.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn fold_tail(dst: &mut [f32], base: &[f32], offs: &[usize], init: bool, from: usize) {
+    let mut shifted = [0usize; FOLD_TAPS];
+    for (s, &o) in shifted.iter_mut().zip(offs) {
+        *s = o + from;
+    }
+    fold_max(&mut dst[from..], base, &shifted[..offs.len()], init);
 }
 
 /// Average pool (unit dilations) of every `(n, c)` plane.
@@ -175,7 +338,8 @@ pub(super) fn avg(g: &Geom, x: &[f32], y: &mut [f32], include_pad: bool) {
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::{max_into, max_into_avx2};
+    use super::{FOLD_TAPS, fold_max, fold_max_avx2, take_max};
+    use alloc::vec::Vec;
 
     /// Same bits, or both NaN.
     fn same(a: f32, b: f32) -> bool {
@@ -183,40 +347,55 @@ mod tests {
     }
 
     #[test]
-    fn avx2_row_max_matches_scalar_with_nans_and_tails() {
+    fn avx2_fold_matches_scalar_and_sequential_max_with_nans_and_tails() {
         if !std::is_x86_feature_detected!("avx2") {
             return;
         }
-        // NaNs every `period` elements, -inf next to them, else a spread
-        // of finite values.
-        let val = |i: usize, period: usize| -> f32 {
-            match i % period {
+        // NaNs, -inf and signed zeros mixed with a spread of finite values.
+        let val = |i: usize| -> f32 {
+            match (i * 2654435761) % 13 {
                 1 => f32::NAN,
                 2 => f32::NEG_INFINITY,
-                _ => ((i * 2654435761) % 1009) as f32 / 100.0 - 5.0,
+                3 | 4 => 0.0,
+                5 | 6 => -0.0,
+                v => v as f32 - 7.0,
             }
         };
+        let base: Vec<f32> = (0..200).map(val).collect();
         for n in 0..41 {
-            let src: Vec<f32> = (0..n).map(|i| val(i, 7)).collect();
-            let init: Vec<f32> = (0..n).map(|i| val(i, 5)).collect();
-            let mut want = init.clone();
-            max_into(&mut want, &src);
-            let mut got = init.clone();
-            // SAFETY: AVX2 was detected above.
-            unsafe { max_into_avx2(&mut got, &src) };
-            for i in 0..n {
-                assert!(
-                    same(got[i], want[i]),
-                    "n {n} i {i}: {} vs {}",
-                    got[i],
-                    want[i]
-                );
-            }
-            // Each case (NaN in the running value, NaN in the input, both
-            // finite) occurs in the vector body.
-            if n == 40 {
-                assert!((0..32).any(|i| init[i].is_nan() && !src[i].is_nan()));
-                assert!((0..32).any(|i| src[i].is_nan() && !init[i].is_nan()));
+            for taps in 1..=FOLD_TAPS {
+                for init in [true, false] {
+                    let offs: Vec<usize> = (0..taps).map(|k| (k * 37 + n) % 150).collect();
+                    let start: Vec<f32> = (0..n).map(|i| val(i + 1000)).collect();
+                    // The plain sequential definition.
+                    let want: Vec<f32> = (0..n)
+                        .map(|t| {
+                            let (mut m, from) = if init {
+                                (base[offs[0] + t], 1)
+                            } else {
+                                (start[t], 0)
+                            };
+                            for &o in &offs[from..] {
+                                m = take_max(m, base[o + t]);
+                            }
+                            m
+                        })
+                        .collect();
+                    let mut scalar = start.clone();
+                    fold_max(&mut scalar, &base, &offs, init);
+                    let mut vector = start.clone();
+                    // SAFETY: AVX2 was detected above.
+                    unsafe { fold_max_avx2(&mut vector, &base, &offs, init) };
+                    for t in 0..n {
+                        assert!(
+                            same(scalar[t], want[t]) && same(vector[t], want[t]),
+                            "n {n} taps {taps} init {init} t {t}: {} {} vs {}",
+                            scalar[t],
+                            vector[t],
+                            want[t]
+                        );
+                    }
+                }
             }
         }
     }

@@ -31,7 +31,8 @@ fn run_raw(
                 TensorMut::new(*d, *s, &mut bytes[..s.numel() * d.size()]).unwrap()
             })
             .collect();
-        k.run(inputs, &mut outs, &mut [])?;
+        let mut scratch = vec![0f32; k.scratch_bytes(inputs, &shapes).div_ceil(4)];
+        k.run(inputs, &mut outs, bytemuck::cast_slice_mut(&mut scratch))?;
     }
     Ok(shapes
         .iter()
@@ -729,4 +730,91 @@ fn global_pools() {
         .collect();
     assert_close(&out[0].1, &want, 0.0);
     assert!(run(&GlobalMaxPool {}, &[Some(t(&x, &[240]))], 1).is_err());
+}
+
+#[test]
+fn f32_max_plane_path_matches_general_path_bitwise() {
+    // Few distinct values, so windows are full of ties between +0 and -0
+    // (the first in row-major order must win) and NaNs (one must win).
+    let level = |i: usize| match (i * 2654435761) % 23 {
+        0 => f32::NAN,
+        1..=6 => 0.0,
+        7..=12 => -0.0,
+        13 => f32::NEG_INFINITY,
+        v => v as f32 / 4.0 - 5.0,
+    };
+    // (h, w, k, s, d, pads [top, left, bottom, right], ceil)
+    type Case = (
+        usize,
+        usize,
+        [usize; 2],
+        [usize; 2],
+        [usize; 2],
+        [usize; 4],
+        bool,
+    );
+    let cases: &[Case] = &[
+        // YOLO's SPPF window, and one wider than a vector row.
+        (20, 20, [5, 5], [1, 1], [1, 1], [2, 2, 2, 2], false),
+        (9, 37, [5, 5], [1, 1], [1, 1], [2, 2, 2, 2], false),
+        (12, 35, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true),
+        (10, 50, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], false),
+        (11, 33, [3, 4], [3, 3], [2, 2], [2, 1, 0, 3], true),
+        (7, 17, [1, 1], [2, 3], [1, 1], [0, 0, 0, 0], false),
+        // Output row 16 wide exactly, the input one column past the last
+        // window (floor mode).
+        (5, 33, [1, 2], [1, 2], [1, 1], [0, 0, 0, 0], false),
+        // Dilated rows clipped at the top: windows restart higher up.
+        (9, 11, [3, 3], [1, 1], [3, 1], [4, 1, 4, 1], false),
+    ];
+    for (ci, &(h, wd, k, s, d, pads, ceil)) in cases.iter().enumerate() {
+        let w = window(&k, &s, &d, &pads, ceil, AutoPad::NotSet);
+        let dims = [2, 3, h, wd];
+        let x: Vec<f32> = (0..dims.iter().product::<usize>())
+            .map(|i| level(i + 7 * ci))
+            .collect();
+        let mp = MaxPool {
+            window: w,
+            column_major: false,
+        };
+        let fast = run(&mp, &[Some(t(&x, &dims))], 1).unwrap();
+        let general = run_raw(&mp, &[Some(t(&x, &dims))], &[DType::F32, DType::I64]).unwrap();
+        let want = vals::<f32>(&general[0].1);
+        assert_eq!(fast[0].1.len(), want.len());
+        for (i, (g, e)) in fast[0].1.iter().zip(&want).enumerate() {
+            assert!(
+                g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()),
+                "case {ci} output {i}: {g} vs {e}"
+            );
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+#[test]
+fn f32_max_pool_is_bit_identical_on_three_threads() {
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    // 7 planes (an uneven split), enough outputs to split.
+    let dims = [1, 7, 64, 50];
+    let x = rand_vec(dims.iter().product(), 9);
+    let mp = MaxPool {
+        window: window(
+            &[3, 3],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1, 1, 1],
+            false,
+            AutoPad::NotSet,
+        ),
+        column_major: false,
+    };
+    let one = run(&mp, &[Some(t(&x, &dims))], 1).unwrap();
+    crate::threads::set_num_threads(3);
+    let three = run(&mp, &[Some(t(&x, &dims))], 1);
+    crate::threads::set_num_threads(1);
+    let general = run_raw(&mp, &[Some(t(&x, &dims))], &[DType::F32, DType::I64]).unwrap();
+    assert_eq!(one[0].1, vals::<f32>(&general[0].1));
+    assert_eq!(three.unwrap()[0].1, one[0].1);
 }
