@@ -1,10 +1,9 @@
 //! Elementwise unary operators and activations (Relu, Exp, Erf, Gelu, Clip…).
 //!
 //! f32 paths are written as straight loops that the compiler vectorizes;
-//! `exp`, `sigmoid`, `tanh` and `erf` use polynomial/rational
-//! approximations (within a few ulp), with a scalar fix-up for out-of-range
-//! inputs. `exp`, `sigmoid` and Swish also have AVX2+FMA versions (`x86`),
-//! chosen at run time. f16/bf16 are computed through f32 in stack-sized chunks.
+//! `exp`, `sigmoid`, `tanh`, `erf` and GELU use polynomial approximations
+//! (within a few ulp), with a scalar fix-up for out-of-range inputs; they
+//! also have AVX2+FMA versions (`x86`), chosen at run time. f16/bf16 are computed through f32 in stack-sized chunks.
 use half::{bf16, f16};
 
 use crate::dtype::DType;
@@ -24,7 +23,7 @@ mod x86;
 
 pub use activation::Activation;
 pub(crate) use math::exp_shifted;
-use math::{Real, erf_slice, exp_slice, gelu_f64, sigmoid_slice, tanh_fast};
+use math::{Real, erf_slice, exp_slice, gelu_f64, sigmoid_slice, tanh_f32};
 pub use params::{
     Celu, Clip, Elu, GeluErf, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, Swish,
     ThresholdedRelu,
@@ -427,7 +426,7 @@ fn apply_f32(op: UnaryOp, x: &[f32], y: &mut [f32]) {
     match op {
         UnaryOp::Exp => exp_slice(x, y),
         UnaryOp::Sigmoid => sigmoid_slice(x, y),
-        UnaryOp::Tanh => map_f32(x, y, tanh_fast),
+        UnaryOp::Tanh => math::tanh_slice(x, y),
         UnaryOp::Erf => erf_slice(x, y),
         UnaryOp::Gelu => math::gelu_slice(x, y),
         _ => apply(op, x, y),

@@ -1,6 +1,6 @@
 //! Parameterised activations (`HardSigmoid`, `LeakyRelu`, …), `Clip` and
 //! `Shrink`.
-use super::{Real, float_map, hard_sigmoid, map, map_f32, same_shape, tanh_fast};
+use super::{Real, float_map, hard_sigmoid, map, map_f32, same_shape, tanh_f32};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::broadcast::{Num, check_data, check_out};
@@ -95,7 +95,7 @@ fn run_param(
         Param::Swish(alpha) => super::math::swish_slice(alpha, a, b),
         Param::GeluTanh => map_f32(a, b, |v| {
             let k = 0.797_884_6_f32;
-            0.5 * v * (1.0 + tanh_fast(k * (v + 0.044715 * v * v * v)))
+            0.5 * v * (1.0 + tanh_f32(k * (v + 0.044715 * v * v * v)))
         }),
         Param::GeluErf => super::math::gelu_slice(a, b),
         _ => apply_param(p, a, b),

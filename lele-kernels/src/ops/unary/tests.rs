@@ -247,7 +247,11 @@ fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
         fn gelu_scalar(x: &[f32], y: &mut [f32]) {
             super::map(x, y, super::math::gelu_f32)
         }
-        let pairs: [Pair; 4] = [
+        fn tanh_scalar(x: &[f32], y: &mut [f32]) {
+            super::map(x, y, super::math::tanh_f32)
+        }
+        let pairs: [Pair; 5] = [
+            ("tanh", tanh_scalar, super::x86::tanh),
             ("exp", exp_scalar, super::x86::exp),
             ("sigmoid", sigmoid_scalar, super::x86::sigmoid),
             ("erf", erf_scalar, super::x86::erf),
@@ -371,5 +375,62 @@ fn gelu_f32_relative_error_over_a_dense_sweep() {
             unsafe { super::x86::gelu_avx512(&xs, &mut got) };
             check("avx512", &got);
         }
+    }
+}
+
+#[test]
+fn erf_and_tanh_relative_error_over_a_dense_sweep() {
+    // Dense around the branch switches (|x| = 0.625, 1) and out to where
+    // both saturate, tiny magnitudes of both signs, and the specials.
+    let mut xs: Vec<f32> = (0..240_001)
+        .map(|i| -6.0 + i as f32 * (12.0 / 240_000.0))
+        .collect();
+    for e in -40..0 {
+        let v = 1.7f32 * 2f32.powi(e);
+        xs.extend([v, -v]);
+    }
+    xs.extend([
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        50.0,
+        -50.0,
+    ]);
+    let check = |name: &str, got: &[f32], f: fn(f64) -> f64, rtol: f64| {
+        let mut worst = 0f64;
+        for (&v, &g) in xs.iter().zip(got) {
+            let want = f(v as f64);
+            assert!(
+                close(g as f64, want, rtol, 1e-37),
+                "{name}({v}) = {g}, want {want}"
+            );
+            if want != 0.0 && want.is_finite() {
+                worst = worst.max(((g as f64 - want) / want).abs());
+            }
+        }
+        std::eprintln!("{name}: worst relative error {worst:.2e}");
+    };
+    let mut got = vec![0f32; xs.len()];
+    let scalar: Vec<f32> = xs.iter().map(|&v| super::math::erf_f32(v)).collect();
+    // Measured worst: erf 9.7e-8, tanh 1.4e-7 (about one ulp).
+    check("erf scalar", &scalar, erf_f64, 1.2e-7);
+    super::math::erf_slice(&xs, &mut got);
+    check("erf_slice", &got, erf_f64, 1.2e-7);
+    let scalar: Vec<f32> = xs.iter().map(|&v| super::math::tanh_f32(v)).collect();
+    check("tanh scalar", &scalar, f64::tanh, 2e-7);
+    map_f32(&xs, &mut got, super::math::tanh_f32);
+    check("tanh map_f32", &got, f64::tanh, 2e-7);
+    super::math::tanh_slice(&xs, &mut got);
+    check("tanh_slice", &got, f64::tanh, 2e-7);
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2) {
+        // SAFETY: AVX2 and FMA are available.
+        unsafe { super::x86::erf(&xs, &mut got) };
+        check("erf avx2", &got, erf_f64, 1.2e-7);
+        // SAFETY: as above.
+        unsafe { super::x86::tanh(&xs, &mut got) };
+        check("tanh avx2", &got, f64::tanh, 2e-7);
     }
 }
