@@ -453,6 +453,40 @@ fn main() {
         Activation::None,
         budget,
     );
+    // Rows narrower than a multiple of 16 (flat tiles).
+    conv_case(
+        "yolo 64->64 3x3 s1 40",
+        64,
+        64,
+        3,
+        1,
+        40,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 128->128 3x3 s1 20",
+        128,
+        128,
+        3,
+        1,
+        20,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "v6det 96->96 3x3 s1 30",
+        96,
+        96,
+        3,
+        1,
+        30,
+        1,
+        Activation::None,
+        budget,
+    );
     conv_case(
         "yolo 256->256 3x3 s1 20",
         256,

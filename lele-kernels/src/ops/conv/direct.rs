@@ -6,13 +6,16 @@
 //! once — zero padded and, for a column stride `s`, split into `s` column
 //! phases — so that for every tap `(c, ki, kj)` the inputs of 16
 //! consecutive outputs of one output row are 16 consecutive floats of the
-//! staged buffer. A table of per-tap offsets then lets a 6 × 16
+//! staged buffer. A table of per-tap offsets then lets a 6 × 16 (AVX2) or 16 × 16 (AVX-512)
 //! register tile read them straight from there. A 1×1 convolution with
 //! stride 1 and no padding reads its input in place (no staging).
 //!
 //! Output columns are processed in segments (an output row, or 256
 //! columns of the flattened plane in place), which are also the unit of
-//! the fused epilogue and of the split across threads.
+//! the fused epilogue and of the split across threads. At stride 1, when
+//! output rows are not a multiple of 16 wide, the tiles instead run over
+//! the staged rows back to back ([`Layout::flat`]). Every tile starts from
+//! the bias in registers and stores its result: the output is never read.
 use super::ConvGeom;
 use super::im2col::{strided_copy, valid_range};
 use crate::error::KernelError;
@@ -45,6 +48,13 @@ const BAND_FLOATS: usize = 48 * 1024;
 pub(super) struct Layout {
     /// The input is read in place (1×1, stride 1, no padding).
     pub(super) in_place: bool,
+    /// Tiles run over the staged rows back to back (stride 1 only), each
+    /// 16 consecutive staged positions, the `(kw - 1)·dw` padding columns
+    /// between output rows computed and dropped: chosen when that wastes
+    /// fewer lanes than tiles over each output row (rows not a multiple of
+    /// 16 wide: a 20-wide row fills 20 of 32 lanes row by row, 20 of 22
+    /// flat).
+    pub(super) flat: bool,
     /// Floats per staged channel.
     pub(super) plane: usize,
     /// Floats per staged row (all column phases).
@@ -80,6 +90,7 @@ impl Layout {
             let ohw = g.oh * g.ow;
             return Layout {
                 in_place,
+                flat: false,
                 plane: g.x.h * g.x.w,
                 row_stride: 0,
                 phase_w: 0,
@@ -97,6 +108,7 @@ impl Layout {
         let row_stride = phase_w * sw;
         Layout {
             in_place,
+            flat: strides == [1, 1] && row_stride < g.ow.next_multiple_of(TILE_N),
             plane: rows * row_stride,
             row_stride,
             phase_w,
@@ -181,7 +193,7 @@ pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom)
         return false;
     }
     let l = Layout::new(strides, dilations, g);
-    if !worthwhile(g, l.in_place) {
+    if !worthwhile(g, &l) {
         return false;
     }
     // Offsets are u32.
@@ -194,7 +206,7 @@ pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom)
 }
 
 /// The measured part of [`eligible`] (tests can override it).
-fn worthwhile(g: &ConvGeom, in_place: bool) -> bool {
+fn worthwhile(g: &ConvGeom, l: &Layout) -> bool {
     #[cfg(all(test, feature = "std"))]
     if let Some(forced) = FORCE.with(|f| f.get()) {
         return forced;
@@ -202,9 +214,12 @@ fn worthwhile(g: &ConvGeom, in_place: bool) -> bool {
     // Rows of 16-column tiles: narrow output rows would be mostly padding
     // (Silero VAD's 1-D convolutions over 4 frames: 0.20 → 0.24 ms), while
     // the GEMM handles a few columns with dot products. A 1×1 stride-1
-    // convolution read in place runs over the flat plane instead.
+    // convolution read in place runs over the flat plane instead, and flat
+    // tiles ([`Layout::flat`]) fill `ow` of every `row_stride` lanes.
     let rows_fill = g.ow >= 2 * TILE_N || 4 * g.ow.next_multiple_of(TILE_N) <= 5 * g.ow;
-    g.mg <= DIRECT_M_MAX && (rows_fill || in_place && g.ohw() >= 2 * TILE_N)
+    let flat_fill = l.flat && 4 * l.row_stride <= 5 * g.ow;
+    let plane_fill = (flat_fill || l.in_place) && g.ohw() >= 2 * TILE_N;
+    g.mg <= DIRECT_M_MAX && (rows_fill || plane_fill)
 }
 
 #[cfg(all(test, feature = "std"))]
@@ -335,9 +350,10 @@ pub(super) fn stage(
     Ok(())
 }
 
-/// One group of a convolution: `yg` (`mg × ohw`, holding the bias) +=
-/// `wg` (`mg × k`) convolved with `xg`, then the epilogue on each finished
-/// segment. Only called when [`applies`] said so.
+/// One group of a convolution: `yg` (`mg × ohw`, only written) = `bias`
+/// (`mg` floats, or zeros) + `wg` (`mg × k`) convolved with `xg`, then the
+/// epilogue on each finished segment. Only called when [`applies`] said
+/// so.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_group(
     strides: [usize; 2],
@@ -345,6 +361,7 @@ pub(super) fn run_group(
     g: &ConvGeom,
     xg: &[f32],
     wg: &[f32],
+    bias: Option<&[f32]>,
     yg: &mut [f32],
     scratch: &mut [u8],
     epilogue: Option<Epilogue<'_>>,
@@ -352,7 +369,11 @@ pub(super) fn run_group(
     const OP: &str = "Conv";
     let l = Layout::new(strides, dilations, g).banded(strides, dilations, g);
     let (k, mg, ohw) = (g.k(), g.mg, g.ohw());
-    if wg.len() < mg * k || yg.len() < mg * ohw || xg.len() < g.cg * g.x.h * g.x.w {
+    if wg.len() < mg * k
+        || yg.len() < mg * ohw
+        || xg.len() < g.cg * g.x.h * g.x.w
+        || bias.is_some_and(|b| b.len() < mg)
+    {
         return Err(KernelError::Buffer { op: OP });
     }
     let (a, staged, panel, offs) = carve(scratch, &l, g)?;
@@ -395,6 +416,7 @@ pub(super) fn run_group(
         a,
         taps,
         ident,
+        bias,
         epilogue,
     };
     let bands = l.bands();
@@ -484,10 +506,23 @@ struct Job<'j> {
     a: &'j [f32],
     taps: &'j [u32],
     ident: &'j [u32],
+    /// The group's bias (`mg` floats), or none.
+    bias: Option<&'j [f32]>,
     epilogue: Option<Epilogue<'j>>,
 }
 
+/// Start of every output row of a convolution without bias.
+const ZEROS: [f32; TILE_M] = [0.0; TILE_M];
+
 impl Job<'_> {
+    /// The start values of the rows of tile `t` (its bias, or zeros).
+    fn init(&self, t: usize) -> *const f32 {
+        match self.bias {
+            Some(b) => b[t * self.tm..].as_ptr(),
+            None => ZEROS.as_ptr(),
+        }
+    }
+
     /// Computes the output segments in `range` into `y` (`mg × ohw`),
     /// reading `src` (the input in place, or the staged band that starts
     /// at segment `first`).
@@ -507,6 +542,10 @@ impl Job<'_> {
         panel: *mut f32,
     ) {
         let (g, l) = (self.g, self.l);
+        if l.flat {
+            // SAFETY: the caller's contract.
+            return unsafe { self.flat_segments(src, first, range, y) };
+        }
         let (k, mg, ohw) = (g.k(), g.mg, g.ohw());
         for s in range {
             let col0 = s * l.seg_w;
@@ -556,6 +595,7 @@ impl Job<'_> {
                                 boffs.as_ptr(),
                                 y.add(c0),
                                 ohw,
+                                self.init(t),
                                 t == 0,
                             )
                         };
@@ -572,6 +612,7 @@ impl Job<'_> {
                                 boffs.as_ptr(),
                                 part.as_mut_ptr(),
                                 TILE_N,
+                                self.init(t),
                                 false,
                             )
                         };
@@ -581,7 +622,7 @@ impl Job<'_> {
                             let dst =
                                 unsafe { core::slice::from_raw_parts_mut(y.add(c0 + i * ohw), w) };
                             for (d, &v) in dst.iter_mut().zip(&part[i * TILE_N..]) {
-                                *d += v;
+                                *d = v;
                             }
                         }
                     }
@@ -601,8 +642,126 @@ impl Job<'_> {
     }
 }
 
+impl Job<'_> {
+    /// [`Job::segments`] with flat tiles ([`Layout::flat`]): output rows
+    /// `range` are staged `row_stride` apart from row `first` on, so the
+    /// tiles walk that span 16 positions at a time. A tile inside one
+    /// row's output columns accumulates straight into `y`; any other goes
+    /// through a local tile whose runs of output columns are added to their
+    /// rows. The epilogue runs once the range is done.
+    ///
+    /// # Safety
+    /// As [`Job::segments`] (the panel is not used: the input is staged).
+    unsafe fn flat_segments(
+        &self,
+        src: &[f32],
+        first: usize,
+        range: core::ops::Range<usize>,
+        y: *mut f32,
+    ) {
+        let (g, l, tm) = (self.g, self.l, self.tm);
+        let (k, mg, ohw, ow, rs) = (g.k(), g.mg, g.ohw(), g.ow, l.row_stride);
+        if range.is_empty() {
+            return;
+        }
+        let start = (range.start - first) * rs;
+        let end = (range.end - 1 - first) * rs + ow;
+        for q0 in (start..end).step_by(TILE_N) {
+            let w = TILE_N.min(end - q0);
+            let (row, col) = (first + q0 / rs, q0 % rs);
+            // SAFETY: every tap plus q0 + TILE_N stays inside the staged
+            // band and its slack (a lane's reads end within its channel's
+            // plane; lanes past `end` read the slack).
+            let b = unsafe { src.as_ptr().add(q0) };
+            if w == TILE_N && col + TILE_N <= ow {
+                for t in 0..mg.div_ceil(tm) {
+                    let h = tm.min(mg - t * tm);
+                    let ap = &self.a[t * k * tm..][..k * tm];
+                    // SAFETY: the h × 16 tile at (t·tm, row·ow + col) is
+                    // inside `y`, in this task's rows; reads as above.
+                    unsafe {
+                        tile(
+                            tm,
+                            h,
+                            k,
+                            ap.as_ptr(),
+                            b,
+                            self.taps.as_ptr(),
+                            y.add(t * tm * ohw + row * ow + col),
+                            ohw,
+                            self.init(t),
+                            t == 0,
+                        )
+                    };
+                }
+                continue;
+            }
+            // Runs of lanes that are output columns: (lane, len, column of y).
+            let mut runs = [(0usize, 0usize, 0usize); TILE_N];
+            let mut n_runs = 0;
+            let mut j = 0;
+            while j < w {
+                let q = q0 + j;
+                let c = q % rs;
+                if c >= ow {
+                    j += rs - c;
+                    continue;
+                }
+                let len = (ow - c).min(w - j);
+                runs[n_runs] = (j, len, (first + q / rs) * ow + c);
+                n_runs += 1;
+                j += len;
+            }
+            for t in 0..mg.div_ceil(tm) {
+                let h = tm.min(mg - t * tm);
+                let ap = &self.a[t * k * tm..][..k * tm];
+                let mut part = [0f32; TILE_M * TILE_N];
+                // SAFETY: into the local tile; reads as above.
+                unsafe {
+                    tile(
+                        tm,
+                        h,
+                        k,
+                        ap.as_ptr(),
+                        b,
+                        self.taps.as_ptr(),
+                        part.as_mut_ptr(),
+                        TILE_N,
+                        self.init(t),
+                        false,
+                    )
+                };
+                for i in 0..h {
+                    for &(lane, len, at) in &runs[..n_runs] {
+                        // SAFETY: row t·tm + i, columns at..at + len of an
+                        // output row in this task's range: inside `y`.
+                        let dst = unsafe {
+                            core::slice::from_raw_parts_mut(y.add((t * tm + i) * ohw + at), len)
+                        };
+                        for (d, &v) in dst.iter_mut().zip(&part[i * TILE_N + lane..]) {
+                            *d = v;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(f) = self.epilogue {
+            for m in 0..mg {
+                let at = m * ohw + range.start * ow;
+                let width = range.len() * ow;
+                // SAFETY: row m, this range's output rows: finished, ours.
+                f(
+                    unsafe { core::slice::from_raw_parts_mut(y.add(at), width) },
+                    at,
+                );
+            }
+        }
+    }
+}
+
 /// The register tile of `h` rows over packed weights (`k` steps of `tm`
-/// floats), prefetching on request (the first row of tiles of a column
+/// floats), started from `init` (`h` floats) and stored, prefetching on
+/// request (the first row of tiles of a column
 /// does); only reached when [`applies`].
 ///
 /// # Safety
@@ -617,8 +776,9 @@ unsafe fn tile(
     offs: *const u32,
     c: *mut f32,
     ldc: usize,
+    init: *const f32,
     prefetch: bool,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { crate::ops::gemm::rows::tile(tm, h, k, a, 1, tm, x, offs, c, ldc, prefetch) }
+    unsafe { crate::ops::gemm::rows::tile(tm, h, k, a, 1, tm, x, offs, c, ldc, init, prefetch) }
 }

@@ -410,9 +410,18 @@ impl Kernel for Conv {
         if ohw == 0 {
             return Ok(());
         }
-        // Start from the bias (GEMMs then accumulate with beta = 1).
-        for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
-            plane.fill(bias.map_or(0.0, |b| b[i % g.m]));
+        // The scratch was planned at a few input sizes; at others (dynamic
+        // dims) the direct path may need more than was reserved, then the
+        // GEMM (whose need only grows with the shapes) computes it.
+        let direct = !self.is_depthwise(&g)
+            && self.runs_direct(&g)
+            && scratch.len() >= direct::scratch_bytes(self.strides, self.dilations, &g);
+        if !direct {
+            // Start from the bias (GEMMs then accumulate with beta = 1;
+            // the direct tiles start from it in registers).
+            for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
+                plane.fill(bias.map_or(0.0, |b| b[i % g.m]));
+            }
         }
         let beta = if bias.is_some() { 1.0 } else { 0.0 };
         if self.is_depthwise(&g) {
@@ -453,12 +462,7 @@ impl Kernel for Conv {
             return Ok(());
         }
         let groups = self.group;
-        // The scratch was planned at a few input sizes; at others (dynamic
-        // dims) the direct path may need more than was reserved, then the
-        // GEMM (whose need only grows with the shapes) computes it.
-        if self.runs_direct(&g)
-            && scratch.len() >= direct::scratch_bytes(self.strides, self.dilations, &g)
-        {
+        if direct {
             for n in 0..g.x.n {
                 for gi in 0..groups {
                     let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
@@ -473,6 +477,7 @@ impl Kernel for Conv {
                         &g,
                         xg,
                         wg,
+                        bias.map(|b| &b[gi * g.mg..][..g.mg]),
                         yg,
                         scratch,
                         epilogue,

@@ -745,8 +745,14 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
         // 1×1 strided or padded: staged.
         (6, 9, 40, 10, 1, 1, 1, [2, 2], [0, 0, 0, 0], [1, 1]),
         (4, 6, 30, 6, 1, 1, 1, [1, 1], [1, 1, 0, 2], [1, 1]),
-        // Big enough to split over threads (whole, or band by band).
+        // Stride 1 with rows narrower than a tile: flat tiles cross two
+        // or three output rows (5 wide, 7 staged).
+        (3, 6, 5, 7, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (2, 9, 3, 17, 1, 3, 1, [1, 1], [0, 2, 0, 1], [1, 1]),
+        // Big enough to split over threads (whole, or band by band), flat
+        // (70 of 72 staged columns) and row by row (64 wide).
         (8, 20, 70, 16, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (8, 20, 64, 16, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
         (12, 33, 45, 9, 3, 3, 1, [2, 2], [1, 1, 1, 1], [1, 1]),
     ];
     let direct_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);

@@ -26,11 +26,12 @@ pub(crate) fn tile_rows() -> usize {
     AVX2_TILE_M
 }
 
-/// `C += A·B` for one `h × 16` tile of a tile kind of `tm` rows
+/// `C = init + A·B` for one `h × 16` tile of a tile kind of `tm` rows
 /// (`1 ≤ h ≤ tm`, `tm` [`TILE_M`] for the AVX-512 tile, else
 /// [`AVX2_TILE_M`]): element
 /// `(i, p)` of `A` at `a[i·a_rs + p·a_cs]`, row `p` of `B` the 16 floats at
-/// `x + offs[p]`, `C` at `c` with row stride `ldc`. With `prefetch`, every
+/// `x + offs[p]`, `init[i]` the start of row `i` (a bias), `C` at `c` with
+/// row stride `ldc` (only written). With `prefetch`, every
 /// tap's cache line two tiles to the right is fetched meanwhile (worth it
 /// once per column of tiles when `B` streams from beyond L2: the staged
 /// input of a convolution with few taps). Only reached on CPUs with
@@ -39,8 +40,8 @@ pub(crate) fn tile_rows() -> usize {
 /// # Safety
 /// The CPU supports AVX2 and FMA, and AVX-512F when `tm == TILE_M`; `A`
 /// holds `h × k` elements at those strides, `offs` holds `k` offsets, `x + offs[p] .. + 16` is readable for
-/// every `p`, and the tile (`h` rows of 16 floats at stride `ldc`) is
-/// writable.
+/// every `p`, `init` holds `h` floats, and the tile (`h` rows of 16 floats
+/// at stride `ldc`) is writable.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn tile(
     tm: usize,
@@ -53,6 +54,7 @@ pub(crate) unsafe fn tile(
     offs: *const u32,
     c: *mut f32,
     ldc: usize,
+    init: *const f32,
     prefetch: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
@@ -63,10 +65,10 @@ pub(crate) unsafe fn tile(
         macro_rules! by_height {
             ($kernel:ident, $full:literal; $($h:literal)*) => {
                 match (h, prefetch) {
-                    $(($h, false) => $kernel::<$h, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-                      ($h, true) => $kernel::<$h, true>(k, a, a_rs, a_cs, x, offs, c, ldc),)*
-                    (_, false) => $kernel::<$full, false>(k, a, a_rs, a_cs, x, offs, c, ldc),
-                    (_, true) => $kernel::<$full, true>(k, a, a_rs, a_cs, x, offs, c, ldc),
+                    $(($h, false) => $kernel::<$h, false>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
+                      ($h, true) => $kernel::<$h, true>(k, a, a_rs, a_cs, x, offs, c, ldc, init),)*
+                    (_, false) => $kernel::<$full, false>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
+                    (_, true) => $kernel::<$full, true>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
                 }
             };
         }
@@ -78,5 +80,5 @@ pub(crate) unsafe fn tile(
         }
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (tm, h, k, a, a_rs, a_cs, x, offs, c, ldc, prefetch);
+    let _ = (tm, h, k, a, a_rs, a_cs, x, offs, c, ldc, init, prefetch);
 }

@@ -112,7 +112,7 @@ pub unsafe fn kernel_avx512(
     }
 }
 
-/// `C += A·B` for one `R × 16` tile (`R ≤ 16`) without packed `B`, the
+/// `C = init + A·B` for one `R × 16` tile (`R ≤ 16`) without packed `B`, the
 /// AVX-512 form of [`rows_tile_avx2`] (same arguments): one 16-lane
 /// accumulator per row, one `B` vector per step and each weight broadcast
 /// straight from memory into its multiply-add, so a step issues `R`
@@ -132,8 +132,13 @@ pub(crate) unsafe fn rows_tile_avx512<const R: usize, const PREFETCH: bool>(
     offs: *const u32,
     c: *mut f32,
     ldc: usize,
+    init: *const f32,
 ) {
     let mut acc = [_mm512_setzero_ps(); R];
+    for (i, row) in acc.iter_mut().enumerate() {
+        // SAFETY: i < R, inside `init`.
+        *row = _mm512_set1_ps(unsafe { *init.add(i) });
+    }
     for p in 0..k {
         // SAFETY: p < k: the offset, the 16 inputs it points at and the R
         // weights are inside the caller's buffers.
@@ -151,10 +156,7 @@ pub(crate) unsafe fn rows_tile_avx512<const R: usize, const PREFETCH: bool>(
     }
     for (i, &v) in acc.iter().enumerate() {
         // SAFETY: row i of the caller's tile.
-        unsafe {
-            let p = c.add(i * ldc);
-            _mm512_storeu_ps(p, _mm512_add_ps(_mm512_loadu_ps(p), v));
-        }
+        unsafe { _mm512_storeu_ps(c.add(i * ldc), v) };
     }
 }
 
@@ -276,16 +278,18 @@ pub unsafe fn dot_columns_avx2(
     }
 }
 
-/// `C += A·B` for one `R × 16` tile (`R ≤ 6`) without packed `B`: element
-/// `(i, p)` of `A` is `a[i·a_rs + p·a_cs]`, row `p` of `B` is the 16 floats
-/// at `x + offs[p]`, and `C` starts at `c` with row stride `ldc`. Twelve
-/// accumulators, two `B` vectors and a broadcast fill the 16 registers.
+/// `C = init + A·B` for one `R × 16` tile (`R ≤ 6`) without packed `B`:
+/// element `(i, p)` of `A` is `a[i·a_rs + p·a_cs]`, row `p` of `B` is the
+/// 16 floats at `x + offs[p]`, `init[i]` starts every element of row `i`
+/// (a bias), and `C` starts at `c` with row stride `ldc` (written, not
+/// read). Twelve accumulators, two `B` vectors and a broadcast fill the 16
+/// registers.
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA; `A` holds `R × k` elements at those
 /// strides, `offs` holds `k` offsets, `x + offs[p] .. + 16` is readable for
-/// every `p`, and the tile (`R` rows of 16 floats at stride `ldc`) is
-/// writable.
+/// every `p`, `init` holds `R` floats, and the tile (`R` rows of 16 floats
+/// at stride `ldc`) is writable.
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn rows_tile_avx2<const R: usize, const PREFETCH: bool>(
@@ -297,8 +301,14 @@ pub(crate) unsafe fn rows_tile_avx2<const R: usize, const PREFETCH: bool>(
     offs: *const u32,
     c: *mut f32,
     ldc: usize,
+    init: *const f32,
 ) {
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for (i, row) in acc.iter_mut().enumerate() {
+        // SAFETY: i < R, inside `init`.
+        let v = _mm256_broadcast_ss(unsafe { &*init.add(i) });
+        *row = [v, v];
+    }
     for p in 0..k {
         // SAFETY: p < k: the offset, the 16 inputs it points at and the R
         // weights are inside the caller's buffers.
@@ -321,10 +331,7 @@ pub(crate) unsafe fn rows_tile_avx2<const R: usize, const PREFETCH: bool>(
     for (i, row) in acc.iter().enumerate() {
         for (h, &v) in row.iter().enumerate() {
             // SAFETY: element (i, 8h..8h + 8) of the caller's tile.
-            unsafe {
-                let p = c.add(i * ldc + 8 * h);
-                _mm256_storeu_ps(p, _mm256_add_ps(_mm256_loadu_ps(p), v));
-            }
+            unsafe { _mm256_storeu_ps(c.add(i * ldc + 8 * h), v) };
         }
     }
 }
