@@ -479,6 +479,81 @@ fn per_channel_affine_after_a_conv_folds_into_its_weights() {
 }
 
 #[test]
+fn batch_norm_after_a_conv_folds_into_its_weights() {
+    let per_channel = |name: &str, v: [f32; 2]| proto::TensorProto {
+        name: s(name),
+        data_type: Some(1),
+        dims: vec![2],
+        float_data: v.to_vec(),
+        ..Default::default()
+    };
+    let build = |training: bool| {
+        let w = proto::TensorProto {
+            name: s("w"),
+            data_type: Some(1),
+            dims: vec![2, 1, 1, 1],
+            float_data: vec![2.0, 3.0],
+            ..Default::default()
+        };
+        let attrs = vec![
+            proto::AttributeProto {
+                name: s("epsilon"),
+                f: Some(0.5),
+                r#type: Some(proto::attribute_proto::AttributeType::Float as i32),
+                ..Default::default()
+            },
+            proto::AttributeProto {
+                name: s("training_mode"),
+                i: Some(training as i64),
+                r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
+                ..Default::default()
+            },
+        ];
+        let nodes = vec![
+            node("Conv", &["x", "w"], &["c"], vec![]),
+            node(
+                "BatchNormalization",
+                &["c", "scale", "shift", "mean", "var"],
+                &["y"],
+                attrs,
+            ),
+        ];
+        let inits = vec![
+            w,
+            per_channel("scale", [3.0, -1.0]),
+            per_channel("shift", [1.0, 0.25]),
+            per_channel("mean", [4.0, -2.0]),
+            per_channel("var", [3.5, 0.5]),
+        ];
+        let m = model(
+            nodes,
+            inits,
+            vec![value_info("x", 1, &[1, 1, 2, 2])],
+            vec![value_info("y", 1, &[1, 2, 2, 2])],
+        );
+        optimized(&m)
+    };
+    let g = build(false);
+    assert_eq!(op_types(&g), vec!["Conv"]);
+    let conv = &g.main.nodes[0];
+    let vals = |i: usize| {
+        g.values[conv.inputs[i].unwrap()]
+            .constant
+            .as_ref()
+            .unwrap()
+            .to_f64s()
+            .unwrap()
+    };
+    // s = scale/√(var + ε) = [1.5, -1], t = shift - mean·s = [-5, -1.75]:
+    // W·s and (no bias) t.
+    assert_eq!(vals(1), vec![3.0, -3.0]);
+    assert_eq!(vals(2), vec![-5.0, -1.75]);
+    assert_eq!(conv.outputs, g.outputs);
+    // Training mode normalizes with the batch's own statistics: kept.
+    assert_eq!(op_types(&build(true)), vec!["Conv", "BatchNormalization"]);
+}
+
+#[test]
 fn gelu_is_fused_from_its_erf_form() {
     // y = Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5), operands shuffled.
     let build = |sqrt2: f32, erf_reader: bool| {
@@ -968,4 +1043,10 @@ fn built_in_fusions_fire_on_real_models() {
         (10, 13),
         "{det:?}"
     );
+    // PP-OCR cls exports its 35 batch norms as BatchNormalization nodes
+    // after a convolution: all fold into it (and the HardSwish or Relu
+    // after them then into its epilogue).
+    let cls = optimized_zoo_ops("ppocr_cls.onnx", "x = [1, 3, 48, 192]");
+    assert_eq!(count(&cls, "BatchNormalization"), 0, "{cls:?}");
+    assert_eq!(count(&cls, "HardSwish"), 0, "{cls:?}");
 }

@@ -12,7 +12,10 @@
 //! Paddle exports every batch norm of PP-OCR this way (a Conv, then a Mul
 //! and an Add with `[1, M, 1, 1]` constants); ONNX Runtime folds the same
 //! chain at load time. Either step may be missing (`Conv → Mul`,
-//! `Conv → Add`). Conditions: `W` (and `B`, if present) and the affine
+//! `Conv → Add`). An inference-mode `BatchNormalization` with constant
+//! statistics after a convolution (PP-OCR's cls model) is the same affine,
+//! `s = scale/√(var + ε)` and `t = B - mean·s` (computed in f64, rounded
+//! once). Conditions: `W` (and `B`, if present) and the affine
 //! operands are f32 constants, each operand is a scalar or has `M` values
 //! along the channel axis and 1 elsewhere, every intermediate has exactly
 //! one reader and is not a model output, and the Mul/Add run lele's own
@@ -21,6 +24,7 @@
 use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp};
 use lele_kernels::ops::conv::Conv;
+use lele_kernels::ops::norm::BatchNormalization;
 use lele_kernels::ops::unary::{Activation, Swish, Unary, UnaryOp};
 
 use super::fuse::{kernel_of, readers, runs, use_counts};
@@ -54,6 +58,38 @@ fn bias_vals(g: &Graph, v: ValueId, m: usize) -> Option<Vec<f32>> {
     (t.dtype == DType::F32 && vals.len() == m).then(|| vals.to_vec())
 }
 
+/// One per-channel step after a convolution.
+enum Affine {
+    /// `y = x·s`.
+    Mul(Vec<f32>),
+    /// `y = x + t`.
+    Add(Vec<f32>),
+    /// `y = x·s + t` (a batch norm).
+    MulAdd(Vec<f32>, Vec<f32>),
+}
+
+/// The affine of an inference-mode batch norm over `m` channels reading
+/// `v`, when its four statistics are f32 constants of `m` values.
+fn batch_norm_affine(g: &Graph, n: &crate::ir::Node, v: ValueId, m: usize) -> Option<Affine> {
+    let bn = kernel_of::<BatchNormalization>(n)?;
+    if n.op_type != "BatchNormalization" || bn.training || n.outputs.len() != 1 {
+        return None;
+    }
+    if n.inputs.first().copied().flatten() != Some(v) || n.inputs.len() != 5 {
+        return None;
+    }
+    let stat = |i: usize| bias_vals(g, n.inputs[i]?, m);
+    let (scale, shift, mean, var) = (stat(1)?, stat(2)?, stat(3)?, stat(4)?);
+    let mut s = Vec::with_capacity(m);
+    let mut t = Vec::with_capacity(m);
+    for c in 0..m {
+        let k = scale[c] as f64 / (var[c] as f64 + bn.epsilon as f64).sqrt();
+        s.push(k as f32);
+        t.push((shift[c] as f64 - mean[c] as f64 * k) as f32);
+    }
+    Some(Affine::MulAdd(s, t))
+}
+
 /// Folds every matching chain; returns how many convolutions absorbed one.
 pub fn fold_conv_affine(g: &mut Graph) -> usize {
     let mut folded = 0;
@@ -78,13 +114,16 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
                 continue;
             }
             // The step reading `v` if it is a constant Mul/Add by a
-            // per-channel operand: (node, op, values).
+            // per-channel operand or a batch norm: (node, affine).
             let step = |v: ValueId| {
                 if uses.get(&v) != Some(&1) || g.outputs.contains(&v) {
                     return None;
                 }
                 let &ni = reader.get(&v)?;
                 let n = &g.main.nodes[ni];
+                if let Some(a) = batch_norm_affine(g, n, v, m) {
+                    return Some((ni, a));
+                }
                 let op = [BinaryOp::Mul, BinaryOp::Add].into_iter().find(|&op| {
                     let name = if op == BinaryOp::Mul { "Mul" } else { "Add" };
                     runs(n, name, &Binary { op })
@@ -94,18 +133,26 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
                 if a == b || n.outputs.len() != 1 {
                     return None;
                 }
-                Some((ni, op, per_channel(g, other, m, rank)?))
+                let vals = per_channel(g, other, m, rank)?;
+                Some((
+                    ni,
+                    if op == BinaryOp::Mul {
+                        Affine::Mul(vals)
+                    } else {
+                        Affine::Add(vals)
+                    },
+                ))
             };
             let first = step(conv.outputs[0]);
-            let Some((n1, op1, vals1)) = first else {
+            let Some((n1, a1)) = first else {
                 continue;
             };
-            let second = if op1 == BinaryOp::Mul {
-                step(g.main.nodes[n1].outputs[0]).filter(|s| s.1 == BinaryOp::Add)
+            let second = if matches!(a1, Affine::Mul(_)) {
+                step(g.main.nodes[n1].outputs[0]).filter(|s| matches!(s.1, Affine::Add(_)))
             } else {
                 None
             };
-            plan = Some((ci, m, (n1, op1, vals1), second));
+            plan = Some((ci, m, (n1, a1), second));
             break;
         }
         let Some((ci, m, first, second)) = plan else {
@@ -125,17 +172,23 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
         let per = new_w.len() / m.max(1);
         let mut last = first.0;
         let mut gone = Vec::new();
-        for (ni, op, vals) in std::iter::once(first).chain(second) {
+        for (ni, affine) in std::iter::once(first).chain(second) {
             last = ni;
             gone.push(ni);
+            let (mul, add) = match &affine {
+                Affine::Mul(s) => (Some(s), None),
+                Affine::Add(t) => (None, Some(t)),
+                Affine::MulAdd(s, t) => (Some(s), Some(t)),
+            };
             for c in 0..m {
-                if op == BinaryOp::Mul {
+                if let Some(s) = mul {
                     new_w[c * per..(c + 1) * per]
                         .iter_mut()
-                        .for_each(|x| *x *= vals[c]);
-                    new_b[c] *= vals[c];
-                } else {
-                    new_b[c] += vals[c];
+                        .for_each(|x| *x *= s[c]);
+                    new_b[c] *= s[c];
+                }
+                if let Some(t) = add {
+                    new_b[c] += t[c];
                 }
             }
         }
