@@ -151,6 +151,7 @@ fn shaped_case(name: &str, kernel: &dyn Kernel, dims: &[usize], budget: f64) {
         .infer(&ins, &mut out_shape)
         .expect("shapes are consistent");
     let mut y = vec![0f32; out_shape[0].numel()];
+    let mut scratch = vec![0f32; kernel.scratch_bytes(&ins, &out_shape).div_ceil(4)];
     let secs = time(budget, || {
         let mut outs = [TensorMut {
             dtype: DType::F32,
@@ -158,7 +159,7 @@ fn shaped_case(name: &str, kernel: &dyn Kernel, dims: &[usize], budget: f64) {
             data: bytemuck_bytes_mut(&mut y),
         }];
         kernel
-            .run(&ins, &mut outs, &mut [])
+            .run(&ins, &mut outs, bytemuck_bytes_mut(&mut scratch))
             .expect("arguments are consistent");
         black_box(&y);
     });
