@@ -38,7 +38,7 @@ impl Plane {
 const ROW_ALIGN: usize = 16;
 
 /// Layout of the max pool's scratch (in floats): the padded input row split
-/// into `s[1]` phases, a ring of horizontally pooled rows, one output row.
+/// into `s[1]` phases, then a ring of horizontally pooled rows.
 struct MaxLayout {
     /// Output columns rounded up to [`ROW_ALIGN`].
     owr: usize,
@@ -61,7 +61,7 @@ impl MaxLayout {
     }
 
     fn len(&self, p: &Plane) -> usize {
-        p.s[1] * self.phase + (self.span + 1) * self.owr
+        p.s[1] * self.phase + self.span * self.owr
     }
 }
 

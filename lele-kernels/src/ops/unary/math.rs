@@ -208,7 +208,7 @@ pub(crate) const TANH_SMALL: [f32; 5] = [
 /// (above it the subtraction loses less than a bit: tanh > 0.55).
 pub(crate) const TANH_SPLIT: f32 = 0.625;
 
-/// f32 tanh (a few ulp; the tests hold it to 5e-7 relative): an odd
+/// f32 tanh (about an ulp; the tests hold it to 2e-7 relative): an odd
 /// polynomial near zero, `1 - 2/(e^{2|x|} + 1)` with the sign put back
 /// elsewhere. Branch-free but for the final selects, so maps over slices
 /// vectorize; plain multiply-adds (no `mul_add`, which is a library call on
@@ -254,7 +254,7 @@ pub(crate) const ERF_SMALL: [f32; 6] = [
 /// `|x|` from which `erf` rounds to ±1 in f32 (`erfc(4) < 2^-25`).
 pub(crate) const ERF_ONE: f32 = 4.0;
 
-/// f32 erf (a couple of ulp; the tests hold it to 2.5e-7 relative): the odd
+/// f32 erf (about an ulp; the tests hold it to 1.2e-7 relative): the odd
 /// polynomial `x·(2/√π + x²·R(x²))` ([`ERF_SMALL`]) for `|x| < 1`, else `±(1 - erfc(|x|))` with
 /// `erfc(z) = e^{-z²}·u·S(u)`, `u = 1/(1 + z/2)`, `S` the polynomial GELU
 /// uses ([`erfc_scaled`]). There `erfc ≤ 0.16`, so the subtraction costs
