@@ -646,8 +646,8 @@ impl Job<'_> {
     /// [`Job::segments`] with flat tiles ([`Layout::flat`]): output rows
     /// `range` are staged `row_stride` apart from row `first` on, so the
     /// tiles walk that span 16 positions at a time. A tile inside one
-    /// row's output columns accumulates straight into `y`; any other goes
-    /// through a local tile whose runs of output columns are added to their
+    /// row's output columns is stored straight into `y`; any other goes
+    /// through a local tile whose runs of output columns are copied to their
     /// rows. The epilogue runs once the range is done.
     ///
     /// # Safety
