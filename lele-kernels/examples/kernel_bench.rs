@@ -10,6 +10,7 @@ use std::time::Instant;
 use lele_kernels::ops::conv::{AutoPad, Conv};
 use lele_kernels::ops::gemm::{MatRef, prepacked, sgemm, sgemm_packed_b, sgemm_scratch_len};
 use lele_kernels::ops::pool::{MaxPool, Window};
+use lele_kernels::ops::rnn::{Direction, Lstm};
 use lele_kernels::ops::unary::{Activation, GeluErf, Swish, Unary, UnaryOp};
 use lele_kernels::{DType, Kernel, Shape, TensorMut, TensorRef};
 
@@ -246,6 +247,64 @@ fn conv_case(
     );
 }
 
+/// One bidirectional `LSTM` call (batch 1, with biases): `seq` steps,
+/// `input` features, `hidden` units per direction.
+fn lstm_case(name: &str, seq: usize, input: usize, hidden: usize, budget: f64) {
+    if !selected("lstm", name) {
+        return;
+    }
+    let op = Lstm {
+        hidden_size: hidden,
+        direction: Direction::Bidirectional,
+        layout: 0,
+        clip: None,
+        input_forget: false,
+    };
+    let g4 = 4 * hidden;
+    // Small weights keep the states away from saturation.
+    let small = |n, seed| -> Vec<f32> { fill(n, seed).iter().map(|v| v * 0.05).collect() };
+    let (x, w, r, b) = (
+        fill(seq * input, 7),
+        small(2 * g4 * input, 8),
+        small(2 * g4 * hidden, 9),
+        small(4 * g4, 10),
+    );
+    fn t<'a>(data: &'a [f32], dims: &[usize]) -> Option<TensorRef<'a>> {
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: Shape::new(dims).expect("rank 3 or less"),
+            data: bytemuck_bytes(data),
+        })
+    }
+    let ins = [
+        t(&x, &[seq, 1, input]),
+        t(&w, &[2, g4, input]),
+        t(&r, &[2, g4, hidden]),
+        t(&b, &[2, 2 * g4]),
+    ];
+    let mut out_shape = [Shape::SCALAR];
+    op.infer(&ins, &mut out_shape)
+        .expect("lstm shapes are consistent");
+    let mut y = vec![0f32; out_shape[0].numel()];
+    let mut scratch = vec![0u8; op.scratch_bytes(&ins, &out_shape)];
+    let secs = time(budget, || {
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: out_shape[0],
+            data: bytemuck_bytes_mut(&mut y),
+        }];
+        op.run(&ins, &mut outs, &mut scratch)
+            .expect("lstm arguments are consistent");
+        black_box(&y);
+    });
+    let flops = 2.0 * (2 * seq * g4 * (input + hidden)) as f64;
+    println!(
+        "{{\"kernel\":\"lstm\",\"case\":\"{name}\",\"ms\":{:.4},\"gflops\":{:.2}}}",
+        secs * 1e3,
+        flops / secs / 1e9
+    );
+}
+
 fn bytemuck_bytes(x: &[f32]) -> &[u8] {
     // SAFETY: f32 has no padding or invalid bit patterns as bytes; the
     // length is the same memory.
@@ -338,6 +397,32 @@ fn main() {
         BLayout::Transposed,
         budget,
     );
+    // One LSTM step of ddddocr: the hidden state times Rᵀ (R is 2048 × 512
+    // per direction, stored n × k).
+    gemm_case(
+        "lstm step hRt 1x2048x512",
+        1,
+        2048,
+        512,
+        BLayout::Transposed,
+        budget,
+    );
+    gemm_case(
+        "ddddocr head 20x8210x1024 xWt",
+        20,
+        8210,
+        1024,
+        BLayout::Transposed,
+        budget,
+    );
+    gemm_case(
+        "ddddocr lstm xW 20x4096x512 xWt",
+        20,
+        4096,
+        512,
+        BLayout::Transposed,
+        budget,
+    );
     gemm_case(
         "linear xWt 40x8210x1024",
         40,
@@ -346,6 +431,8 @@ fn main() {
         BLayout::Transposed,
         budget,
     );
+    // ddddocr's recurrent layer (20 steps, 512 inputs, 512 units).
+    lstm_case("ddddocr bilstm 20x512x512", 20, 512, 512, budget);
     // The same products with the weight packed ahead of time (as the
     // compiler stores a MatMul's constant right operand).
     for (name, m, n, k) in [
@@ -354,6 +441,9 @@ fn main() {
         ("minilm qkv 128x384x384", 128, 384, 384),
         ("minilm ffn 128x1536x384", 128, 1536, 384),
         ("ppocr rec head 40x18710x120", 40, 18710, 120),
+        ("ddddocr head 20x8210x1024", 20, 8210, 1024),
+        ("ddddocr lstm xW 20x4096x512", 20, 4096, 512),
+        ("lstm step hRt 1x2048x512", 1, 2048, 512),
     ] {
         gemm_case(
             &format!("{name} prepacked"),

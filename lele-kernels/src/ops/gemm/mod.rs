@@ -204,6 +204,56 @@ fn scatter_fixed<const NR: usize>(src: &[f32], p: usize, kc: usize, dst: &mut [f
     }
 }
 
+/// Packs `MR` rows of a row-major block (row `ii` at `a[ii·rs..][..kc]`)
+/// into an `MR`-interleaved panel (`panel[p·MR + ii]`), eight columns at a
+/// time so the compiler turns each `MR × 8` block into register shuffles
+/// instead of `MR·8` scalar strided copies.
+fn pack_a_rows<const MR: usize>(a: &[f32], rs: usize, kc: usize, panel: &mut [f32]) {
+    let rows: [&[f32]; MR] = core::array::from_fn(|ii| &a[ii * rs..ii * rs + kc]);
+    let full = kc - kc % 8;
+    for (pb, dst) in panel[..full * MR].chunks_exact_mut(8 * MR).enumerate() {
+        let mut block = [[0f32; 8]; MR];
+        for (b, row) in block.iter_mut().zip(&rows) {
+            b.copy_from_slice(&row[pb * 8..pb * 8 + 8]);
+        }
+        for (q, out) in dst.chunks_exact_mut(MR).enumerate() {
+            for (o, b) in out.iter_mut().zip(&block) {
+                *o = b[q];
+            }
+        }
+    }
+    for p in full..kc {
+        for (ii, row) in rows.iter().enumerate() {
+            panel[p * MR + ii] = row[p];
+        }
+    }
+}
+
+/// Packs rows `i0..i0 + h` (columns `pc..pc + kc`) of any-strided `A`
+/// into an `mr`-interleaved panel, zero-filling rows `h..mr`.
+fn pack_a_strided(
+    a: MatRef<'_>,
+    i0: usize,
+    pc: usize,
+    h: usize,
+    mr: usize,
+    kc: usize,
+    panel: &mut [f32],
+) {
+    for ii in 0..mr {
+        if ii < h {
+            let row = (i0 + ii) * a.rs + pc * a.cs;
+            for p in 0..kc {
+                panel[p * mr + ii] = a.data[row + p * a.cs];
+            }
+        } else {
+            for p in 0..kc {
+                panel[p * mr + ii] = 0.0;
+            }
+        }
+    }
+}
+
 /// Number of `f32`s of scratch [`sgemm`] needs for an `m × n × k` product.
 pub fn sgemm_scratch_len(m: usize, n: usize, k: usize) -> usize {
     if m == 0 || n == 0 || k == 0 {
@@ -344,7 +394,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
         // A few rows (down to one: an LSTM step) against a transposed
         // operand (a Linear layer's weight, `x·Wᵀ`): packing W would cost
         // more than the product.
-        dot_columns(m, n, k, alpha, a, bm.data, bm.cs, beta, c, ldc);
+        dot_columns(isa, m, n, k, alpha, a, bm.data, bm.cs, beta, c, ldc);
         if let Some(f) = epilogue {
             for i in 0..m {
                 f(&mut c[i * ldc..i * ldc + n], i * ldc);
@@ -564,19 +614,17 @@ unsafe fn gemm_blocks<B: PackB>(
                             dst[..h].copy_from_slice(&a.data[s..s + h]);
                             dst[h..].fill(0.0);
                         }
-                    } else {
-                        for ii in 0..mr {
-                            if ii < h {
-                                let row = (i0 + ii) * a.rs + pc * a.cs;
-                                for p in 0..kc {
-                                    panel[p * mr + ii] = a.data[row + p * a.cs];
-                                }
-                            } else {
-                                for p in 0..kc {
-                                    panel[p * mr + ii] = 0.0;
-                                }
-                            }
+                    } else if a.cs == 1 && h == mr {
+                        // Whole panels of a row-major A (the usual case).
+                        let start = i0 * a.rs + pc;
+                        match mr {
+                            8 => pack_a_rows::<8>(&a.data[start..], a.rs, kc, panel),
+                            6 => pack_a_rows::<6>(&a.data[start..], a.rs, kc, panel),
+                            4 => pack_a_rows::<4>(&a.data[start..], a.rs, kc, panel),
+                            _ => pack_a_strided(a, i0, pc, h, mr, kc, panel),
                         }
+                    } else {
+                        pack_a_strided(a, i0, pc, h, mr, kc, panel);
                     }
                 }
                 for jr in (0..nc).step_by(nr) {

@@ -1,11 +1,12 @@
 //! Products too thin to pack: a few columns (`narrow`), a few rows
 //! against a B whose columns are contiguous (`dot_columns`), and one row
 //! (`gemv_row`). `sgemm` picks them before the blocked product.
+use super::Isa;
 use super::MatRef;
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 use super::PARALLEL_MIN_MACS;
 #[cfg(target_arch = "x86_64")]
-use super::{CPtr, Isa, best_isa, x86};
+use super::{CPtr, best_isa, x86};
 /// Products with at most this many columns use [`narrow`].
 pub(super) const NARROW_N: usize = 4;
 
@@ -82,9 +83,11 @@ fn narrow_body(
 /// Few rows against columns of B that are contiguous in memory (`B[p, j]`
 /// at `bt[j·ldb + p]`, e.g. a transposed weight): dot products straight
 /// from B with no packing; each group of columns stays in L1 while the rows
-/// of A pass over it. AVX2 tiles of 2 rows × 4 columns when available.
+/// of A pass over it. Register tiles of `isa` (AVX2: 2 rows × 4 columns;
+/// AVX-512: see [`x86::dot_columns_avx512`]); the portable loop otherwise.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn dot_columns(
+    isa: Isa,
     m: usize,
     n: usize,
     k: usize,
@@ -96,8 +99,10 @@ pub(super) fn dot_columns(
     c: &mut [f32],
     ldc: usize,
 ) {
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = isa;
     #[cfg(target_arch = "x86_64")]
-    if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
+    if matches!(isa, Isa::Avx2 | Isa::Avx512) {
         let fits = |len: usize, count: usize, stride: usize, width: usize| {
             (count - 1)
                 .checked_mul(stride)
@@ -110,11 +115,17 @@ pub(super) fn dot_columns(
                 CPtr(bt.as_ptr().cast_mut()),
                 CPtr(c.as_mut_ptr()),
             );
-            // Columns j0..j0 + w. SAFETY (of the call): AVX2 and FMA were
-            // detected; the three checks above are the kernel's bounds
+            // Columns j0..j0 + w. SAFETY (of the call): `isa` was detected
+            // (the caller's contract: AVX2 and FMA, and AVX-512F when
+            // `avx512`); the three checks above are the kernel's bounds
             // contract and j0 + w <= n; A and B are only read.
+            let avx512 = isa == Isa::Avx512;
             let part = |j0: usize, w: usize| unsafe {
-                x86::dot_columns_avx2(
+                (if avx512 {
+                    x86::dot_columns_avx512
+                } else {
+                    x86::dot_columns_avx2
+                })(
                     m,
                     w,
                     k,

@@ -118,6 +118,13 @@ fn small_sizes_all_isas() {
             }
             check(isa, m, 11, 33, false, true, -1.5, 0.5);
         }
+        // One row against a transposed B (a GEMV: eight-column tiles and
+        // every narrower tail), whole and masked depth steps.
+        for n in (1..=17).chain([37]) {
+            for k in [15, 16, 17, 300] {
+                check(isa, 1, n, k, false, true, 0.75, 0.0);
+            }
+        }
         for k in 1..=37 {
             check(isa, 7, 19, k, true, false, -1.0, 0.25);
             check(isa, 1, 19, k, false, true, 2.0, 1.0);

@@ -1,8 +1,16 @@
 //! `Lstm`.
-use super::{Dims, Direction, infer_rnn, prepare_outputs, rnn_dims, seq_len, sigmoid};
+//!
+//! The input projection of both directions is one GEMM before the time
+//! loop (biases folded in); each step adds `h·Rᵀ` to a copy of its row and
+//! applies the gates with the vectorized sigmoid and tanh. With more than
+//! one thread the two directions of a bidirectional layer run at once, one
+//! per thread: they are independent, and a step's product is too small to
+//! split.
+use super::{Dims, Direction, infer_rnn, prepare_outputs, rnn_dims, seq_len};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
 use crate::ops::gemm::{MatRef, f32_in, scratch_f32, sgemm, sgemm_scratch_len};
+use crate::ops::unary::{sigmoid_slice, tanh_slice};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -36,6 +44,60 @@ crate::to_rust_struct!(ops::rnn::Lstm {
     input_forget
 });
 
+const OP: &str = "LSTM";
+
+/// One direction's private buffers (carved from the kernel's scratch).
+struct DirState<'a> {
+    /// Gate pre-activations of the current step, `[batch, 4H]`.
+    pre: &'a mut [f32],
+    /// Gate activations of one batch entry, `[4H]`.
+    act: &'a mut [f32],
+    /// Hidden state, `[batch, H]`.
+    h: &'a mut [f32],
+    /// Cell state, `[batch, H]`.
+    c: &'a mut [f32],
+    /// The hidden state after every step, `[seq, batch, H]` (zero where a
+    /// sequence is shorter), copied to `Y` at the end.
+    hist: &'a mut [f32],
+}
+
+impl<'a> DirState<'a> {
+    /// Floats one direction needs.
+    fn len(d: &Dims) -> usize {
+        let (g4, h) = (4 * d.hidden, d.hidden);
+        d.batch * g4 + g4 + 2 * d.batch * h + d.seq * d.batch * h
+    }
+
+    /// Splits `buf` (at least [`DirState::len`] floats).
+    fn new(buf: &'a mut [f32], d: &Dims) -> Self {
+        let (g4, h) = (4 * d.hidden, d.hidden);
+        let (pre, buf) = buf.split_at_mut(d.batch * g4);
+        let (act, buf) = buf.split_at_mut(g4);
+        let (hs, buf) = buf.split_at_mut(d.batch * h);
+        let (c, buf) = buf.split_at_mut(d.batch * h);
+        let hist = &mut buf[..d.seq * d.batch * h];
+        DirState {
+            pre,
+            act,
+            h: hs,
+            c,
+            hist,
+        }
+    }
+}
+
+/// What every direction reads.
+struct Shared<'s, 'i> {
+    d: &'s Dims,
+    inputs: &'s [Option<TensorRef<'i>>],
+    /// `X·Wᵀ + biases`, `[seq·batch, dirs·4H]`.
+    xw: &'s [f32],
+    /// `R` of all directions.
+    r: &'s [f32],
+    /// `P` of all directions.
+    peep: Option<&'s [f32]>,
+}
+
 impl Lstm {
     fn dims(&self, inputs: &[Option<TensorRef<'_>>], n_out: usize) -> Result<Dims, KernelError> {
         rnn_dims(
@@ -50,18 +112,174 @@ impl Lstm {
         )
     }
 
-    /// `(xw, gates, h, c, bias, gemm)` scratch lengths in floats.
-    fn scratch_parts(d: &Dims) -> [usize; 6] {
+    /// `(xw, directions, gemm)` scratch lengths in floats.
+    fn scratch_parts(d: &Dims) -> [usize; 3] {
         let g = 4 * d.hidden;
         [
-            d.seq * d.batch * g,
-            d.batch * g,
-            d.batch * d.hidden,
-            d.batch * d.hidden,
-            g,
-            sgemm_scratch_len(d.seq * d.batch, g, d.input)
+            d.seq * d.batch * d.dirs * g,
+            d.dirs * DirState::len(d),
+            sgemm_scratch_len(d.seq * d.batch, d.dirs * g, d.input)
                 .max(sgemm_scratch_len(d.batch, g, d.hidden)),
         ]
+    }
+
+    /// Runs every direction (at once when there are threads to spare) and
+    /// returns their states; the first error wins.
+    fn run_directions<'a>(
+        &self,
+        sh: &Shared<'_, '_>,
+        mut states: [Option<DirState<'a>>; 2],
+        gs: &mut [f32],
+    ) -> Result<[Option<DirState<'a>>; 2], KernelError> {
+        #[cfg(feature = "std")]
+        if sh.d.dirs == 2 && crate::threads::num_threads() > 1 {
+            use std::sync::Mutex;
+            let slots = states.map(|st| Mutex::new((st, Ok(()))));
+            crate::threads::run(2, gs, &|dir, s| {
+                let mut slot = slots[dir].lock().unwrap_or_else(|e| e.into_inner());
+                let (st, res) = &mut *slot;
+                if let Some(st) = st {
+                    *res = self.run_direction(sh, dir, st, s);
+                }
+            });
+            let mut first_err = Ok(());
+            let states = slots.map(|m| {
+                let (st, res) = m.into_inner().unwrap_or_else(|e| e.into_inner());
+                if first_err.is_ok() {
+                    first_err = res;
+                }
+                st
+            });
+            return first_err.map(|()| states);
+        }
+        for (dir, st) in states.iter_mut().enumerate() {
+            if let Some(st) = st {
+                self.run_direction(sh, dir, st, gs)?;
+            }
+        }
+        Ok(states)
+    }
+
+    /// Every time step of direction `dir`; `gs` is GEMM scratch.
+    fn run_direction(
+        &self,
+        sh: &Shared<'_, '_>,
+        dir: usize,
+        st: &mut DirState<'_>,
+        gs: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let d = sh.d;
+        let (h, g4) = (d.hidden, 4 * d.hidden);
+        let ldx = d.dirs * g4;
+        let reverse = self.direction == Direction::Reverse || dir == 1;
+        let rd = &sh.r[dir * g4 * h..(dir + 1) * g4 * h];
+        let pd = sh.peep.map(|p| &p[dir * 3 * h..(dir + 1) * 3 * h]);
+        // The time index batch entry `b` (of length `len`) reads at `step`.
+        let time = |step: usize, len: usize| if reverse { len - 1 - step } else { step };
+        for step in 0..d.seq {
+            for (b, pre) in st.pre.chunks_exact_mut(g4).enumerate() {
+                let len = seq_len(sh.inputs, d, b, OP)?;
+                if step < len {
+                    let row = d.x_row(time(step, len), b);
+                    pre.copy_from_slice(&sh.xw[row * ldx + dir * g4..][..g4]);
+                } else {
+                    pre.fill(0.0);
+                }
+            }
+            sgemm(
+                d.batch,
+                g4,
+                h,
+                1.0,
+                MatRef::row_major(st.h, h),
+                MatRef::transposed(rd, h),
+                1.0,
+                st.pre,
+                g4,
+                gs,
+            )?;
+            for b in 0..d.batch {
+                let len = seq_len(sh.inputs, d, b, OP)?;
+                if step >= len {
+                    continue;
+                }
+                let hb = &mut st.h[b * h..(b + 1) * h];
+                self.cell(
+                    pd,
+                    &mut st.pre[b * g4..(b + 1) * g4],
+                    st.act,
+                    hb,
+                    &mut st.c[b * h..(b + 1) * h],
+                );
+                let t = time(step, len);
+                st.hist[(t * d.batch + b) * h..][..h].copy_from_slice(hb);
+            }
+        }
+        Ok(())
+    }
+
+    /// One cell update of one batch entry: `pre` holds the gates'
+    /// pre-activations (`i, o, f, c`, `H` each; overwritten), `act` is
+    /// scratch of the same length, `hb`/`cb` are the states, updated.
+    fn cell(
+        &self,
+        peep: Option<&[f32]>,
+        pre: &mut [f32],
+        act: &mut [f32],
+        hb: &mut [f32],
+        cb: &mut [f32],
+    ) {
+        let h = hb.len();
+        let (pre_i, rest) = pre.split_at_mut(h);
+        let (pre_o, rest) = rest.split_at_mut(h);
+        let (pre_f, pre_g) = rest.split_at_mut(h);
+        let (act_i, rest) = act.split_at_mut(h);
+        let (act_o, rest) = rest.split_at_mut(h);
+        let (act_f, act_g) = rest.split_at_mut(h);
+        let clip = |v: &mut [f32]| {
+            if let Some(c) = self.clip {
+                v.iter_mut().for_each(|x| *x = x.clamp(-c, c));
+            }
+        };
+        if let Some(p) = peep {
+            let (p_i, p_f) = (&p[..h], &p[2 * h..3 * h]);
+            for (k, &c) in cb.iter().enumerate() {
+                pre_i[k] += p_i[k] * c;
+                pre_f[k] += p_f[k] * c;
+            }
+        }
+        clip(pre_i);
+        sigmoid_slice(pre_i, act_i);
+        if self.input_forget {
+            for (f, &i) in act_f.iter_mut().zip(act_i.iter()) {
+                *f = 1.0 - i;
+            }
+        } else {
+            clip(pre_f);
+            sigmoid_slice(pre_f, act_f);
+        }
+        clip(pre_g);
+        tanh_slice(pre_g, act_g);
+        for (((c, &f), &i), &g) in cb
+            .iter_mut()
+            .zip(act_f.iter())
+            .zip(act_i.iter())
+            .zip(act_g.iter())
+        {
+            *c = f * *c + i * g;
+        }
+        if let Some(p) = peep {
+            for ((o, &po), &c) in pre_o.iter_mut().zip(&p[h..2 * h]).zip(cb.iter()) {
+                *o += po * c;
+            }
+        }
+        clip(pre_o);
+        sigmoid_slice(pre_o, act_o);
+        // tanh(c) into the spent candidate gate's slot.
+        tanh_slice(cb, act_g);
+        for ((hv, &o), &t) in hb.iter_mut().zip(act_o.iter()).zip(act_g.iter()) {
+            *hv = o * t;
+        }
     }
 }
 
@@ -88,7 +306,6 @@ impl Kernel for Lstm {
         outputs: &mut [TensorMut<'_>],
         scratch: &mut [u8],
     ) -> Result<(), KernelError> {
-        const OP: &str = "LSTM";
         let d = self.dims(inputs, outputs.len())?;
         let x = f32_in(input(inputs, 0, OP)?, OP)?;
         let w = f32_in(input(inputs, 1, OP)?, OP)?;
@@ -104,109 +321,81 @@ impl Kernel for Lstm {
         let parts = Self::scratch_parts(&d);
         let s = scratch_f32(scratch, parts.iter().sum(), OP)?;
         let (xw, s) = s.split_at_mut(parts[0]);
-        let (gates, s) = s.split_at_mut(parts[1]);
-        let (hs, s) = s.split_at_mut(parts[2]);
-        let (cs, s) = s.split_at_mut(parts[3]);
-        let (bsum, gs) = s.split_at_mut(parts[4]);
+        let (per_dir, gs) = s.split_at_mut(parts[1]);
         let (h, g4, inp) = (d.hidden, 4 * d.hidden, d.input);
-        let clip = self.clip.unwrap_or(f32::INFINITY);
-        let cl = |v: f32| v.clamp(-clip, clip);
-        for dir in 0..d.dirs {
-            let reverse = self.direction == Direction::Reverse || dir == 1;
-            let wd = &w[dir * g4 * inp..(dir + 1) * g4 * inp];
-            let rd = &r[dir * g4 * h..(dir + 1) * g4 * h];
-            match bias {
-                Some(bv) => {
-                    let bd = &bv[dir * 2 * g4..(dir + 1) * 2 * g4];
-                    for (k, o) in bsum.iter_mut().enumerate() {
-                        *o = bd[k] + bd[g4 + k];
+        // X · Wᵀ for every (step, batch) row and both directions in one
+        // product (W is `[dirs·4H, input]` row-major), plus both biases.
+        let ldx = d.dirs * g4;
+        sgemm(
+            d.seq * d.batch,
+            ldx,
+            inp,
+            1.0,
+            MatRef::row_major(x, inp),
+            MatRef::transposed(w, inp),
+            0.0,
+            xw,
+            ldx,
+            gs,
+        )?;
+        if let Some(bv) = bias {
+            for row in xw.chunks_exact_mut(ldx) {
+                for (seg, bd) in row.chunks_exact_mut(g4).zip(bv.chunks_exact(2 * g4)) {
+                    let (wb, rb) = bd.split_at(g4);
+                    for ((v, &a), &b) in seg.iter_mut().zip(wb).zip(rb) {
+                        *v += a + b;
                     }
                 }
-                None => bsum.fill(0.0),
             }
-            let pd = peep.map(|p| &p[dir * 3 * h..(dir + 1) * 3 * h]);
+        }
+        let mut states: [Option<DirState<'_>>; 2] = [None, None];
+        for (dir, (chunk, slot)) in per_dir
+            .chunks_exact_mut(DirState::len(&d).max(1))
+            .zip(&mut states)
+            .enumerate()
+            .take(d.dirs)
+        {
+            let st = DirState::new(chunk, &d);
             for b in 0..d.batch {
                 let off = d.state_off(dir, b);
-                let hb = &mut hs[b * h..(b + 1) * h];
+                let (hb, cb) = (&mut st.h[b * h..][..h], &mut st.c[b * h..][..h]);
                 match h0 {
                     Some(v) => hb.copy_from_slice(&v[off..off + h]),
                     None => hb.fill(0.0),
                 }
-                let cb = &mut cs[b * h..(b + 1) * h];
                 match c0 {
                     Some(v) => cb.copy_from_slice(&v[off..off + h]),
                     None => cb.fill(0.0),
                 }
             }
-            // XW for every (step, batch) row: X · Wᵀ.
-            let rows = d.seq * d.batch;
-            sgemm(
-                rows,
-                g4,
-                inp,
-                1.0,
-                MatRef::row_major(x, inp),
-                MatRef::transposed(wd, inp),
-                0.0,
-                xw,
-                g4,
-                gs,
-            )?;
-            for step in 0..d.seq {
-                sgemm(
-                    d.batch,
-                    g4,
-                    h,
-                    1.0,
-                    MatRef::row_major(hs, h),
-                    MatRef::transposed(rd, h),
-                    0.0,
-                    gates,
-                    g4,
-                    gs,
-                )?;
-                for b in 0..d.batch {
-                    let len = seq_len(inputs, &d, b, OP)?;
-                    if step >= len {
-                        continue;
-                    }
-                    let t = if reverse { len - 1 - step } else { step };
-                    let xr = &xw[d.x_row(t, b) * g4..][..g4];
-                    let gr = &gates[b * g4..(b + 1) * g4];
-                    let hb = &mut hs[b * h..(b + 1) * h];
-                    let cb = &mut cs[b * h..(b + 1) * h];
-                    for k in 0..h {
-                        let pre = |gi: usize| gr[gi * h + k] + xr[gi * h + k] + bsum[gi * h + k];
-                        let c_prev = cb[k];
-                        let (pi, po, pf) = match pd {
-                            Some(p) => (p[k], p[h + k], p[2 * h + k]),
-                            None => (0.0, 0.0, 0.0),
-                        };
-                        let ig = sigmoid(cl(pre(0) + pi * c_prev));
-                        let fg = if self.input_forget {
-                            1.0 - ig
-                        } else {
-                            sigmoid(cl(pre(2) + pf * c_prev))
-                        };
-                        let cand = cl(pre(3)).tanh();
-                        let c_new = fg * c_prev + ig * cand;
-                        let og = sigmoid(cl(pre(1) + po * c_new));
-                        cb[k] = c_new;
-                        hb[k] = og * c_new.tanh();
-                    }
-                    if let Some(y) = y.as_deref_mut() {
+            st.hist.fill(0.0);
+            *slot = Some(st);
+        }
+        let shared = Shared {
+            d: &d,
+            inputs,
+            xw,
+            r,
+            peep,
+        };
+        let states = self.run_directions(&shared, states, gs)?;
+        for (dir, st) in states.iter().enumerate() {
+            let Some(st) = st else { continue };
+            if let Some(y) = y.as_deref_mut() {
+                for t in 0..d.seq {
+                    for b in 0..d.batch {
                         let o = d.y_off(t, dir, b);
-                        y[o..o + h].copy_from_slice(hb);
+                        y[o..o + h].copy_from_slice(&st.hist[(t * d.batch + b) * h..][..h]);
                     }
                 }
             }
             for b in 0..d.batch {
                 let o = d.state_off(dir, b);
                 if let Some(yh) = yh.as_deref_mut() {
-                    yh[o..o + h].copy_from_slice(&hs[b * h..(b + 1) * h]);
+                    yh[o..o + h].copy_from_slice(&st.h[b * h..(b + 1) * h]);
                 }
                 if let Some(yc) = yc.as_deref_mut() {
-                    yc[o..o + h].copy_from_slice(&cs[b * h..(b + 1) * h]);
+                    yc[o..o + h].copy_from_slice(&st.c[b * h..(b + 1) * h]);
                 }
             }
         }

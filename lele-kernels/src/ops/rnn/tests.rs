@@ -253,10 +253,11 @@ fn naive_lstm_seq(
     (ys, hs, cs)
 }
 
-#[test]
-fn lstm_matches_naive_all_features() {
-    let (s, b, i, h) = (5, 3, 4, 3);
-    let lens = [5i32, 2, 0];
+/// Runs [`Lstm`] with every feature (both layouts, each direction, clip,
+/// coupled gates, peepholes, `sequence_lens`, initial states) against
+/// [`naive_lstm_seq`]; returns the outputs of every configuration.
+fn check_lstm_vs_naive(s: usize, b: usize, i: usize, h: usize, lens: &[i32]) -> Vec<Vec<f32>> {
+    let mut all = vec![];
     for layout in [0i64, 1] {
         for (direction, clip, input_forget) in [
             (Direction::Bidirectional, Some(0.8f32), false),
@@ -293,7 +294,7 @@ fn lstm_matches_naive_all_features() {
                 Some(t(&w, &[dirs, 4 * h, i])),
                 Some(t(&rr, &[dirs, 4 * h, h])),
                 Some(t(&bias, &[dirs, 8 * h])),
-                Some(ti32(&lens)),
+                Some(ti32(lens)),
                 Some(t(&h0, st.dims())),
                 Some(t(&c0, st.dims())),
                 Some(t(&p, &[dirs, 3 * h])),
@@ -340,8 +341,31 @@ fn lstm_matches_naive_all_features() {
                     assert_close(&out[2].1[so..so + h], &cn, 1e-5);
                 }
             }
+            all.extend(out.into_iter().map(|o| o.1));
         }
     }
+    all
+}
+
+#[test]
+fn lstm_matches_naive_all_features() {
+    check_lstm_vs_naive(5, 3, 4, 3, &[5, 2, 0]);
+}
+
+/// A hidden size past the vector width (whole blocks and a tail in every
+/// gate), on one and two threads (two run the directions at once): the
+/// same results bit for bit.
+#[cfg(feature = "std")]
+#[test]
+fn lstm_wide_hidden_any_thread_count() {
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let one = check_lstm_vs_naive(4, 2, 19, 37, &[4, 3]);
+    crate::threads::set_num_threads(2);
+    let two = check_lstm_vs_naive(4, 2, 19, 37, &[4, 3]);
+    crate::threads::set_num_threads(1);
+    assert_eq!(one, two);
 }
 
 /// Straightforward GRU over one direction and one batch entry.

@@ -170,7 +170,7 @@ pub(super) fn swish_scalar(alpha: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
-pub(super) fn sigmoid_slice(x: &[f32], y: &mut [f32]) {
+pub(crate) fn sigmoid_slice(x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
         // SAFETY: AVX2 and FMA were detected.
@@ -348,7 +348,7 @@ pub(crate) fn gelu_f32(x: f32) -> f32 {
 }
 
 /// `y = tanh(x)` by [`tanh_f32`] (vectorized when the CPU allows).
-pub(super) fn tanh_slice(x: &[f32], y: &mut [f32]) {
+pub(crate) fn tanh_slice(x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
         // SAFETY: AVX2 and FMA were detected.

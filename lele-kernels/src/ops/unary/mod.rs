@@ -22,8 +22,8 @@ mod tests;
 mod x86;
 
 pub use activation::Activation;
-pub(crate) use math::exp_shifted;
-use math::{Real, erf_slice, exp_slice, gelu_f64, sigmoid_slice, tanh_f32};
+use math::{Real, erf_slice, exp_slice, gelu_f64, tanh_f32};
+pub(crate) use math::{exp_shifted, sigmoid_slice, tanh_slice};
 pub use params::{
     Celu, Clip, Elu, GeluErf, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, Swish,
     ThresholdedRelu,
