@@ -346,6 +346,38 @@ fn fold<T: Num, A: Acc>(rows: &Rows<1>, x: &[T], acc: &mut [A], f: impl Fn(A, T)
     });
 }
 
+/// [`fold`] for a sum of `g(v)`: a contiguous run that folds into one
+/// accumulator is summed in eight independent partial sums (one long
+/// chain of dependent adds would wait on every add's latency).
+#[inline(always)]
+fn fold_sum<T: Num, A: Acc>(rows: &Rows<1>, x: &[T], acc: &mut [A], g: impl Fn(T) -> A) {
+    rows.for_each(|o, n, [oa], [sa]| {
+        let xs = &x[o..o + n];
+        if sa == 0 {
+            let mut part = [A::zero(); 8];
+            let chunks = xs.chunks_exact(8);
+            let rest = chunks.remainder();
+            for c in chunks {
+                for (p, &v) in part.iter_mut().zip(c) {
+                    *p = p.add(g(v));
+                }
+            }
+            let mut a = acc[oa];
+            for p in part {
+                a = a.add(p);
+            }
+            for &v in rest {
+                a = a.add(g(v));
+            }
+            acc[oa] = a;
+        } else {
+            for (a, &v) in acc[oa..oa + n].iter_mut().zip(xs) {
+                *a = a.add(g(v));
+            }
+        }
+    });
+}
+
 fn reduce_into<T: Num, A: Acc>(
     op: ReduceOp,
     rows: &Rows<1>,
@@ -363,16 +395,14 @@ fn reduce_into<T: Num, A: Acc>(
     };
     acc.fill(init);
     match op {
-        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::LogSum => {
-            fold(rows, x, acc, |a, v| a.add(A::of(v)))
-        }
+        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::LogSum => fold_sum(rows, x, acc, A::of),
         ReduceOp::Max => fold(rows, x, acc, |a, v| max_nan(a, A::of(v))),
         ReduceOp::Min => fold(rows, x, acc, |a, v| min_nan(a, A::of(v))),
         ReduceOp::Prod => fold(rows, x, acc, |a, v| a.mul(A::of(v))),
-        ReduceOp::L1 => fold(rows, x, acc, |a, v| a.add(A::of(v).abs())),
-        ReduceOp::L2 | ReduceOp::SumSquare => fold(rows, x, acc, |a, v| {
+        ReduceOp::L1 => fold_sum(rows, x, acc, |v| A::of(v).abs()),
+        ReduceOp::L2 | ReduceOp::SumSquare => fold_sum(rows, x, acc, |v| {
             let v = A::of(v);
-            a.add(v.mul(v))
+            v.mul(v)
         }),
         ReduceOp::LogSumExp => {
             let m = &mut aux[..acc.len()];
@@ -672,6 +702,35 @@ mod tests {
                             || (g - w).abs() <= 1e-12 * w.abs().max(1.0)
                             || (g.is_nan() && w.is_nan()),
                         "{op:?} {axes:?}: {g} vs {w}"
+                    );
+                }
+            }
+        }
+        // Long contiguous runs (eight partial sums and a tail) and strided
+        // ones, f32 data.
+        let long: Vec<f32> = (0..3 * 37)
+            .map(|v| ((v * 5) % 13) as f32 * 0.5 - 3.0)
+            .collect();
+        let xl = Owned::new(&[3, 37], &long);
+        for (op, f) in &ops {
+            if !matches!(
+                op,
+                ReduceOp::Sum | ReduceOp::Mean | ReduceOp::L1 | ReduceOp::L2 | ReduceOp::SumSquare
+            ) {
+                continue;
+            }
+            for (axis, outer, inner, stride_o, stride_i) in
+                [(1i64, 3, 37, 37, 1), (0, 37, 3, 1, 37)]
+            {
+                let got = reduce(&xl, *op, Some(&[axis]), false).to::<f32>();
+                for (o, g) in got.iter().enumerate().take(outer) {
+                    let vals: Vec<f64> = (0..inner)
+                        .map(|i| long[o * stride_o + i * stride_i] as f64)
+                        .collect();
+                    let w = f(&vals) as f32;
+                    assert!(
+                        (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+                        "{op:?} {axis}: {g} vs {w}"
                     );
                 }
             }
