@@ -397,6 +397,10 @@ fn main() {
         BLayout::Transposed,
         budget,
     );
+    // Silero VAD's convolutions over a few frames: the STFT basis (258
+    // filters of 256 taps, 5 frames) and the first encoder layer.
+    gemm_case("vad stft 258x5x256", 258, 5, 256, BLayout::Rows, budget);
+    gemm_case("vad enc0 128x4x387", 128, 4, 387, BLayout::Rows, budget);
     // One LSTM step of ddddocr: the hidden state times Rᵀ (R is 2048 × 512
     // per direction, stored n × k).
     gemm_case(

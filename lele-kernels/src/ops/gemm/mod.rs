@@ -25,7 +25,7 @@ mod x86;
 pub(crate) use micro::isa_available;
 use micro::micro_for;
 pub(crate) use micro::{Isa, best_isa};
-use skinny::{DOT_M_MAX, NARROW_N, dot_columns, gemv_row, narrow};
+use skinny::{DOT_M_MAX, NARROW_N, dot_columns, gemv_row};
 
 /// Rows of `A` packed per block.
 const MC: usize = 96;
@@ -424,11 +424,11 @@ pub(crate) fn sgemm_isa<B: PackB>(
         return Err(KernelError::Buffer { op: OP });
     }
     if n <= NARROW_N && a.cs == 1 && n * k <= scratch.len() {
-        // A few columns (a convolution over a handful of frames): one pass
-        // over A, dot products against B's columns packed contiguously.
+        // A few columns (a convolution over a handful of frames): dot
+        // products against B's columns copied contiguously.
         let bt = &mut scratch[..n * k];
         b.pack(0, k, 0, n, 1, bt);
-        narrow(m, n, k, alpha, a, bt, beta, c, ldc);
+        dot_columns(isa, m, n, k, alpha, a, bt, k, beta, c, ldc);
         if let Some(f) = epilogue {
             for i in 0..m {
                 f(&mut c[i * ldc..i * ldc + n], i * ldc);

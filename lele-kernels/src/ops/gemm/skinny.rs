@@ -1,84 +1,22 @@
-//! Products too thin to pack: a few columns (`narrow`), a few rows
-//! against a B whose columns are contiguous (`dot_columns`), and one row
-//! (`gemv_row`). `sgemm` picks them before the blocked product.
+//! Products too thin to pack: a few rows against a B whose columns are
+//! contiguous, or a few columns of B copied contiguously (`dot_columns`),
+//! and one row (`gemv_row`). `sgemm` picks them before the blocked product.
 use super::Isa;
 use super::MatRef;
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 use super::PARALLEL_MIN_MACS;
 #[cfg(target_arch = "x86_64")]
 use super::{CPtr, best_isa, x86};
-/// Products with at most this many columns use [`narrow`].
-pub(super) const NARROW_N: usize = 4;
+/// Products with at most this many columns pack B's columns contiguously
+/// and run [`dot_columns`] on them (a wider register tile would be mostly
+/// padding: Silero VAD's STFT, 258 filters over 5 frames, ran the 32-wide
+/// AVX-512 micro-kernel at 11 GFLOP/s).
+pub(super) const NARROW_N: usize = 8;
 
 /// Products with at most this many rows and a B whose columns are
 /// contiguous use [`dot_columns`] (measured with `kernel_bench`: below this
 /// packing B costs more than it saves).
 pub(super) const DOT_M_MAX: usize = 96;
-
-/// `C = alpha·A·B + beta·C` for `n ≤ NARROW_N` columns, with `bt` holding
-/// B's columns contiguously (`bt[j·k + p] = B[p, j]`) and A's rows
-/// contiguous. Compiled for the baseline and for AVX2+FMA.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn narrow(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f32,
-    a: MatRef<'_>,
-    bt: &[f32],
-    beta: f32,
-    c: &mut [f32],
-    ldc: usize,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
-        // SAFETY: AVX2 and FMA were detected.
-        return unsafe { narrow_avx2(m, n, k, alpha, a, bt, beta, c, ldc) };
-    }
-    narrow_body(m, n, k, alpha, a, bt, beta, c, ldc)
-}
-
-/// [`narrow_body`] compiled with AVX2+FMA.
-///
-/// # Safety
-/// The CPU supports AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn narrow_avx2(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f32,
-    a: MatRef<'_>,
-    bt: &[f32],
-    beta: f32,
-    c: &mut [f32],
-    ldc: usize,
-) {
-    narrow_body(m, n, k, alpha, a, bt, beta, c, ldc)
-}
-
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn narrow_body(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f32,
-    a: MatRef<'_>,
-    bt: &[f32],
-    beta: f32,
-    c: &mut [f32],
-    ldc: usize,
-) {
-    match n {
-        1 => narrow_n::<1>(m, k, alpha, a, bt, k, beta, c, ldc),
-        2 => narrow_n::<2>(m, k, alpha, a, bt, k, beta, c, ldc),
-        3 => narrow_n::<3>(m, k, alpha, a, bt, k, beta, c, ldc),
-        _ => narrow_n::<4>(m, k, alpha, a, bt, k, beta, c, ldc),
-    }
-}
 
 /// Few rows against columns of B that are contiguous in memory (`B[p, j]`
 /// at `bt[j·ldb + p]`, e.g. a transposed weight): dot products straight

@@ -103,8 +103,9 @@ fn small_sizes_all_isas() {
             check(isa, 9, n, 5, false, false, 1.0, 0.0);
             check(isa, 13, n, 29, true, true, 0.5, 1.5);
         }
-        // Narrow products (n ≤ 4: dot products), with alpha, beta, either B.
-        for n in 1..=5 {
+        // Narrow products (n ≤ 8: B's columns copied, then dot products),
+        // with alpha, beta, either B, across the boundary.
+        for n in 1..=9 {
             check(isa, 11, n, 300, false, true, 0.5, 1.5);
             check(isa, 6, n, 13, false, false, -2.0, 0.0);
         }
