@@ -210,8 +210,19 @@ fn max_body(
                 if sw == 1 {
                     stage[p.pad0[1]..p.pad0[1] + p.w].copy_from_slice(row);
                 } else {
-                    for (c, &v) in row.iter().enumerate() {
-                        stage[staged(p.pad0[1] + c)] = v;
+                    // Phase by phase: the columns of one phase are every
+                    // `sw`-th input column and land side by side (no
+                    // division per element).
+                    for ph in 0..sw {
+                        let c0 = (ph + sw - p.pad0[1] % sw) % sw;
+                        if c0 >= p.w {
+                            continue;
+                        }
+                        let at = staged(p.pad0[1] + c0);
+                        let cols = row[c0..].iter().step_by(sw);
+                        for (d, &v) in stage[at..].iter_mut().zip(cols) {
+                            *d = v;
+                        }
                     }
                 }
                 // Output column t, tap kj reads padded column t·s + kj·d.
