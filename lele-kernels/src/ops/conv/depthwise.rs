@@ -15,13 +15,56 @@ pub(super) fn staged_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
     (!l.in_place && g.kh * g.kw <= STAGED_TAPS_MAX && g.ohw() > 0).then(|| l.staged_len(g))
 }
 
+/// What [`plane_staged`] needs for every plane of one call, computed once:
+/// the staging layout and each tap's offset from the first input of an
+/// output row.
+pub(super) struct StagedPlan {
+    layout: Layout,
+    offs: [usize; STAGED_TAPS_MAX],
+    taps: usize,
+    len: usize,
+}
+
+/// The plan of [`plane_staged`] for these shapes, or `None` when it does
+/// not apply here (no AVX2, or shapes [`staged_len`] rejects); the caller
+/// then runs [`depthwise_plane`].
+pub(super) fn staged_plan(conv: &Conv, g: &ConvGeom) -> Option<StagedPlan> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::ops::gemm::{Isa, best_isa};
+        if !matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
+            return None;
+        }
+        let len = staged_len(conv, g)?;
+        let l = Layout::new(conv.strides, conv.dilations, g);
+        let taps = g.kh * g.kw;
+        let ([_, sw], [dh, dw]) = (conv.strides, conv.dilations);
+        let mut offs = [0usize; STAGED_TAPS_MAX];
+        for (t, o) in offs[..taps].iter_mut().enumerate() {
+            let (ki, kj) = (t / g.kw, t % g.kw);
+            *o = ki * dh * l.row_stride + (kj * dw) % sw * l.phase_w + kj * dw / sw;
+        }
+        Some(StagedPlan {
+            layout: l,
+            offs,
+            taps,
+            len,
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (conv, g);
+        None
+    }
+}
+
 /// One channel from a staged copy of its plane (zero padded, columns split
 /// by the stride, as the direct convolution stages its input), each output
 /// row accumulated in AVX2 registers over every tap. Returns `false`,
-/// leaving `out` untouched, when it does not apply here (no AVX2, shapes
-/// [`staged_len`] rejects, or `buf` too small); the caller then runs
-/// [`depthwise_plane`].
+/// leaving `out` untouched, when a buffer is too small; the caller then
+/// runs [`depthwise_plane`].
 pub(super) fn plane_staged(
+    plan: &StagedPlan,
     conv: &Conv,
     g: &ConvGeom,
     xp: &[f32],
@@ -31,43 +74,33 @@ pub(super) fn plane_staged(
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        use crate::ops::gemm::{Isa, best_isa};
-        if !matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
-            return false;
-        }
-        let Some(len) = staged_len(conv, g) else {
-            return false;
-        };
-        let taps = g.kh * g.kw;
-        let (Some(buf), Some(wk), Some(out)) =
-            (buf.get_mut(..len), wk.get(..taps), out.get_mut(..g.ohw()))
-        else {
+        let (Some(buf), Some(wk), Some(out)) = (
+            buf.get_mut(..plan.len),
+            wk.get(..plan.taps),
+            out.get_mut(..g.ohw()),
+        ) else {
             return false;
         };
-        let l = Layout::new(conv.strides, conv.dilations, g);
-        if stage(conv.strides, g, &l, xp, buf, 0).is_err() {
+        let l = &plan.layout;
+        if stage(conv.strides, g, l, xp, buf, 0).is_err() {
             return false;
         }
-        let ([sh, sw], [dh, dw]) = (conv.strides, conv.dilations);
-        // Each tap's offset from the first input of an output row.
-        let mut offs = [0usize; STAGED_TAPS_MAX];
-        for (t, o) in offs[..taps].iter_mut().enumerate() {
-            let (ki, kj) = (t / g.kw, t % g.kw);
-            *o = ki * dh * l.row_stride + (kj * dw) % sw * l.phase_w + kj * dw / sw;
-        }
+        let sh = conv.strides[0];
+        let offs = &plan.offs[..plan.taps];
         for (oh, orow) in out.chunks_exact_mut(g.ow).enumerate() {
             let row0 = &buf[oh * sh * l.row_stride..];
-            // SAFETY: AVX2 and FMA were detected. Each tap's offset plus an
-            // output column (rounded up to 8) stays inside the staged plane
-            // and its slack: the last valid input of the last output row is
-            // inside the plane, and the slack holds more than 7 floats.
-            unsafe { super::x86::depthwise_row_avx2(row0.as_ptr(), &offs[..taps], wk, orow) };
+            // SAFETY: AVX2 and FMA were detected (the plan exists). Each
+            // tap's offset plus an output column (rounded up to 8) stays
+            // inside the staged plane and its slack: the last valid input
+            // of the last output row is inside the plane, and the slack
+            // holds more than 7 floats.
+            unsafe { super::x86::depthwise_row_avx2(row0.as_ptr(), offs, wk, orow) };
         }
         true
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (conv, g, xp, wk, out, buf);
+        let _ = (plan, conv, g, xp, wk, out, buf);
         false
     }
 }

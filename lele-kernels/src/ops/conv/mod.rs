@@ -27,7 +27,7 @@ mod transpose;
 mod x86;
 
 use crate::ops::unary::Activation;
-use depthwise::{depthwise_plane, plane_staged};
+use depthwise::{depthwise_plane, plane_staged, staged_plan};
 use im2col::Im2col;
 pub(crate) use im2col::valid_range;
 pub use transpose::ConvTranspose;
@@ -427,11 +427,15 @@ impl Kernel for Conv {
         if self.is_depthwise(&g) {
             // `buf`: room to stage one plane (the caller's scratch, or a
             // worker's own buffer).
+            let plan = staged_plan(self, &g);
             let one = |i: usize, plane: &mut [f32], buf: &mut [f32]| {
                 let c = i % g.m;
                 let xp = &x[i * ihw..(i + 1) * ihw];
                 let wk = &w[c * k..(c + 1) * k];
-                if !plane_staged(self, &g, xp, wk, plane, buf) {
+                let staged = plan
+                    .as_ref()
+                    .is_some_and(|p| plane_staged(p, self, &g, xp, wk, plane, buf));
+                if !staged {
                     depthwise_plane(self, &g, xp, wk, plane);
                 }
                 self.tail(residual, i * ohw)(plane, 0);

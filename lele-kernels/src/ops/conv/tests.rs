@@ -890,11 +890,14 @@ fn depthwise_staged_and_row_loop_match_naive() {
         );
         let ohw = g.oh * g.ow;
         let mut buf = vec![0f32; depthwise::staged_len(&op, &g).unwrap()];
+        let plan = depthwise::staged_plan(&op, &g);
         for ch in 0..c {
             let xp = &x[ch * h * w..(ch + 1) * h * w];
             let wk = &wt[ch * kh * kw..(ch + 1) * kh * kw];
             let mut staged = vec![b[ch]; ohw];
-            let ran = depthwise::plane_staged(&op, &g, xp, wk, &mut staged, &mut buf);
+            let ran = plan.as_ref().is_some_and(|p| {
+                depthwise::plane_staged(p, &op, &g, xp, wk, &mut staged, &mut buf)
+            });
             assert_eq!(ran, staged_here, "case {ci}");
             let mut rows = vec![b[ch]; ohw];
             depthwise_plane(&op, &g, xp, wk, &mut rows);
