@@ -192,6 +192,31 @@ pub(crate) fn run(tasks: usize, own_scratch: &mut [f32], f: Job<'_>) {
     }
 }
 
+/// Fewest elements an elementwise map splits over the threads.
+pub(crate) const PARALLEL_MIN_ELEMS: usize = 1 << 15;
+
+/// Runs `f(start, chunk)` over `y` cut into contiguous chunks (`chunk` is
+/// `y[start..start + chunk.len()]`), one per thread, or over all of `y` on
+/// the caller's thread when there is one thread or `y` is shorter than
+/// [`PARALLEL_MIN_ELEMS`]. For elementwise maps whose per-element result
+/// does not depend on where a chunk starts.
+pub(crate) fn for_chunks<T: Send>(y: &mut [T], f: &(dyn Fn(usize, &mut [T]) + Sync)) {
+    let (n, threads) = (y.len(), num_threads());
+    if threads <= 1 || n < PARALLEL_MIN_ELEMS {
+        f(0, y);
+        return;
+    }
+    let chunk = n.div_ceil(threads).next_multiple_of(64);
+    let shared = SharedMut::new(y);
+    run(n.div_ceil(chunk), &mut [], &|t, _| {
+        let start = t * chunk;
+        // SAFETY: task t alone takes elements start..start + len, and `run`
+        // returns after every task, while `y` is still borrowed.
+        let part = unsafe { shared.range(start, chunk.min(n - start)) };
+        f(start, part);
+    });
+}
+
 /// A mutable buffer that tasks write disjoint parts of.
 pub(crate) struct SharedMut<T = f32> {
     ptr: *mut T,

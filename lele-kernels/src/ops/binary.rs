@@ -161,8 +161,48 @@ impl Kernel for Binary {
                 found: b.dtype,
             });
         }
+        #[cfg(feature = "std")]
+        if a.shape == b.shape
+            && a.dtype == DType::F32
+            && matches!(
+                self.op,
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+            )
+        {
+            // Same shapes (a residual add, a gate): flat chunks over the
+            // threads when long.
+            let (x, y) = (a.typed::<f32>(OP)?, b.typed::<f32>(OP)?);
+            let o = out.typed::<f32>(OP)?;
+            if x.len() != o.len() || y.len() != o.len() {
+                return Err(KernelError::Buffer { op: OP });
+            }
+            let op = self.op;
+            crate::threads::for_chunks(o, &|s, part| {
+                let end = s + part.len();
+                same_shape_f32(op, &x[s..end], &y[s..end], part);
+            });
+            return Ok(());
+        }
         let rows = Rows::new([&a.shape, &b.shape], &shape, OP)?;
         binary(self.op, &rows, a, b, out)
+    }
+}
+
+/// `o = x op y` elementwise (Add, Sub, Mul or Div), the arithmetic of
+/// [`arith`] for f32.
+#[cfg(feature = "std")]
+fn same_shape_f32(op: BinaryOp, x: &[f32], y: &[f32], o: &mut [f32]) {
+    #[inline(always)]
+    fn zip(x: &[f32], y: &[f32], o: &mut [f32], g: impl Fn(f32, f32) -> f32) {
+        for ((o, &p), &q) in o.iter_mut().zip(x).zip(y) {
+            *o = g(p, q);
+        }
+    }
+    match op {
+        BinaryOp::Add => zip(x, y, o, |p, q| p + q),
+        BinaryOp::Sub => zip(x, y, o, |p, q| p - q),
+        BinaryOp::Mul => zip(x, y, o, |p, q| p * q),
+        _ => zip(x, y, o, |p, q| p / q),
     }
 }
 
@@ -515,6 +555,42 @@ mod tests {
     use super::*;
     use crate::ops::broadcast::test_util::{Owned, run1};
     use alloc::vec::Vec;
+
+    /// Long same-shape f32 operands run in chunks over the threads: every
+    /// thread count gives the result of the per-element arithmetic, bit
+    /// for bit (odd length: a short last chunk).
+    #[cfg(feature = "std")]
+    #[test]
+    fn same_shape_f32_over_threads() {
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let n = 3 * crate::threads::PARALLEL_MIN_ELEMS + 5;
+        let xs: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.25 - 7.0).collect();
+        let ys: Vec<f32> = (0..n).map(|i| (i % 89) as f32 * 0.5 + 0.5).collect();
+        let (a, b) = (Owned::new(&[n], &xs), Owned::new(&[n], &ys));
+        for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div] {
+            let want: Vec<f32> = xs
+                .iter()
+                .zip(&ys)
+                .map(|(&p, &q)| match op {
+                    BinaryOp::Add => p + q,
+                    BinaryOp::Sub => p - q,
+                    BinaryOp::Mul => p * q,
+                    _ => p / q,
+                })
+                .collect();
+            for threads in [1, 3] {
+                crate::threads::set_num_threads(threads);
+                assert_eq!(
+                    bin(op, &a, &b).to::<f32>(),
+                    want,
+                    "{op:?} on {threads} threads"
+                );
+            }
+        }
+        crate::threads::set_num_threads(1);
+    }
 
     fn bin(op: BinaryOp, a: &Owned, b: &Owned) -> Owned {
         run1(

@@ -262,11 +262,22 @@ impl Kernel for Unary {
 fn float_map(
     x: &TensorRef<'_>,
     out: &mut TensorMut<'_>,
-    f32_fn: impl Fn(&[f32], &mut [f32]),
+    f32_fn: impl Fn(&[f32], &mut [f32]) + Sync,
     f64_fn: impl Fn(&[f64], &mut [f64]),
 ) -> Result<(), KernelError> {
     match x.dtype {
-        DType::F32 => f32_fn(x.typed::<f32>(OP)?, out.typed::<f32>(OP)?),
+        DType::F32 => {
+            let (xs, ys) = (x.typed::<f32>(OP)?, out.typed::<f32>(OP)?);
+            if xs.len() != ys.len() {
+                return Err(KernelError::Buffer { op: OP });
+            }
+            // Long tensors in chunks over the threads (the vector loops
+            // give every element the same arithmetic wherever it sits).
+            #[cfg(feature = "std")]
+            crate::threads::for_chunks(ys, &|s, part| f32_fn(&xs[s..s + part.len()], part));
+            #[cfg(not(feature = "std"))]
+            f32_fn(xs, ys);
+        }
         DType::F64 => f64_fn(x.typed::<f64>(OP)?, out.typed::<f64>(OP)?),
         DType::F16 => through_f32(x.typed::<f16>(OP)?, out.typed::<f16>(OP)?, f32_fn),
         DType::BF16 => through_f32(x.typed::<bf16>(OP)?, out.typed::<bf16>(OP)?, f32_fn),

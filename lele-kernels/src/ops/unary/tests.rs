@@ -434,3 +434,29 @@ fn erf_and_tanh_relative_error_over_a_dense_sweep() {
         check("tanh avx2", &got, f64::tanh, 2e-7);
     }
 }
+
+/// Long f32 tensors run in chunks over the threads: the same bits on one
+/// and three threads, for a polynomial kernel (exp, GELU) and a plain map.
+#[cfg(feature = "std")]
+#[test]
+fn long_f32_maps_bit_identical_over_threads() {
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let n = 3 * crate::threads::PARALLEL_MIN_ELEMS + 5;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 211) as f32 * 0.07 - 7.0).collect();
+    let x = Owned::new(&[n], &xs);
+    for op in [UnaryOp::Exp, UnaryOp::Gelu, UnaryOp::Relu] {
+        crate::threads::set_num_threads(1);
+        let one = un(op, &x).to::<f32>();
+        crate::threads::set_num_threads(3);
+        let three = un(op, &x).to::<f32>();
+        crate::threads::set_num_threads(1);
+        assert_eq!(one.len(), n);
+        let same = one
+            .iter()
+            .zip(&three)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "{op:?}");
+    }
+}
