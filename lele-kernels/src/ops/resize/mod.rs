@@ -393,7 +393,8 @@ impl Kernel for Resize {
         self.axis_taps(scales[r - 2], ih, oh, rois[0], hi, hw);
         self.axis_taps(scales[r - 1], iw, ow, rois[1], wi, ww);
         let ext = self.extrapolation_value;
-        for (xp, yp) in x.chunks_exact(ih * iw).zip(y.chunks_exact_mut(oh * ow)) {
+        let (hi, hw, wi, ww) = (&*hi, &*hw, &*wi, &*ww);
+        let plane = |xp: &[f32], yp: &mut [f32]| {
             for (o_h, yr) in yp.chunks_exact_mut(ow).enumerate() {
                 let th = &hi[o_h * t..(o_h + 1) * t];
                 let tw = &hw[o_h * t..(o_h + 1) * t];
@@ -431,6 +432,27 @@ impl Kernel for Resize {
                     *o = acc;
                 }
             }
+        };
+        #[cfg(feature = "std")]
+        {
+            let (planes, threads) = (y.len() / (oh * ow), crate::threads::num_threads());
+            if threads > 1 && planes > 1 && y.len() >= crate::threads::PARALLEL_MIN_ELEMS {
+                // Whole planes per task.
+                let per = planes.div_ceil(threads);
+                let shared = crate::threads::SharedMut::new(y);
+                crate::threads::run(planes.div_ceil(per), &mut [], &|t, _| {
+                    for p in t * per..((t + 1) * per).min(planes) {
+                        // SAFETY: plane p of Y belongs to task t alone, and
+                        // `run` returns after every task.
+                        let yp = unsafe { shared.range(p * oh * ow, oh * ow) };
+                        plane(&x[p * ih * iw..(p + 1) * ih * iw], yp);
+                    }
+                });
+                return Ok(());
+            }
+        }
+        for (xp, yp) in x.chunks_exact(ih * iw).zip(y.chunks_exact_mut(oh * ow)) {
+            plane(xp, yp);
         }
         Ok(())
     }

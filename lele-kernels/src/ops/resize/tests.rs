@@ -521,3 +521,59 @@ fn unsupported_and_needs_data() {
     let out = run(&op, &[Some(xt), None, None, Some(ti(&sz, &[3]))], 1).unwrap();
     assert_eq!(out[0].0, vec![2, 6, 2]);
 }
+
+/// Large resizes split their planes over the threads: bit-identical on
+/// one and three threads, each plane equal to the same plane resized alone.
+#[cfg(feature = "std")]
+#[test]
+fn planes_over_threads_bit_identical() {
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let (c, h, w) = (7, 40, 36);
+    let x = rand_vec(c * h * w, 11);
+    let sizes = [1i64, c as i64, 2 * h as i64, 2 * w as i64];
+    for mode in [ResizeMode::Nearest, ResizeMode::Linear] {
+        let op = Resize {
+            mode,
+            coord: CoordMode::HalfPixel,
+            nearest: NearestMode::RoundPreferFloor,
+            cubic_coeff_a: -0.75,
+            exclude_outside: false,
+            extrapolation_value: 0.0,
+            antialias: false,
+            axes: crate::shape::IntList::EMPTY,
+            aspect: AspectPolicy::Stretch,
+        };
+        let ins = [
+            Some(t(&x, &[1, c, h, w])),
+            None,
+            None,
+            Some(ti(&sizes, &[4])),
+        ];
+        crate::threads::set_num_threads(1);
+        let one = run(&op, &ins, 1).unwrap();
+        crate::threads::set_num_threads(3);
+        let three = run(&op, &ins, 1).unwrap();
+        crate::threads::set_num_threads(1);
+        assert_eq!(one[0].1, three[0].1, "{mode:?}");
+        let plane_sizes = [1i64, 1, 2 * h as i64, 2 * w as i64];
+        let last = &x[(c - 1) * h * w..];
+        let alone = run(
+            &op,
+            &[
+                Some(t(last, &[1, 1, h, w])),
+                None,
+                None,
+                Some(ti(&plane_sizes, &[4])),
+            ],
+            1,
+        )
+        .unwrap();
+        assert_eq!(
+            &one[0].1[(c - 1) * 4 * h * w..],
+            &alone[0].1[..],
+            "{mode:?}"
+        );
+    }
+}
