@@ -223,6 +223,26 @@ fn im2col_and_col2im_chunking() {
         [oh, ow],
     );
     assert_close(&out[0].1, &want, 1e-5);
+    // The col2im of these chunks splits its channels over the threads:
+    // the same bits on three threads.
+    #[cfg(feature = "std")]
+    {
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        crate::threads::set_num_threads(3);
+        let three = run(
+            &op,
+            &[
+                Some(t(&x, &[1, c, h, w])),
+                Some(t(&wt, &[c, mg, 4, 4])),
+                None,
+            ],
+            1,
+        );
+        crate::threads::set_num_threads(1);
+        assert_eq!(three.unwrap()[0].1, out[0].1);
+    }
 }
 
 #[test]

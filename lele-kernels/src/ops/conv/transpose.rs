@@ -231,32 +231,61 @@ impl Kernel for ConvTranspose {
                         gs,
                     )?;
                     // col2im, one input-row segment at a time: the output
-                    // columns a segment reaches form one strided run.
-                    for (r, crow) in col.chunks_exact(cw).enumerate() {
-                        let m = r / (g.kh * g.kw);
-                        let ki = (r / g.kw) % g.kh;
-                        let kj = r % g.kw;
-                        let yp = &mut yg[m * ohw..(m + 1) * ohw];
-                        let mut t = 0;
-                        while t < cw {
-                            let (ih, iw0) = ((j0 + t) / g.x.w, (j0 + t) % g.x.w);
-                            let seg = (g.x.w - iw0).min(cw - t);
-                            let oh = (ih * sh + ki * dh) as isize - g.pt as isize;
-                            if oh >= 0 && (oh as usize) < g.oh {
-                                let first = (iw0 * sw + kj * dw) as isize - g.pl as isize;
-                                let (lo, hi) = valid_range(first, sw as isize, g.ow as isize, seg);
-                                if hi > lo {
-                                    let yrow =
-                                        &mut yp[oh as usize * g.ow..(oh as usize + 1) * g.ow];
-                                    let start = (first + (lo * sw) as isize) as usize;
-                                    let src = &crow[t + lo..t + hi];
-                                    for (d, &v) in yrow[start..].iter_mut().step_by(sw).zip(src) {
-                                        *d += v;
+                    // columns a segment reaches form one strided run. Rows
+                    // of one output channel touch only its plane, so
+                    // channels split over the threads.
+                    let khkw = g.kh * g.kw;
+                    let scatter = |m: usize, yp: &mut [f32]| {
+                        for (r, crow) in col.chunks_exact(cw).enumerate().skip(m * khkw).take(khkw)
+                        {
+                            let ki = (r / g.kw) % g.kh;
+                            let kj = r % g.kw;
+                            let mut t = 0;
+                            while t < cw {
+                                let (ih, iw0) = ((j0 + t) / g.x.w, (j0 + t) % g.x.w);
+                                let seg = (g.x.w - iw0).min(cw - t);
+                                let oh = (ih * sh + ki * dh) as isize - g.pt as isize;
+                                if oh >= 0 && (oh as usize) < g.oh {
+                                    let first = (iw0 * sw + kj * dw) as isize - g.pl as isize;
+                                    let (lo, hi) =
+                                        valid_range(first, sw as isize, g.ow as isize, seg);
+                                    if hi > lo {
+                                        let yrow =
+                                            &mut yp[oh as usize * g.ow..(oh as usize + 1) * g.ow];
+                                        let start = (first + (lo * sw) as isize) as usize;
+                                        let src = &crow[t + lo..t + hi];
+                                        for (d, &v) in yrow[start..].iter_mut().step_by(sw).zip(src)
+                                        {
+                                            *d += v;
+                                        }
                                     }
                                 }
+                                t += seg;
                             }
-                            t += seg;
                         }
+                    };
+                    #[cfg(feature = "std")]
+                    {
+                        let threads = crate::threads::num_threads();
+                        if threads > 1
+                            && g.mg > 1
+                            && rows * cw >= crate::threads::PARALLEL_MIN_ELEMS
+                        {
+                            let per = g.mg.div_ceil(threads);
+                            let shared = crate::threads::SharedMut::new(&mut *yg);
+                            crate::threads::run(g.mg.div_ceil(per), &mut [], &|t, _| {
+                                for m in t * per..((t + 1) * per).min(g.mg) {
+                                    // SAFETY: channel m's plane belongs to
+                                    // task t alone; `run` returns after
+                                    // every task.
+                                    scatter(m, unsafe { shared.range(m * ohw, ohw) });
+                                }
+                            });
+                            continue;
+                        }
+                    }
+                    for (m, yp) in yg.chunks_exact_mut(ohw).enumerate() {
+                        scatter(m, yp);
                     }
                 }
             }
