@@ -39,7 +39,13 @@ CASES = [
     ("minilm qkv 128x384x384", 128, 384, 384, False),
     ("ppocr rec head 40x18710x120", 40, 18710, 120, False),
     ("minilm ffn 128x1536x384", 128, 1536, 384, False),
+    ("conv1x1 v6det 768x225x384", 768, 225, 384, False),
     ("linear xWt 16x8210x1024", 16, 8210, 1024, True),
+    ("vad stft 258x5x256", 258, 5, 256, False),
+    ("vad enc0 128x4x387", 128, 4, 387, False),
+    ("lstm step hRt 1x2048x512", 1, 2048, 512, True),
+    ("ddddocr head 20x8210x1024 xWt", 20, 8210, 1024, True),
+    ("ddddocr lstm xW 20x4096x512 xWt", 20, 4096, 512, True),
     ("linear xWt 40x8210x1024", 40, 8210, 1024, True),
 ]
 

@@ -68,10 +68,15 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         let case = r["case"].as_str().unwrap_or("?");
         let ours = r["gflops"].as_f64().unwrap_or(f64::NAN);
         let theirs = np_gemm.get(case).copied().unwrap_or(f64::NAN);
-        md.push_str(&format!(
-            "| {case} | {ours:.1} | {theirs:.1} | {:.2} |\n",
-            ours / theirs
-        ));
+        if theirs.is_nan() {
+            // No NumPy counterpart (a weight packed ahead of time).
+            md.push_str(&format!("| {case} | {ours:.1} | – | – |\n"));
+        } else {
+            md.push_str(&format!(
+                "| {case} | {ours:.1} | {theirs:.1} | {:.2} |\n",
+                ours / theirs
+            ));
+        }
         jsonl.push_str(
             &serde_json::json!({
                 "kernel": "sgemm", "case": case, "lele_gflops": ours,
