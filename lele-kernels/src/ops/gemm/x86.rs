@@ -415,7 +415,7 @@ pub unsafe fn dot_columns_avx512(
             _ => 1,
         };
         let mut i = 0;
-        let mut block = 0;
+        let mut block = 0usize;
         while i < m {
             let rows = match m - i {
                 r if r >= 4 => 4,
@@ -446,7 +446,7 @@ pub unsafe fn dot_columns_avx512(
                             cp,
                             ldc,
                             pf,
-                            block - 1,
+                            block.saturating_sub(1),
                         )
                     };
                 }
