@@ -138,6 +138,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         .iter()
         .all(|d| d.iter().all(|x| matches!(x, Dim::Fixed(_))));
     ext.apply_patterns(g)?;
+    passes::bypass_identities(g);
     passes::fuse_silu(g);
     if !fold {
         passes::fuse_hardswish(g);

@@ -991,7 +991,7 @@ fn built_in_fusions_fire_on_real_models() {
     );
     // The Relus of the SE branches and the head fuse into their convs.
     assert!(count(&det, "Conv+Relu") >= 10, "{det:?}");
-    // GELU (erf form): MiniLM-L3 has one per layer, PP-OCRv6 det 13.
+    // GELU (erf form): MiniLM-L3 has one per layer.
     let minilm = optimized_zoo_ops(
         "minilm_l3.onnx",
         "input_ids = [1, 128]\nattention_mask = [1, 128]",
@@ -1011,8 +1011,26 @@ fn built_in_fusions_fire_on_real_models() {
         (0, 0, 0),
         "{minilm:?}"
     );
+    // PP-OCRv6 det: its 13 GELUs fuse, then into the convolution before
+    // each, and 19 of its 20 Relus into theirs, through the `Identity`
+    // Paddle puts after each bias `Add` (the last Relu follows a
+    // ConvTranspose).
     let v6 = optimized_zoo_ops("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]");
-    assert_eq!((count(&v6, "Gelu"), count(&v6, "Erf")), (13, 0), "{v6:?}");
+    assert_eq!(
+        (
+            count(&v6, "Conv+Gelu"),
+            count(&v6, "Gelu"),
+            count(&v6, "Erf")
+        ),
+        (13, 0, 0),
+        "{v6:?}"
+    );
+    assert_eq!(
+        (count(&v6, "Conv+Relu"), count(&v6, "Relu")),
+        (19, 1),
+        "{v6:?}"
+    );
+    assert_eq!(count(&v6, "Identity"), 0, "{v6:?}");
     // Residual adds: 10 onto a convolution's output in PP-OCRv6 det (the
     // other 13 join two shared values), and in MiniLM the attention
     // output and FFN projections (MatMul + bias) of all 3 layers.

@@ -161,6 +161,66 @@ pub fn identity_node(name: &str, src: ValueId, dst: ValueId) -> Node {
     }
 }
 
+/// Makes every reader of an `Identity` view's output read its input
+/// instead, so patterns match across them (Paddle exports put one after
+/// most convolutions: `Conv → Add → Identity → Relu`). Identities whose
+/// output is a model output or a branch's result stay; the bypassed ones
+/// are left for [`eliminate_dead_code`]. Returns how many were bypassed.
+pub fn bypass_identities(g: &mut Graph) -> usize {
+    fn block_outputs(b: &Block, keep: &mut HashSet<ValueId>) {
+        for n in &b.nodes {
+            if let Op::If {
+                then_branch,
+                else_branch,
+            } = &n.op
+            {
+                for br in [then_branch, else_branch] {
+                    keep.extend(br.outputs.iter().copied());
+                    block_outputs(br, keep);
+                }
+            }
+        }
+    }
+    fn rewire(b: &mut Block, to: &dyn Fn(ValueId) -> ValueId) {
+        for n in &mut b.nodes {
+            for v in n.inputs.iter_mut().flatten() {
+                *v = to(*v);
+            }
+            if let Op::If {
+                then_branch,
+                else_branch,
+            } = &mut n.op
+            {
+                rewire(then_branch, to);
+                rewire(else_branch, to);
+            }
+        }
+    }
+    let mut keep: HashSet<ValueId> = g.outputs.iter().copied().collect();
+    block_outputs(&g.main, &mut keep);
+    let mut source: HashMap<ValueId, ValueId> = HashMap::new();
+    g.for_each_node(&mut |n| {
+        if let (Op::View(_), "Identity", &[Some(x)], &[y]) = (
+            &n.op,
+            n.op_type.as_str(),
+            n.inputs.as_slice(),
+            n.outputs.as_slice(),
+        ) && !keep.contains(&y)
+        {
+            source.insert(y, x);
+        }
+    });
+    // Through chains of identities to the first non-identity value.
+    let root = |mut v: ValueId| {
+        while let Some(&x) = source.get(&v) {
+            v = x;
+        }
+        v
+    };
+    rewire(&mut g.main, &root);
+    source.len()
+}
+
 /// Removes nodes none of whose outputs are needed by a model output.
 pub fn eliminate_dead_code(g: &mut Graph) {
     let mut live: HashSet<ValueId> = g.outputs.iter().copied().collect();

@@ -25,7 +25,7 @@ use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp};
 use lele_kernels::ops::conv::Conv;
 use lele_kernels::ops::norm::BatchNormalization;
-use lele_kernels::ops::unary::{Activation, Swish, Unary, UnaryOp};
+use lele_kernels::ops::unary::{Activation, GeluErf, Swish, Unary, UnaryOp};
 
 use super::fuse::{kernel_of, readers, runs, use_counts};
 use crate::ir::{Graph, Op, Tensor, ValueId};
@@ -219,15 +219,20 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
 }
 
 /// The fused activation a node applies, when it is one of lele's own
-/// Relu / Sigmoid / Swish(alpha 1) / HardSwish kernels on f32.
+/// Relu / Sigmoid / Swish(alpha 1) / HardSwish / GELU (erf form: ONNX
+/// `Gelu` or the fused subgraph) kernels on f32.
 fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
     if let Some(u) = kernel_of::<Unary>(n) {
         return match u.op {
             UnaryOp::Relu => Some(Activation::Relu),
             UnaryOp::Sigmoid => Some(Activation::Sigmoid),
             UnaryOp::HardSwish => Some(Activation::HardSwish),
+            UnaryOp::Gelu => Some(Activation::Gelu),
             _ => None,
         };
+    }
+    if kernel_of::<GeluErf>(n).is_some() {
+        return Some(Activation::Gelu);
     }
     kernel_of::<Swish>(n)
         .filter(|s| s.alpha == 1.0)

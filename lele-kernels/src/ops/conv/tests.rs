@@ -570,7 +570,7 @@ fn conv_transpose_onnx_literal_and_output_shape() {
 /// standalone activation kernel, on every conv path, and on 1 or 3 threads.
 #[test]
 fn fused_activation_equals_conv_then_activation() {
-    use crate::ops::unary::{Swish, Unary, UnaryOp};
+    use crate::ops::unary::{GeluErf, Swish, Unary, UnaryOp};
     let _serial = crate::threads::TEST_LOCK
         .lock()
         .unwrap_or_else(|e| e.into_inner());
@@ -584,7 +584,7 @@ fn fused_activation_equals_conv_then_activation() {
         (32, 41, 40, 32, 3, 32, 1),
     ];
     let mut single_thread: Vec<Vec<f32>> = Vec::new();
-    let acts: [(Activation, &dyn Kernel); 4] = [
+    let acts: [(Activation, &dyn Kernel); 6] = [
         (Activation::Relu, &Unary { op: UnaryOp::Relu }),
         (
             Activation::Sigmoid,
@@ -599,6 +599,9 @@ fn fused_activation_equals_conv_then_activation() {
                 op: UnaryOp::HardSwish,
             },
         ),
+        // The fused erf subgraph and ONNX `Gelu` share the f32 arithmetic.
+        (Activation::Gelu, &GeluErf {}),
+        (Activation::Gelu, &Unary { op: UnaryOp::Gelu }),
     ];
     for threads in [1, 3] {
         crate::threads::set_num_threads(threads);

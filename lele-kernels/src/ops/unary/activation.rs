@@ -1,6 +1,6 @@
 //! Activations that other kernels apply to their own output as they write
 //! it (a convolution's epilogue), so no separate pass over the tensor runs.
-use super::math::{sigmoid_slice, swish_slice};
+use super::math::{gelu_slice, sigmoid_slice, swish_slice};
 use super::{hard_sigmoid, map_f32};
 
 /// An activation applied in place to an f32 output.
@@ -17,13 +17,17 @@ pub enum Activation {
     Swish,
     /// `x · clamp(x/6 + 1/2, 0, 1)`.
     HardSwish,
+    /// `x · Φ(x)`, GELU in erf form (the f32 arithmetic of ONNX `Gelu` and
+    /// of the fused erf subgraph, which are the same for f32).
+    Gelu,
 }
 crate::to_rust_enum!(ops::unary::Activation {
     None,
     Relu,
     Sigmoid,
     Swish,
-    HardSwish
+    HardSwish,
+    Gelu
 });
 
 impl Activation {
@@ -41,26 +45,29 @@ impl Activation {
             Activation::HardSwish => {
                 map_f32(x, out, |v| v * hard_sigmoid(v, (1.0f64 / 6.0) as f32, 0.5))
             }
+            Activation::Gelu => gelu_slice(x, out),
         };
         if self == Activation::None {
             return;
         }
         #[cfg(target_arch = "x86_64")]
-        if matches!(self, Activation::Swish | Activation::Sigmoid)
-            && matches!(
-                crate::ops::gemm::best_isa(),
-                crate::ops::gemm::Isa::Avx2 | crate::ops::gemm::Isa::Avx512
-            )
         {
-            // SAFETY: AVX2 and FMA were detected.
-            unsafe {
-                if self == Activation::Swish {
-                    super::x86::swish_in_place(1.0, y);
-                } else {
-                    super::x86::sigmoid_in_place(y);
+            use super::{x86, x86_512};
+            use crate::ops::gemm::{Isa, best_isa};
+            match (best_isa(), self) {
+                // SAFETY (each arm): the ISA it names was detected
+                // (AVX-512F comes with AVX2 and FMA here).
+                (Isa::Avx512, Activation::Swish) => {
+                    return unsafe { x86_512::swish_in_place(1.0, y) };
                 }
+                (Isa::Avx512, Activation::Sigmoid) => {
+                    return unsafe { x86_512::sigmoid_in_place(y) };
+                }
+                (Isa::Avx512, Activation::Gelu) => return unsafe { x86_512::gelu_in_place(y) },
+                (Isa::Avx2, Activation::Swish) => return unsafe { x86::swish_in_place(1.0, y) },
+                (Isa::Avx2, Activation::Sigmoid) => return unsafe { x86::sigmoid_in_place(y) },
+                _ => {}
             }
-            return;
         }
         for chunk in y.chunks_mut(tmp.len()) {
             let t = &mut tmp[..chunk.len()];

@@ -147,9 +147,15 @@ pub(super) fn exp_shifted_scalar(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
 /// exponential as [`sigmoid_slice`].
 pub(super) fn swish_slice(alpha: f32, x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: AVX2 and FMA were detected.
-        return unsafe { super::x86::swish(alpha, x, y) };
+    {
+        use crate::ops::gemm::{Isa, best_isa};
+        match best_isa() {
+            // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
+            Isa::Avx512 => return unsafe { super::x86_512::swish(alpha, x, y) },
+            // SAFETY: AVX2 and FMA were detected.
+            Isa::Avx2 => return unsafe { super::x86::swish(alpha, x, y) },
+            Isa::Scalar => {}
+        }
     }
     swish_scalar(alpha, x, y)
 }
@@ -172,9 +178,15 @@ pub(super) fn swish_scalar(alpha: f32, x: &[f32], y: &mut [f32]) {
 
 pub(crate) fn sigmoid_slice(x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: AVX2 and FMA were detected.
-        return unsafe { super::x86::sigmoid(x, y) };
+    {
+        use crate::ops::gemm::{Isa, best_isa};
+        match best_isa() {
+            // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
+            Isa::Avx512 => return unsafe { super::x86_512::sigmoid(x, y) },
+            // SAFETY: AVX2 and FMA were detected.
+            Isa::Avx2 => return unsafe { super::x86::sigmoid(x, y) },
+            Isa::Scalar => {}
+        }
     }
     sigmoid_scalar(x, y)
 }
@@ -368,13 +380,13 @@ pub(super) fn erf_slice(x: &[f32], y: &mut [f32]) {
 }
 
 /// `y = GELU(x)` by [`gelu_f32`] (vectorized when the CPU allows).
-pub(super) fn gelu_slice(x: &[f32], y: &mut [f32]) {
+pub(crate) fn gelu_slice(x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
         use crate::ops::gemm::{Isa, best_isa};
         match best_isa() {
             // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
-            Isa::Avx512 => return unsafe { super::x86::gelu_avx512(x, y) },
+            Isa::Avx512 => return unsafe { super::x86_512::gelu(x, y) },
             // SAFETY: AVX2 and FMA were detected.
             Isa::Avx2 => return unsafe { super::x86::gelu(x, y) },
             Isa::Scalar => {}

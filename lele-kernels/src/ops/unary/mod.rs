@@ -20,6 +20,8 @@ mod params;
 mod tests;
 #[cfg(target_arch = "x86_64")]
 mod x86;
+#[cfg(target_arch = "x86_64")]
+mod x86_512;
 
 pub use activation::Activation;
 use math::{Real, erf_slice, exp_slice, gelu_f64, tanh_f32};

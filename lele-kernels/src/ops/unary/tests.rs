@@ -311,6 +311,92 @@ fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
     }
 }
 
+/// The AVX-512 activations (out of place and in place) against the AVX2
+/// ones, bit for bit: every length 0..100 (all tails and pair splits) and
+/// two long ones, with special values (NaN, ±inf, below -87) in every lane
+/// position.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx512_activations_equal_avx2_bit_for_bit() {
+    use crate::ops::gemm::{Isa, isa_available};
+    if !isa_available(Isa::Avx512) {
+        return;
+    }
+    let specials = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -87.5,
+        -100.0,
+        88.5,
+        -0.0,
+    ];
+    for n in (0..100).chain([1000, 1003]) {
+        for stride in [7usize, 41, usize::MAX] {
+            let mut x: Vec<f32> = (0..n)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.19)
+                .collect();
+            if stride != usize::MAX {
+                for (i, v) in x.iter_mut().enumerate() {
+                    if i % stride == stride / 2 {
+                        *v = specials[(i / stride) % specials.len()];
+                    }
+                }
+            }
+            type Pair = (
+                &'static str,
+                Box<dyn Fn(&[f32], &mut [f32])>,
+                Box<dyn Fn(&[f32], &mut [f32])>,
+                Box<dyn Fn(&mut [f32])>,
+            );
+            let mut pairs: Vec<Pair> = vec![
+                (
+                    "gelu",
+                    // SAFETY (every closure below): AVX-512F, AVX2 and FMA
+                    // are available (checked above).
+                    Box::new(|x, y| unsafe { super::x86::gelu(x, y) }),
+                    Box::new(|x, y| unsafe { super::x86_512::gelu(x, y) }),
+                    Box::new(|y| unsafe { super::x86_512::gelu_in_place(y) }),
+                ),
+                (
+                    "sigmoid",
+                    Box::new(|x, y| unsafe { super::x86::sigmoid(x, y) }),
+                    Box::new(|x, y| unsafe { super::x86_512::sigmoid(x, y) }),
+                    Box::new(|y| unsafe { super::x86_512::sigmoid_in_place(y) }),
+                ),
+            ];
+            for alpha in [1.0f32, 1.702, -0.5] {
+                pairs.push((
+                    "swish",
+                    Box::new(move |x, y| unsafe { super::x86::swish(alpha, x, y) }),
+                    Box::new(move |x, y| unsafe { super::x86_512::swish(alpha, x, y) }),
+                    Box::new(move |y| unsafe { super::x86_512::swish_in_place(alpha, y) }),
+                ));
+            }
+            for (name, avx2, avx512, in_place) in &pairs {
+                let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
+                avx2(&x, &mut want);
+                avx512(&x, &mut got);
+                let mut inplace = x.clone();
+                in_place(&mut inplace);
+                // NaN payloads may differ.
+                let same =
+                    |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+                for i in 0..n {
+                    assert!(
+                        same(got[i], want[i]) && same(inplace[i], want[i]),
+                        "{name} n={n} x={}: avx512 {} in place {} avx2 {}",
+                        x[i],
+                        got[i],
+                        inplace[i],
+                        want[i]
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn gelu_erf_matches_its_formula_in_f32_and_f64() {
     // Odd length: the vector body and its tail both run.
@@ -372,7 +458,7 @@ fn gelu_f32_relative_error_over_a_dense_sweep() {
         }
         if isa_available(Isa::Avx512) {
             // SAFETY: AVX-512F (and AVX2, FMA) are available.
-            unsafe { super::x86::gelu_avx512(&xs, &mut got) };
+            unsafe { super::x86_512::gelu(&xs, &mut got) };
             check("avx512", &got);
         }
     }

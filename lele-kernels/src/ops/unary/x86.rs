@@ -7,9 +7,7 @@
 //! the polynomial's range go through the scalar functions. Results agree
 //! with the scalar code to rounding (FMA contractions differ). `tanh` and
 //! `erf` compute both of their branches (polynomial near zero, exp form
-//! above) and blend them. GELU, the costliest of them per element, also has a sixteen-lane
-//! form (measured on the 2-core Zen 4 machine, 16K floats in L1/L2: 1.2 ns
-//! per element with AVX2, 0.8 with AVX-512).
+//! above) and blend them. Sixteen-lane forms of some are in `x86_512.rs`.
 use core::arch::x86_64::*;
 
 /// `e^x` of eight lanes already clamped to [-87, 88].
@@ -18,7 +16,7 @@ use core::arch::x86_64::*;
 /// The CPU supports AVX2 and FMA.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn exp8(x: __m256) -> __m256 {
+pub(super) fn exp8(x: __m256) -> __m256 {
     let log2e = _mm256_set1_ps(core::f32::consts::LOG2_E);
     let magic = _mm256_set1_ps(12582912.0);
     let t = _mm256_fmadd_ps(x, log2e, magic);
@@ -49,7 +47,7 @@ fn exp8(x: __m256) -> __m256 {
 /// scalar path (`z <= -87` or NaN) as a bit mask.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn sigmoid8(z: __m256) -> (__m256, i32) {
+pub(super) fn sigmoid8(z: __m256) -> (__m256, i32) {
     let sign = _mm256_set1_ps(-0.0);
     let neg_abs = _mm256_or_ps(z, sign);
     let e = exp8(_mm256_max_ps(neg_abs, _mm256_set1_ps(-87.0)));
@@ -109,7 +107,7 @@ fn fix_lanes(mask: i32, x: &[f32], y: &mut [f32], fix: &impl Fn(f32) -> f32) {
 /// The CPU supports AVX2 and FMA.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn blocks(
+pub(super) fn blocks(
     x: &[f32],
     y: &mut [f32],
     lanes: impl Fn(__m256) -> (__m256, i32),
@@ -307,7 +305,7 @@ pub(super) unsafe fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
 /// The CPU supports AVX2 and FMA.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn blocks_in_place(
+pub(super) fn blocks_in_place(
     y: &mut [f32],
     lanes: impl Fn(__m256) -> (__m256, i32),
     fix: impl Fn(f32) -> f32,
@@ -423,7 +421,7 @@ pub(super) unsafe fn erf(x: &[f32], y: &mut [f32]) {
 /// non-finite lanes are flagged for the scalar path.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn gelu8(x: __m256) -> (__m256, i32) {
+pub(super) fn gelu8(x: __m256) -> (__m256, i32) {
     use super::math::GELU_D;
     let c = |v: f32| _mm256_set1_ps(v);
     let one = c(1.0);
@@ -457,103 +455,4 @@ fn gelu8(x: __m256) -> (__m256, i32) {
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn gelu(x: &[f32], y: &mut [f32]) {
     blocks(x, y, |v| gelu8(v), super::math::gelu_f32);
-}
-
-/// `e^x` of sixteen lanes already clamped to [-87, 88] ([`exp8`] in
-/// AVX-512).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn exp16(x: __m512) -> __m512 {
-    let c = |v: f32| _mm512_set1_ps(v);
-    let magic = c(12582912.0);
-    let t = _mm512_fmadd_ps(x, c(core::f32::consts::LOG2_E), magic);
-    let n = _mm512_sub_ps(t, magic);
-    let ni = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(0x4B40_0000));
-    let r = _mm512_fnmadd_ps(n, c(0.693_145_75), x);
-    let r = _mm512_fnmadd_ps(n, c(1.428_606_8e-6), r);
-    let mut p = c(1.0 / 5040.0);
-    for k in [
-        1.0 / 720.0,
-        1.0 / 120.0,
-        1.0 / 24.0,
-        1.0 / 6.0,
-        0.5,
-        1.0,
-        1.0,
-    ] {
-        p = _mm512_fmadd_ps(p, r, c(k));
-    }
-    let scale = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
-        ni,
-        _mm512_set1_epi32(127),
-    )));
-    _mm512_mul_ps(p, scale)
-}
-
-/// `GELU(x)` of sixteen lanes ([`gelu8`] in AVX-512); non-finite lanes
-/// are flagged for the scalar path.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn gelu16(x: __m512) -> (__m512, u16) {
-    use super::math::{GELU_D, GELU_S};
-    let c = |v: f32| _mm512_set1_ps(v);
-    let one = c(1.0);
-    let abs = _mm512_abs_ps(x);
-    let d = _mm512_fmadd_ps(abs, c(GELU_D), one);
-    let d_lo = _mm512_fmsub_ps(abs, c(GELU_D), _mm512_sub_ps(d, one));
-    let u = _mm512_div_ps(one, d);
-    let sq = _mm512_mul_ps(x, x);
-    let sq_lo = _mm512_fmsub_ps(x, x, sq);
-    let e = exp16(_mm512_max_ps(_mm512_mul_ps(sq, c(-0.5)), c(-87.0)));
-    let r = _mm512_fnmadd_ps(u, d, one);
-    let corr = _mm512_fnmadd_ps(u, d_lo, r);
-    let corr = _mm512_fnmadd_ps(c(0.5), sq_lo, corr);
-    let u2 = _mm512_mul_ps(u, u);
-    let u4 = _mm512_mul_ps(u2, u2);
-    let p = |i: usize| _mm512_fmadd_ps(c(GELU_S[i + 1]), u, c(GELU_S[i]));
-    let (p0, p2, p4, p6, p8) = (p(0), p(2), p(4), p(6), p(8));
-    let q0 = _mm512_fmadd_ps(p2, u2, p0);
-    let q4 = _mm512_fmadd_ps(p6, u2, p4);
-    let lo = _mm512_fmadd_ps(q4, u4, q0);
-    let s = _mm512_fmadd_ps(_mm512_mul_ps(p8, u4), u4, lo);
-    let q = _mm512_mul_ps(_mm512_mul_ps(e, u), s);
-    let tail = _mm512_mul_ps(c(0.5), _mm512_fmadd_ps(q, corr, q));
-    let neg = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_setzero_ps());
-    let phi = _mm512_mask_blend_ps(neg, _mm512_sub_ps(one, tail), tail);
-    let bad = _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(abs, c(f32::INFINITY));
-    (_mm512_mul_ps(x, phi), bad)
-}
-
-/// [`gelu`] sixteen lanes at a time.
-///
-/// # Safety
-/// The CPU supports AVX-512F, AVX2 and FMA.
-#[target_feature(enable = "avx512f,avx2,fma")]
-pub(super) unsafe fn gelu_avx512(x: &[f32], y: &mut [f32]) {
-    let n = x.len().min(y.len());
-    let body = n - n % 32;
-    for (xb, yb) in x[..body]
-        .chunks_exact(32)
-        .zip(y[..body].chunks_exact_mut(32))
-    {
-        // SAFETY: both chunks hold exactly 32 floats.
-        let (v0, m0) = gelu16(unsafe { _mm512_loadu_ps(xb.as_ptr()) });
-        // SAFETY: as above.
-        let (v1, m1) = gelu16(unsafe { _mm512_loadu_ps(xb.as_ptr().add(16)) });
-        if (m0 | m1) == 0 {
-            // SAFETY: as above.
-            unsafe {
-                _mm512_storeu_ps(yb.as_mut_ptr(), v0);
-                _mm512_storeu_ps(yb.as_mut_ptr().add(16), v1);
-            }
-        } else {
-            blocks(xb, yb, |v| gelu8(v), super::math::gelu_f32);
-        }
-    }
-    blocks(
-        &x[body..],
-        &mut y[body..n],
-        |v| gelu8(v),
-        super::math::gelu_f32,
-    );
 }
