@@ -1,8 +1,10 @@
 //! Times lele's kernels on one thread and prints one JSON object per line
 //! (`cargo xtask bench --kernels` runs this next to NumPy's BLAS).
 //!
-//! `cargo run --release -p lele-kernels --example kernel_bench [-- --quick] [--only TEXT]`
-//! (`--only` runs the cases whose kernel or case name contains TEXT)
+//! `cargo run --release -p lele-kernels --example kernel_bench [-- --quick] [--only TEXT] [--fastest]`
+//! (`--only` runs the cases whose kernel or case name contains TEXT;
+//! `--fastest` reports each case's fastest call instead of the median, steadier
+//! on a machine shared with other load)
 use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -42,10 +44,17 @@ fn time(budget: f64, mut f: impl FnMut()) -> f64 {
         })
         .collect();
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    if *FASTEST.get().unwrap_or(&false) {
+        v[0]
+    } else {
+        v[v.len() / 2]
+    }
 }
 
 /// `b_transposed`: B is stored as `n × k` (a Linear layer's weight).
+/// `--fastest`: report the fastest call of a case, not the median.
+static FASTEST: OnceLock<bool> = OnceLock::new();
+
 /// The `--only` filter.
 static ONLY: OnceLock<Option<String>> = OnceLock::new();
 
@@ -325,6 +334,7 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1).cloned());
     ONLY.get_or_init(|| only);
+    FASTEST.get_or_init(|| args.iter().any(|a| a == "--fastest"));
     // `--threads N`: the kernels' thread count (default 1).
     let threads = args
         .iter()

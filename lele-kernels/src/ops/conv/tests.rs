@@ -780,9 +780,11 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
     ];
     let direct_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
     // The AVX2 tile (6 rows) everywhere the direct path runs, the AVX-512
-    // one (16 rows) where the CPU has it.
+    // ones (8 × 32 wide with 8 × 16 after it, and 16 × 16) where the CPU
+    // has it.
     let mut tile_kinds = vec![crate::ops::gemm::rows::AVX2_TILE_M];
     if crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx512) {
+        tile_kinds.push(crate::ops::gemm::rows::WIDE_M);
         tile_kinds.push(crate::ops::gemm::rows::TILE_M);
     }
     for threads in [1, 3] {

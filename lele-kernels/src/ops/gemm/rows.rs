@@ -27,8 +27,8 @@ pub(crate) fn tile_rows() -> usize {
 }
 
 /// `C = init + A·B` for one `h × 16` tile of a tile kind of `tm` rows
-/// (`1 ≤ h ≤ tm`, `tm` [`TILE_M`] for the AVX-512 tile, else
-/// [`AVX2_TILE_M`]): element
+/// (`1 ≤ h ≤ tm`, `tm` [`TILE_M`] or [`WIDE_M`] for the AVX-512 tile,
+/// else [`AVX2_TILE_M`]): element
 /// `(i, p)` of `A` at `a[i·a_rs + p·a_cs]`, row `p` of `B` the 16 floats at
 /// `x + offs[p]`, `init[i]` the start of row `i` (a bias), `C` at `c` with
 /// row stride `ldc` (only written). With `prefetch`, every
@@ -38,7 +38,8 @@ pub(crate) fn tile_rows() -> usize {
 /// AVX2+FMA.
 ///
 /// # Safety
-/// The CPU supports AVX2 and FMA, and AVX-512F when `tm == TILE_M`; `A`
+/// The CPU supports AVX2 and FMA, and AVX-512F when `tm` is [`TILE_M`] or
+/// [`WIDE_M`]; `A`
 /// holds `h × k` elements at those strides, `offs` holds `k` offsets, `x + offs[p] .. + 16` is readable for
 /// every `p`, `init` holds `h` floats, and the tile (`h` rows of 16 floats
 /// at stride `ldc`) is writable.
@@ -73,7 +74,7 @@ pub(crate) unsafe fn tile(
             };
         }
         debug_assert!(h <= tm);
-        if tm == TILE_M {
+        if tm == TILE_M || tm == WIDE_M {
             by_height!(rows_tile_avx512, 16; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
         } else {
             by_height!(rows_tile_avx2, 6; 1 2 3 4 5)
@@ -81,4 +82,49 @@ pub(crate) unsafe fn tile(
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (tm, h, k, a, a_rs, a_cs, x, offs, c, ldc, init, prefetch);
+}
+
+/// Rows of the wide AVX-512 tile ([`tile_wide`]).
+pub(crate) const WIDE_M: usize = 8;
+
+/// [`tile`] over 32 columns with `h ≤ 8` rows (AVX-512 only): the same
+/// arguments, with row `p` of `B` the 32 floats at `x + offs[p]` and 32
+/// floats written per row.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `1 ≤ h ≤ 8`; otherwise as [`tile`] with 32
+/// columns.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn tile_wide(
+    h: usize,
+    k: usize,
+    a: *const f32,
+    a_rs: usize,
+    a_cs: usize,
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+    init: *const f32,
+    prefetch: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        use super::x86::rows_tile_wide_avx512 as wide;
+        debug_assert!((1..=WIDE_M).contains(&h));
+        macro_rules! by_height {
+            ($($h:literal)*) => {
+                match (h, prefetch) {
+                    $(($h, false) => wide::<$h, false>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
+                      ($h, true) => wide::<$h, true>(k, a, a_rs, a_cs, x, offs, c, ldc, init),)*
+                    (_, false) => wide::<8, false>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
+                    (_, true) => wide::<8, true>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
+                }
+            };
+        }
+        by_height!(1 2 3 4 5 6 7)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (h, k, a, a_rs, a_cs, x, offs, c, ldc, init, prefetch);
 }

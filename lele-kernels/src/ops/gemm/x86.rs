@@ -160,6 +160,62 @@ pub(crate) unsafe fn rows_tile_avx512<const R: usize, const PREFETCH: bool>(
     }
 }
 
+/// [`rows_tile_avx512`] over 32 columns: `R × 32` (`R ≤ 8`), two `B`
+/// vectors per step, so a step issues `2R` multiply-adds for `R`
+/// broadcasts and two loads (16 multiply-adds for 10 loads at `R = 8`,
+/// where the 16 × 16 tile issues 16 for 17). Same arguments; row `p` of
+/// `B` is the 32 floats at `x + offs[p]`, prefetched 64 floats ahead.
+///
+/// # Safety
+/// As [`rows_tile_avx512`], with 32 readable floats per offset and 32
+/// writable per row of the tile.
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn rows_tile_wide_avx512<const R: usize, const PREFETCH: bool>(
+    k: usize,
+    a: *const f32,
+    a_rs: usize,
+    a_cs: usize,
+    x: *const f32,
+    offs: *const u32,
+    c: *mut f32,
+    ldc: usize,
+    init: *const f32,
+) {
+    let mut acc = [[_mm512_setzero_ps(); 2]; R];
+    for (i, row) in acc.iter_mut().enumerate() {
+        // SAFETY: i < R, inside `init`.
+        let v = _mm512_set1_ps(unsafe { *init.add(i) });
+        *row = [v, v];
+    }
+    for p in 0..k {
+        // SAFETY: p < k: the offset, the 32 inputs it points at and the R
+        // weights are inside the caller's buffers.
+        unsafe {
+            let b = x.add(*offs.add(p) as usize);
+            if PREFETCH {
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(64) as *const i8);
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(80) as *const i8);
+            }
+            let b0 = _mm512_loadu_ps(b);
+            let b1 = _mm512_loadu_ps(b.add(16));
+            let ap = a.add(p * a_cs);
+            for (i, row) in acc.iter_mut().enumerate() {
+                let av = _mm512_set1_ps(*ap.add(i * a_rs));
+                row[0] = _mm512_fmadd_ps(av, b0, row[0]);
+                row[1] = _mm512_fmadd_ps(av, b1, row[1]);
+            }
+        }
+    }
+    for (i, row) in acc.iter().enumerate() {
+        // SAFETY: row i of the caller's tile (32 floats).
+        unsafe {
+            _mm512_storeu_ps(c.add(i * ldc), row[0]);
+            _mm512_storeu_ps(c.add(i * ldc + 16), row[1]);
+        }
+    }
+}
+
 /// Sum of the eight lanes.
 #[inline(always)]
 unsafe fn hsum(v: __m256) -> f32 {

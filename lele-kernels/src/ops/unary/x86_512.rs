@@ -8,9 +8,9 @@
 //! AVX2 loops. That keeps a fused epilogue (which sees a tensor in pieces)
 //! bit-identical to the standalone kernel.
 //!
-//! Measured on the 2-core Zen 4 machine (`kernel_bench`, in-cache
-//! epilogue of a 64→64 3×3 convolution at 80², 409,600 outputs): Swish
-//! 0.47 ms with the AVX2 loop, see ARCHITECTURE.md for the AVX-512 figure.
+//! Measured on the 2-core Zen 4 machine (`kernel_bench`): Swish over 1M
+//! floats 0.62 → 0.40 ns per element; as the epilogue of a 64→64 3×3
+//! convolution at 80² (409,600 outputs, in cache) 0.47 → 0.08 ms.
 use core::arch::x86_64::*;
 
 use super::x86::{blocks, blocks_in_place, gelu8, sigmoid8};
