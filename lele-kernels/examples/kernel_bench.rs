@@ -614,6 +614,17 @@ fn main() {
         Activation::None,
         budget,
     );
+    // Many channels over small planes: PP-OCRv6 rec's widest 1x1 convs
+    // (384->768 over 3x80, 192->384 over 6x80; here over 16² and 22²) and
+    // det's 384->768 over 15².
+    for (name, c, m, h) in [
+        ("v6 384->768 1x1 16", 384, 768, 16),
+        ("v6 192->384 1x1 22", 192, 384, 22),
+        ("v6 768->384 1x1 16", 768, 384, 16),
+        ("v6det 384->768 1x1 15", 384, 768, 15),
+    ] {
+        conv_case(name, c, m, 1, 1, h, 1, Activation::None, budget);
+    }
     // PP-OCRv6 det at 480x480: few output channels over large planes.
     conv_case(
         "ppocr 48->24 3x3 s2 240",

@@ -81,6 +81,10 @@ pub(super) struct Micro {
     pub(super) mr: usize,
     pub(super) nr: usize,
     pub(super) f: MicroFn,
+    /// The same product over only the first `nr / 2` columns of each
+    /// packed row (for edge panels with that few columns), when the ISA has
+    /// one.
+    pub(super) half: Option<MicroFn>,
 }
 
 pub(super) fn micro_for(isa: Isa) -> Micro {
@@ -90,17 +94,20 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             mr: x86::AVX2_MR,
             nr: x86::AVX2_NR,
             f: x86::kernel_avx2,
+            half: None,
         },
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => Micro {
             mr: x86::AVX512_MR,
             nr: x86::AVX512_NR,
             f: x86::kernel_avx512,
+            half: Some(x86::kernel_avx512_half),
         },
         _ => Micro {
             mr: SCALAR_MR,
             nr: SCALAR_NR,
             f: kernel_scalar,
+            half: None,
         },
     }
 }

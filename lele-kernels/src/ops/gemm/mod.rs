@@ -212,6 +212,20 @@ fn pack_a_rows<const MR: usize>(a: &[f32], rs: usize, kc: usize, panel: &mut [f3
     let rows: [&[f32]; MR] = core::array::from_fn(|ii| &a[ii * rs..ii * rs + kc]);
     let full = kc - kc % 8;
     for (pb, dst) in panel[..full * MR].chunks_exact_mut(8 * MR).enumerate() {
+        // Every row a few lines ahead: a weight streams from memory once
+        // per call, MR rows at a time (too many streams for the hardware
+        // prefetchers to follow).
+        #[cfg(target_arch = "x86_64")]
+        if pb % 2 == 0 {
+            for row in &rows {
+                // SAFETY: a prefetch never faults, whatever the address.
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                        row.as_ptr().wrapping_add(pb * 8 + 64) as *const i8,
+                    )
+                };
+            }
+        }
         let mut block = [[0f32; 8]; MR];
         for (b, row) in block.iter_mut().zip(&rows) {
             b.copy_from_slice(&row[pb * 8..pb * 8 + 8]);
@@ -659,10 +673,18 @@ unsafe fn gemm_blocks<B: PackB>(
                                 );
                             }
                         } else {
+                            // An edge panel of at most nr/2 columns takes
+                            // the half-width kernel where there is one.
+                            let f = match micro.half {
+                                Some(half) if 2 * w <= nr => half,
+                                _ => micro.f,
+                            };
                             // SAFETY: as above, with the stack tile of
-                            // MAX_TILE >= mr*nr floats and row stride nr.
+                            // MAX_TILE >= mr*nr floats and row stride nr
+                            // (the half kernel writes its first nr/2
+                            // columns, all that is read back).
                             unsafe {
-                                (micro.f)(
+                                f(
                                     kc,
                                     ap.as_ptr(),
                                     bp.as_ptr(),

@@ -112,6 +112,53 @@ pub unsafe fn kernel_avx512(
     }
 }
 
+/// AVX-512 `8 × 16` micro-kernel: [`kernel_avx512`] over the first 16
+/// columns of each packed row (an edge panel with at most 16 columns left
+/// costs half the full tile).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `a` holds `kc * 8` floats, `b` holds `kc`
+/// rows of at least 16 floats at stride `ldb`, and the `8 × 16` tile at `c`
+/// (row stride `ldc`) is valid.
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn kernel_avx512_half(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+) {
+    let mut acc = [_mm512_setzero_ps(); AVX512_MR];
+    for p in 0..kc {
+        // SAFETY: p < kc, so these reads stay inside the packed panels.
+        unsafe {
+            let b0 = _mm512_loadu_ps(b.add(p * ldb));
+            let ap = a.add(p * AVX512_MR);
+            for (i, row) in acc.iter_mut().enumerate() {
+                *row = _mm512_fmadd_ps(_mm512_set1_ps(*ap.add(i)), b0, *row);
+            }
+        }
+    }
+    let va = _mm512_set1_ps(alpha);
+    let vb = _mm512_set1_ps(beta);
+    for (i, &v) in acc.iter().enumerate() {
+        // SAFETY: row i of the caller's 8 × 16 tile.
+        unsafe {
+            let p = c.add(i * ldc);
+            let r = if beta == 0.0 {
+                _mm512_mul_ps(va, v)
+            } else {
+                _mm512_fmadd_ps(vb, _mm512_loadu_ps(p), _mm512_mul_ps(va, v))
+            };
+            _mm512_storeu_ps(p, r);
+        }
+    }
+}
+
 /// `C = init + A·B` for one `R × 16` tile (`R ≤ 16`) without packed `B`, the
 /// AVX-512 form of [`rows_tile_avx2`] (same arguments): one 16-lane
 /// accumulator per row, one `B` vector per step and each weight broadcast
