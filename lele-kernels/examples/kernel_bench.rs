@@ -715,6 +715,15 @@ fn main() {
         Activation::None,
         budget,
     );
+    // Depthwise layers over small planes (PP-OCRv6 det's later stages).
+    for (name, c, k, h) in [
+        ("depthwise 384 3x3 s1 15", 384, 3, 15),
+        ("depthwise 192 3x3 s1 30", 192, 3, 30),
+        ("depthwise 96 3x3 s1 60", 96, 3, 60),
+        ("depthwise 96 7x7 s1 60", 96, 7, 60),
+    ] {
+        conv_case(name, c, c, k, 1, h, c, Activation::None, budget);
+    }
     conv_case(
         "depthwise 64 3x3 s1 160",
         64,

@@ -4,6 +4,10 @@ use super::direct::Layout;
 use super::direct::stage;
 use super::{Conv, ConvGeom, valid_range};
 
+/// Longest run of staged positions [`plane_staged`] computes in one go
+/// (a stride-1 plane up to about 60×60).
+#[cfg(target_arch = "x86_64")]
+const FLAT_MAX: usize = 4096;
 /// Kernels with more taps than this take the row loop of [`plane`].
 const STAGED_TAPS_MAX: usize = 128;
 
@@ -88,6 +92,27 @@ pub(super) fn plane_staged(
         }
         let sh = conv.strides[0];
         let offs = &plan.offs[..plan.taps];
+        let rs = l.row_stride;
+        // Stride 1 over a small plane: its output rows are computed as one
+        // run over the staged rows back to back (the `kw - 1` padding
+        // columns between them computed and dropped), not row by row: a
+        // 15-wide row costs a call and a partial chunk of its own.
+        let flat = (g.oh - 1) * rs + g.ow;
+        if conv.strides == [1, 1] && flat <= FLAT_MAX {
+            let mut run = [0f32; FLAT_MAX];
+            for (oh, orow) in out.chunks_exact(g.ow).enumerate() {
+                run[oh * rs..oh * rs + g.ow].copy_from_slice(orow);
+            }
+            // SAFETY: AVX2 and FMA were detected (the plan exists). Tap
+            // offsets reach `(kh - 1)·rs + kw - 1`, the run (rounded up to
+            // 8) `flat + 7`: together the plane (`rows·rs` floats) plus 7,
+            // inside the staged slack.
+            unsafe { super::x86::depthwise_row_avx2(buf.as_ptr(), offs, wk, &mut run[..flat]) };
+            for (oh, orow) in out.chunks_exact_mut(g.ow).enumerate() {
+                orow.copy_from_slice(&run[oh * rs..oh * rs + g.ow]);
+            }
+            return true;
+        }
         for (oh, orow) in out.chunks_exact_mut(g.ow).enumerate() {
             let row0 = &buf[oh * sh * l.row_stride..];
             // SAFETY: AVX2 and FMA were detected (the plan exists). Each
