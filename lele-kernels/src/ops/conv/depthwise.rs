@@ -16,7 +16,16 @@ const STAGED_TAPS_MAX: usize = 128;
 /// to stage, nor one with more than [`STAGED_TAPS_MAX`] taps).
 pub(super) fn staged_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
     let l = Layout::new(conv.strides, conv.dilations, g);
-    (!l.in_place && g.kh * g.kw <= STAGED_TAPS_MAX && g.ohw() > 0).then(|| l.staged_len(g))
+    (!l.in_place && g.kh * g.kw <= STAGED_TAPS_MAX && g.ohw() > 0)
+        .then(|| l.staged_len(g) + flat_run(conv, g, &l).unwrap_or(0))
+}
+
+/// Staged positions from the first output to the last when the output
+/// rows are computed as one run ([`plane_staged`]): stride 1 and at most
+/// [`FLAT_MAX`] of them.
+fn flat_run(conv: &Conv, g: &ConvGeom, l: &Layout) -> Option<usize> {
+    let run = (g.oh.checked_sub(1)?) * l.row_stride + g.ow;
+    (conv.strides == [1, 1] && run <= FLAT_MAX).then_some(run)
 }
 
 /// What [`plane_staged`] needs for every plane of one call, computed once:
@@ -65,7 +74,8 @@ pub(super) fn staged_plan(conv: &Conv, g: &ConvGeom) -> Option<StagedPlan> {
 
 /// One channel from a staged copy of its plane (zero padded, columns split
 /// by the stride, as the direct convolution stages its input), each output
-/// row accumulated in AVX2 registers over every tap. Returns `false`,
+/// row accumulated in AVX2 registers over every tap onto `out`, which
+/// holds the channel's bias (or zero) in every element. Returns `false`,
 /// leaving `out` untouched, when a buffer is too small; the caller then
 /// runs [`depthwise_plane`].
 pub(super) fn plane_staged(
@@ -96,18 +106,20 @@ pub(super) fn plane_staged(
         // Stride 1 over a small plane: its output rows are computed as one
         // run over the staged rows back to back (the `kw - 1` padding
         // columns between them computed and dropped), not row by row: a
-        // 15-wide row costs a call and a partial chunk of its own.
-        let flat = (g.oh - 1) * rs + g.ow;
-        if conv.strides == [1, 1] && flat <= FLAT_MAX {
-            let mut run = [0f32; FLAT_MAX];
-            for (oh, orow) in out.chunks_exact(g.ow).enumerate() {
-                run[oh * rs..oh * rs + g.ow].copy_from_slice(orow);
-            }
+        // 15-wide row costs a call and a partial chunk of its own. The run
+        // lives after the staged plane in `buf` and starts from the bias
+        // (`out` holds it in every element).
+        if let Some(flat) = flat_run(conv, g, l) {
+            let (staged, run) = buf.split_at_mut(l.staged_len(g));
+            let Some(run) = run.get_mut(..flat) else {
+                return false;
+            };
+            run.fill(out[0]);
             // SAFETY: AVX2 and FMA were detected (the plan exists). Tap
             // offsets reach `(kh - 1)·rs + kw - 1`, the run (rounded up to
             // 8) `flat + 7`: together the plane (`rows·rs` floats) plus 7,
             // inside the staged slack.
-            unsafe { super::x86::depthwise_row_avx2(buf.as_ptr(), offs, wk, &mut run[..flat]) };
+            unsafe { super::x86::depthwise_row_avx2(staged.as_ptr(), offs, wk, run) };
             for (oh, orow) in out.chunks_exact_mut(g.ow).enumerate() {
                 orow.copy_from_slice(&run[oh * rs..oh * rs + g.ow]);
             }
