@@ -37,6 +37,28 @@ pub(super) struct StagedPlan {
     offs: [usize; STAGED_TAPS_MAX],
     taps: usize,
     len: usize,
+    /// The CPU has AVX-512 (sixteen-lane rows).
+    avx512: bool,
+}
+
+/// One run of outputs (a row, or a plane's rows back to back) with the
+/// row kernel of the CPU.
+///
+/// # Safety
+/// AVX2 and FMA (AVX-512F when `plan.avx512`) are available;
+/// `src[offs[t] + j]` is readable for every tap and every `j` below
+/// `out.len()` rounded up to 8.
+#[cfg(target_arch = "x86_64")]
+unsafe fn row(plan: &StagedPlan, src: *const f32, offs: &[usize], w: &[f32], out: &mut [f32]) {
+    // SAFETY: the caller's contract (the AVX-512 row reads no more than
+    // the AVX2 one).
+    unsafe {
+        if plan.avx512 {
+            super::x86::depthwise_row_avx512(src, offs, w, out)
+        } else {
+            super::x86::depthwise_row_avx2(src, offs, w, out)
+        }
+    }
 }
 
 /// The plan of [`plane_staged`] for these shapes, or `None` when it does
@@ -63,6 +85,7 @@ pub(super) fn staged_plan(conv: &Conv, g: &ConvGeom) -> Option<StagedPlan> {
             offs,
             taps,
             len,
+            avx512: best_isa() == Isa::Avx512,
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -119,7 +142,7 @@ pub(super) fn plane_staged(
             // offsets reach `(kh - 1)·rs + kw - 1`, the run (rounded up to
             // 8) `flat + 7`: together the plane (`rows·rs` floats) plus 7,
             // inside the staged slack.
-            unsafe { super::x86::depthwise_row_avx2(staged.as_ptr(), offs, wk, run) };
+            unsafe { row(plan, staged.as_ptr(), offs, wk, run) };
             for (oh, orow) in out.chunks_exact_mut(g.ow).enumerate() {
                 orow.copy_from_slice(&run[oh * rs..oh * rs + g.ow]);
             }
@@ -132,7 +155,7 @@ pub(super) fn plane_staged(
             // inside the staged plane and its slack: the last valid input
             // of the last output row is inside the plane, and the slack
             // holds more than 7 floats.
-            unsafe { super::x86::depthwise_row_avx2(row0.as_ptr(), offs, wk, orow) };
+            unsafe { row(plan, row0.as_ptr(), offs, wk, orow) };
         }
         true
     }

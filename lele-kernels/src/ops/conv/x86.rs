@@ -1,4 +1,4 @@
-//! AVX2+FMA row kernel of the depthwise convolution.
+//! AVX2+FMA and AVX-512 row kernels of the depthwise convolution.
 use core::arch::x86_64::*;
 
 /// One output row of a depthwise convolution from a staged plane (see
@@ -88,6 +88,111 @@ unsafe fn depthwise_chunk<const N: usize>(src: *const f32, offs: &[usize], w: &[
         }
         for (c, a) in acc.iter().enumerate() {
             _mm256_storeu_ps(o.add(8 * c), *a);
+        }
+    }
+}
+
+/// [`depthwise_row_avx2`] with sixteen-lane vectors: 128 columns at a
+/// time in registers, the last partial chunk through masked loads and
+/// stores (no local copy).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `src[offs[t] + j]` is readable for every tap
+/// `t` and every `j < out.len()`.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn depthwise_row_avx512(
+    src: *const f32,
+    offs: &[usize],
+    w: &[f32],
+    out: &mut [f32],
+) {
+    let n = out.len();
+    let mut j = 0;
+    while j + 128 <= n {
+        // SAFETY: columns j..j + 128 of `out`; the caller's contract for src.
+        unsafe { depthwise_chunk512::<8>(src.add(j), offs, w, out.as_mut_ptr().add(j), 0xFFFF) };
+        j += 128;
+    }
+    let r = n - j;
+    if r == 0 {
+        return;
+    }
+    // Lanes of the last vector that are columns.
+    let last = match r % 16 {
+        0 => 0xFFFF,
+        t => (1u16 << t) - 1,
+    };
+    // SAFETY: columns j..n of `out`, the last vector masked to them; src
+    // as the caller's contract (masked lanes are not read).
+    unsafe {
+        let (s, o) = (src.add(j), out.as_mut_ptr().add(j));
+        match r.div_ceil(16) {
+            1 => depthwise_chunk512::<1>(s, offs, w, o, last),
+            2 => depthwise_chunk512::<2>(s, offs, w, o, last),
+            3 => depthwise_chunk512::<3>(s, offs, w, o, last),
+            4 => depthwise_chunk512::<4>(s, offs, w, o, last),
+            5 => depthwise_chunk512::<5>(s, offs, w, o, last),
+            6 => depthwise_chunk512::<6>(s, offs, w, o, last),
+            7 => depthwise_chunk512::<7>(s, offs, w, o, last),
+            _ => depthwise_chunk512::<8>(s, offs, w, o, last),
+        }
+    }
+}
+
+/// `o[j] += Σ_taps w[t] · src[offs[t] + j]` for `j < 16·N`, the last
+/// vector's lanes limited to `last`. With two vectors or fewer, even and
+/// odd taps go to separate accumulators (two dependency chains).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `o` holds `16·(N - 1)` floats plus the
+/// lanes of `last`, and `src + offs[t]` as many.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn depthwise_chunk512<const N: usize>(
+    src: *const f32,
+    offs: &[usize],
+    w: &[f32],
+    o: *mut f32,
+    last: u16,
+) {
+    let mask = |c: usize| if c + 1 == N { last } else { 0xFFFF };
+    // SAFETY: the caller's contract (every access masked to its lanes).
+    unsafe {
+        let mut acc = [_mm512_setzero_ps(); N];
+        for (c, a) in acc.iter_mut().enumerate() {
+            *a = _mm512_maskz_loadu_ps(mask(c), o.add(16 * c));
+        }
+        if N <= 2 {
+            let mut odd = [_mm512_setzero_ps(); N];
+            let mut taps = offs.iter().zip(w);
+            while let Some((&off0, &w0)) = taps.next() {
+                let (b0, w0) = (src.add(off0), _mm512_set1_ps(w0));
+                for (c, a) in acc.iter_mut().enumerate() {
+                    let x = _mm512_maskz_loadu_ps(mask(c), b0.add(16 * c));
+                    *a = _mm512_fmadd_ps(w0, x, *a);
+                }
+                if let Some((&off1, &w1)) = taps.next() {
+                    let (b1, w1) = (src.add(off1), _mm512_set1_ps(w1));
+                    for (c, a) in odd.iter_mut().enumerate() {
+                        let x = _mm512_maskz_loadu_ps(mask(c), b1.add(16 * c));
+                        *a = _mm512_fmadd_ps(w1, x, *a);
+                    }
+                }
+            }
+            for (a, &b) in acc.iter_mut().zip(&odd) {
+                *a = _mm512_add_ps(*a, b);
+            }
+        } else {
+            for (&off, &wt) in offs.iter().zip(w) {
+                let (b, wv) = (src.add(off), _mm512_set1_ps(wt));
+                for (c, a) in acc.iter_mut().enumerate() {
+                    let x = _mm512_maskz_loadu_ps(mask(c), b.add(16 * c));
+                    *a = _mm512_fmadd_ps(wv, x, *a);
+                }
+            }
+        }
+        for (c, a) in acc.iter().enumerate() {
+            _mm512_mask_storeu_ps(o.add(16 * c), mask(c), *a);
         }
     }
 }
