@@ -10,8 +10,10 @@
 //!
 //! One parallel region runs at a time: a kernel that finds the pool busy
 //! (another model running on another thread) runs on its own thread.
+//! Between regions, idle workers spin for a short while (300 µs) before
+//! sleeping, so back-to-back kernels do not pay a thread wake-up each.
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
 /// Floats of private scratch each worker owns (enough for any GEMM block).
@@ -50,6 +52,36 @@ struct Pool {
     /// Serializes parallel regions (`try_lock`: a busy pool means "run
     /// serially").
     region: Mutex<()>,
+    /// `State::generation`, readable without the lock: idle workers spin on
+    /// it for a while before sleeping (see [`SPIN`]).
+    published: AtomicU64,
+    /// `State::active`, readable without the lock: the caller spins on it
+    /// before sleeping.
+    active: AtomicUsize,
+}
+
+/// How long an idle worker, and a caller waiting for the workers, spin
+/// before sleeping on the condition variable. Waking a sleeping thread
+/// takes tens of microseconds here (a VM), as long as a small kernel's
+/// whole parallel region (PP-OCRv6 rec's depthwise layers ran slower on two
+/// threads than on one); a model's kernels follow each other within
+/// microseconds, so a spinning worker catches the next one.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(300);
+
+/// Spins until `done()` or [`SPIN`] has passed; returns whether `done()`.
+fn spin_until(done: impl Fn() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        for _ in 0..64 {
+            if done() {
+                return true;
+            }
+            core::hint::spin_loop();
+        }
+        if start.elapsed() >= SPIN {
+            return done();
+        }
+    }
 }
 
 /// Threads kernels may use (1 = no pool).
@@ -69,6 +101,8 @@ fn pool() -> &'static Pool {
         next: AtomicUsize::new(0),
         workers: Mutex::new(0),
         region: Mutex::new(()),
+        published: AtomicU64::new(0),
+        active: AtomicUsize::new(0),
     })
 }
 
@@ -112,6 +146,8 @@ fn worker(p: &'static Pool) {
     let mut scratch = vec![0f32; WORKER_SCRATCH];
     let mut seen = 0u64;
     loop {
+        // A new job usually follows soon: watch for it before sleeping.
+        spin_until(|| p.published.load(Ordering::Acquire) != seen);
         let (job, tasks) = {
             let mut st = lock(&p.state);
             while st.generation == seen || st.job.is_none() {
@@ -122,6 +158,7 @@ fn worker(p: &'static Pool) {
             }
             seen = st.generation;
             st.active += 1;
+            p.active.fetch_add(1, Ordering::Release);
             (st.job, st.tasks)
         };
         if let Some(ErasedJob(f)) = job {
@@ -141,6 +178,7 @@ fn worker(p: &'static Pool) {
         }
         let mut st = lock(&p.state);
         st.active -= 1;
+        p.active.fetch_sub(1, Ordering::Release);
         if st.active == 0 {
             p.done.notify_all();
         }
@@ -175,6 +213,7 @@ pub(crate) fn run(tasks: usize, own_scratch: &mut [f32], f: Job<'_>) {
         st.job = Some(erased);
         st.tasks = tasks;
         st.generation += 1;
+        p.published.store(st.generation, Ordering::Release);
         p.work.notify_all();
     }
     loop {
@@ -187,6 +226,13 @@ pub(crate) fn run(tasks: usize, own_scratch: &mut [f32], f: Job<'_>) {
     let mut st = lock(&p.state);
     // Workers that had not woken up yet must not pick the job up late.
     st.job = None;
+    if st.active > 0 {
+        // The workers still inside the job are computing: watch them
+        // finish before sleeping.
+        drop(st);
+        spin_until(|| p.active.load(Ordering::Acquire) == 0);
+        st = lock(&p.state);
+    }
     while st.active > 0 {
         st = p.done.wait(st).unwrap_or_else(|e| e.into_inner());
     }
