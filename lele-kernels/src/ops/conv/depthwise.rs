@@ -5,8 +5,8 @@ use super::direct::stage;
 use super::{Conv, ConvGeom, valid_range};
 
 /// Longest run of staged positions [`plane_staged`] computes in one go
-/// (a stride-1 plane up to about 60×60).
-#[cfg(target_arch = "x86_64")]
+/// (a stride-1 plane up to about 60×60; the scratch is sized with it on
+/// every target, so the build machine and the target agree).
 const FLAT_MAX: usize = 4096;
 /// Kernels with more taps than this take the row loop of [`plane`].
 const STAGED_TAPS_MAX: usize = 128;
