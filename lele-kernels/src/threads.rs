@@ -68,18 +68,16 @@ struct Pool {
 /// microseconds, so a spinning worker catches the next one.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(300);
 
-/// Spins until `done()` or [`SPIN`] has passed; returns whether `done()`.
-fn spin_until(done: impl Fn() -> bool) -> bool {
+/// Spins until `done()` or [`SPIN`] has passed (the caller then checks
+/// under the lock and sleeps if need be).
+fn spin_until(done: impl Fn() -> bool) {
     let start = std::time::Instant::now();
-    loop {
+    while start.elapsed() < SPIN {
         for _ in 0..64 {
             if done() {
-                return true;
+                return;
             }
             core::hint::spin_loop();
-        }
-        if start.elapsed() >= SPIN {
-            return done();
         }
     }
 }

@@ -7,6 +7,21 @@
 //! (`kernel_bench`): 40×18710×120 2.75 → 2.58 ms, but 32×25600×144 4.3 →
 //! 6.0 ms and 64×6400×128 1.40 → 1.50 ms, so GEMM keeps packing.
 
+/// Calls `$kernel::<H, PREFETCH> $args` with the tile height `$height`
+/// and `$prefetch` as constants: one match arm per height below `$full`,
+/// `$full` for the rest.
+#[cfg(target_arch = "x86_64")]
+macro_rules! by_height {
+    ($kernel:ident, $full:literal; $($h:literal)*; $height:expr, $prefetch:expr; $args:tt) => {
+        match ($height, $prefetch) {
+            $(($h, false) => $kernel::<$h, false> $args,
+              ($h, true) => $kernel::<$h, true> $args,)*
+            (_, false) => $kernel::<$full, false> $args,
+            (_, true) => $kernel::<$full, true> $args,
+        }
+    };
+}
+
 /// Most rows of a register tile on any CPU (what buffers are sized for:
 /// the build machine sizes them, the target picks the tile).
 pub(crate) const TILE_M: usize = 16;
@@ -62,22 +77,12 @@ pub(crate) unsafe fn tile(
     // SAFETY: the caller's contract.
     unsafe {
         use super::x86::{rows_tile_avx2, rows_tile_avx512};
-        // One match arm per tile height below the kernel's full height.
-        macro_rules! by_height {
-            ($kernel:ident, $full:literal; $($h:literal)*) => {
-                match (h, prefetch) {
-                    $(($h, false) => $kernel::<$h, false>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
-                      ($h, true) => $kernel::<$h, true>(k, a, a_rs, a_cs, x, offs, c, ldc, init),)*
-                    (_, false) => $kernel::<$full, false>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
-                    (_, true) => $kernel::<$full, true>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
-                }
-            };
-        }
         debug_assert!(h <= tm);
         if tm == TILE_M || tm == WIDE_M {
-            by_height!(rows_tile_avx512, 16; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+            by_height!(rows_tile_avx512, 16; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15;
+                h, prefetch; (k, a, a_rs, a_cs, x, offs, c, ldc, init))
         } else {
-            by_height!(rows_tile_avx2, 6; 1 2 3 4 5)
+            by_height!(rows_tile_avx2, 6; 1 2 3 4 5; h, prefetch; (k, a, a_rs, a_cs, x, offs, c, ldc, init))
         }
     };
     #[cfg(not(target_arch = "x86_64"))]
@@ -113,17 +118,7 @@ pub(crate) unsafe fn tile_wide(
     unsafe {
         use super::x86::rows_tile_wide_avx512 as wide;
         debug_assert!((1..=WIDE_M).contains(&h));
-        macro_rules! by_height {
-            ($($h:literal)*) => {
-                match (h, prefetch) {
-                    $(($h, false) => wide::<$h, false>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
-                      ($h, true) => wide::<$h, true>(k, a, a_rs, a_cs, x, offs, c, ldc, init),)*
-                    (_, false) => wide::<8, false>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
-                    (_, true) => wide::<8, true>(k, a, a_rs, a_cs, x, offs, c, ldc, init),
-                }
-            };
-        }
-        by_height!(1 2 3 4 5 6 7)
+        by_height!(wide, 8; 1 2 3 4 5 6 7; h, prefetch; (k, a, a_rs, a_cs, x, offs, c, ldc, init))
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (h, k, a, a_rs, a_cs, x, offs, c, ldc, init, prefetch);

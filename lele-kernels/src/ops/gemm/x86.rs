@@ -80,41 +80,8 @@ pub unsafe fn kernel_avx512(
     alpha: f32,
     beta: f32,
 ) {
-    let mut acc = [[_mm512_setzero_ps(); 2]; AVX512_MR];
-    for p in 0..kc {
-        // SAFETY: p < kc, so these reads stay inside the packed panels.
-        unsafe {
-            // B a dozen rows ahead: a weight packed ahead of time streams
-            // from memory on its first pass (cold MiniLM QKV, 128×384×384:
-            // 99 → 103 GFLOP/s; no change in cache).
-            _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((p + 12) * ldb) as *const i8);
-            _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((p + 12) * ldb + 16) as *const i8);
-            let b0 = _mm512_loadu_ps(b.add(p * ldb));
-            let b1 = _mm512_loadu_ps(b.add(p * ldb + 16));
-            let ap = a.add(p * AVX512_MR);
-            for (i, row) in acc.iter_mut().enumerate() {
-                let av = _mm512_set1_ps(*ap.add(i));
-                row[0] = _mm512_fmadd_ps(av, b0, row[0]);
-                row[1] = _mm512_fmadd_ps(av, b1, row[1]);
-            }
-        }
-    }
-    let va = _mm512_set1_ps(alpha);
-    let vb = _mm512_set1_ps(beta);
-    for (i, row) in acc.iter().enumerate() {
-        for (h, &v) in row.iter().enumerate() {
-            // SAFETY: the tile (i, 16h..16h+16) is inside the caller's tile.
-            unsafe {
-                let p = c.add(i * ldc + 16 * h);
-                let r = if beta == 0.0 {
-                    _mm512_mul_ps(va, v)
-                } else {
-                    _mm512_fmadd_ps(vb, _mm512_loadu_ps(p), _mm512_mul_ps(va, v))
-                };
-                _mm512_storeu_ps(p, r);
-            }
-        }
-    }
+    // SAFETY: the caller's contract.
+    unsafe { kernel_avx512_vectors::<2>(kc, a, b, ldb, c, ldc, alpha, beta) }
 }
 
 /// AVX-512 `8 × 16` micro-kernel: [`kernel_avx512`] over the first 16
@@ -137,29 +104,64 @@ pub unsafe fn kernel_avx512_half(
     alpha: f32,
     beta: f32,
 ) {
-    let mut acc = [_mm512_setzero_ps(); AVX512_MR];
+    // SAFETY: the caller's contract.
+    unsafe { kernel_avx512_vectors::<1>(kc, a, b, ldb, c, ldc, alpha, beta) }
+}
+
+/// The AVX-512 micro-kernel over `V` vectors (16·V columns) of each packed
+/// row of B: [`kernel_avx512`] (`V = 2`) and [`kernel_avx512_half`] (`V = 1`).
+///
+/// # Safety
+/// As [`kernel_avx512`], over 16·V columns.
+#[inline]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel_avx512_vectors<const V: usize>(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+) {
+    let mut acc = [[_mm512_setzero_ps(); V]; AVX512_MR];
     for p in 0..kc {
         // SAFETY: p < kc, so these reads stay inside the packed panels.
         unsafe {
-            let b0 = _mm512_loadu_ps(b.add(p * ldb));
+            let row_b = b.add(p * ldb);
+            let mut bv = [_mm512_setzero_ps(); V];
+            for (h, v) in bv.iter_mut().enumerate() {
+                // B a dozen rows ahead: a weight packed ahead of time
+                // streams from memory on its first pass (cold MiniLM QKV,
+                // 128×384×384: 99 → 103 GFLOP/s; no change in cache).
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((p + 12) * ldb + 16 * h) as *const i8);
+                *v = _mm512_loadu_ps(row_b.add(16 * h));
+            }
             let ap = a.add(p * AVX512_MR);
             for (i, row) in acc.iter_mut().enumerate() {
-                *row = _mm512_fmadd_ps(_mm512_set1_ps(*ap.add(i)), b0, *row);
+                let av = _mm512_set1_ps(*ap.add(i));
+                for (r, &v) in row.iter_mut().zip(&bv) {
+                    *r = _mm512_fmadd_ps(av, v, *r);
+                }
             }
         }
     }
     let va = _mm512_set1_ps(alpha);
     let vb = _mm512_set1_ps(beta);
-    for (i, &v) in acc.iter().enumerate() {
-        // SAFETY: row i of the caller's 8 × 16 tile.
-        unsafe {
-            let p = c.add(i * ldc);
-            let r = if beta == 0.0 {
-                _mm512_mul_ps(va, v)
-            } else {
-                _mm512_fmadd_ps(vb, _mm512_loadu_ps(p), _mm512_mul_ps(va, v))
-            };
-            _mm512_storeu_ps(p, r);
+    for (i, row) in acc.iter().enumerate() {
+        for (h, &v) in row.iter().enumerate() {
+            // SAFETY: the tile (i, 16h..16h+16) is inside the caller's tile.
+            unsafe {
+                let p = c.add(i * ldc + 16 * h);
+                let r = if beta == 0.0 {
+                    _mm512_mul_ps(va, v)
+                } else {
+                    _mm512_fmadd_ps(vb, _mm512_loadu_ps(p), _mm512_mul_ps(va, v))
+                };
+                _mm512_storeu_ps(p, r);
+            }
         }
     }
 }
