@@ -716,13 +716,17 @@ fn main() {
         budget,
     );
     // Depthwise layers over small planes (PP-OCRv6 det's later stages).
-    for (name, c, k, h) in [
-        ("depthwise 384 3x3 s1 15", 384, 3, 15),
-        ("depthwise 192 3x3 s1 30", 192, 3, 30),
-        ("depthwise 96 3x3 s1 60", 96, 3, 60),
-        ("depthwise 96 7x7 s1 60", 96, 7, 60),
+    for (name, c, k, s, h) in [
+        ("depthwise 384 3x3 s1 15", 384, 3, 1, 15),
+        ("depthwise 192 3x3 s1 30", 192, 3, 1, 30),
+        ("depthwise 96 3x3 s1 60", 96, 3, 1, 60),
+        ("depthwise 96 7x7 s1 60", 96, 7, 1, 60),
+        ("depthwise 48 3x3 s1 120", 48, 3, 1, 120),
+        ("depthwise 48 3x3 s2 120", 48, 3, 2, 120),
+        ("depthwise 96 3x3 s2 60", 96, 3, 2, 60),
+        ("depthwise 192 3x3 s2 30", 192, 3, 2, 30),
     ] {
-        conv_case(name, c, c, k, 1, h, c, Activation::None, budget);
+        conv_case(name, c, c, k, s, h, c, Activation::None, budget);
     }
     conv_case(
         "depthwise 64 3x3 s1 160",

@@ -14,8 +14,13 @@ use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
 mod depthwise;
+// Only x86-64 runs it, but every target sizes its scratch.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+mod depthwise_interleaved;
 // Only x86-64 runs it, but every target sizes its scratch (the compiler
 // sizes arenas on the build machine).
+#[cfg(test)]
+mod depthwise_tests;
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 mod direct;
 mod im2col;
@@ -363,7 +368,10 @@ impl Kernel for Conv {
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
         let Ok(g) = self.geom(inputs) else { return 0 };
         if self.is_depthwise(&g) {
-            depthwise::staged_len(self, &g).map_or(0, |n| 4 * n)
+            // Either depthwise kernel may run (AVX-512 or not).
+            let staged = depthwise::staged_len(self, &g).unwrap_or(0);
+            let blocked = depthwise_interleaved::Ring::new(self, &g).map_or(0, |r| r.scratch_len());
+            4 * staged.max(blocked)
         } else {
             let gemm = if self.is_pointwise(&g) {
                 4 * sgemm_scratch_len(g.mg, g.ohw(), g.cg)
@@ -408,6 +416,23 @@ impl Kernel for Conv {
         }
         let fused_tail = self.has_epilogue() || residual.is_some();
         if ohw == 0 {
+            return Ok(());
+        }
+        // Depthwise with AVX-512: sixteen channels at a time.
+        #[cfg(target_arch = "x86_64")]
+        if self.is_depthwise(&g)
+            && crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512
+            && depthwise_interleaved::preferred(&g)
+            && let Some(ring) = depthwise_interleaved::Ring::new(self, &g)
+            && let Ok(own) = scratch_f32(scratch, ring.scratch_len(), OP)
+        {
+            let row_tail = |plane: usize, seg: &mut [f32], at: usize| {
+                self.tail(residual, plane * ohw)(seg, at)
+            };
+            let tail: Option<depthwise_interleaved::RowTail<'_>> = fused_tail.then_some(&row_tail);
+            // SAFETY: AVX-512F was detected; the buffers' lengths were
+            // checked against the shapes above (the bias's in `geom`).
+            unsafe { depthwise_interleaved::run(self, &g, &ring, x, w, bias, y, own, tail) };
             return Ok(());
         }
         // The scratch was planned at a few input sizes; at others (dynamic

@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 
 /// Direct 2-D convolution (1-D inputs as H = 1).
 #[allow(clippy::too_many_arguments)]
-fn naive_conv(
+pub(super) fn naive_conv(
     x: &[f32],
     [n, c, h, w]: [usize; 4],
     wt: &[f32],
@@ -48,7 +48,12 @@ fn naive_conv(
     y
 }
 
-fn conv(group: usize, strides: [usize; 2], pads: [usize; 4], dilations: [usize; 2]) -> Conv {
+pub(super) fn conv(
+    group: usize,
+    strides: [usize; 2],
+    pads: [usize; 4],
+    dilations: [usize; 2],
+) -> Conv {
     Conv {
         group,
         kernel: [0, 0],
@@ -859,118 +864,4 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
         }
     }
     crate::threads::set_num_threads(1);
-}
-
-/// The staged depthwise path and the row loop against the naive
-/// convolution, plane by plane: kernel sizes up to 7×7, strides 1–3,
-/// dilations, asymmetric pads, output widths around the 8- and 32-column
-/// register blocks.
-#[test]
-fn depthwise_staged_and_row_loop_match_naive() {
-    // (h, w, kh, kw, strides, pads, dilations)
-    type Case = (
-        usize,
-        usize,
-        usize,
-        usize,
-        [usize; 2],
-        [usize; 4],
-        [usize; 2],
-    );
-    let cases: &[Case] = &[
-        (5, 7, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
-        (6, 8, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
-        (4, 33, 5, 5, [1, 1], [2, 2, 2, 2], [1, 1]),
-        (9, 32, 7, 7, [1, 1], [3, 3, 3, 3], [1, 1]),
-        (7, 41, 3, 3, [2, 2], [1, 1, 1, 1], [1, 1]),
-        (8, 66, 5, 5, [2, 2], [2, 2, 2, 2], [1, 1]),
-        (6, 50, 3, 5, [1, 3], [0, 2, 1, 0], [2, 1]),
-        (5, 70, 3, 3, [1, 1], [2, 0, 0, 3], [1, 2]),
-        (3, 9, 2, 2, [1, 1], [0, 0, 0, 0], [1, 1]),
-    ];
-    let staged_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
-    for (ci, &(h, w, kh, kw, strides, pads, dil)) in cases.iter().enumerate() {
-        let c = 3;
-        let x = rand_vec(c * h * w, 600 + ci as u64);
-        let wt = rand_vec(c * kh * kw, 700 + ci as u64);
-        let b = rand_vec(c, 800 + ci as u64);
-        let op = conv(c, strides, pads, dil);
-        let inputs = [
-            Some(t(&x, &[1, c, h, w])),
-            Some(t(&wt, &[c, 1, kh, kw])),
-            Some(t(&b, &[c])),
-        ];
-        let g = op.geom(&inputs).unwrap();
-        let want = naive_conv(
-            &x,
-            [1, c, h, w],
-            &wt,
-            [c, kh, kw],
-            Some(&b),
-            c,
-            strides,
-            [g.pt, g.pl],
-            dil,
-            [g.oh, g.ow],
-        );
-        let ohw = g.oh * g.ow;
-        let mut buf = vec![0f32; depthwise::staged_len(&op, &g).unwrap()];
-        let plan = depthwise::staged_plan(&op, &g);
-        for ch in 0..c {
-            let xp = &x[ch * h * w..(ch + 1) * h * w];
-            let wk = &wt[ch * kh * kw..(ch + 1) * kh * kw];
-            let mut staged = vec![b[ch]; ohw];
-            let ran = plan.as_ref().is_some_and(|p| {
-                depthwise::plane_staged(p, &op, &g, xp, wk, &mut staged, &mut buf)
-            });
-            assert_eq!(ran, staged_here, "case {ci}");
-            let mut rows = vec![b[ch]; ohw];
-            depthwise_plane(&op, &g, xp, wk, &mut rows);
-            let want = &want[ch * ohw..(ch + 1) * ohw];
-            assert_close(&rows, want, 1e-5);
-            if ran {
-                assert_close(&staged, want, 1e-5);
-            }
-        }
-    }
-}
-
-/// The depthwise row kernels (AVX2 and AVX-512) against a scalar sum over
-/// every length 0..300 (all chunk sizes and tails), with 9 and 49 taps.
-#[cfg(target_arch = "x86_64")]
-#[test]
-fn depthwise_row_kernels_match_scalar_over_lengths() {
-    use crate::ops::gemm::{Isa, isa_available};
-    if !isa_available(Isa::Avx2) {
-        return;
-    }
-    let src = rand_vec(4096, 77);
-    for taps in [9usize, 49] {
-        let offs: Vec<usize> = (0..taps).map(|t| (t * 37) % 200).collect();
-        let w = rand_vec(taps, 78 + taps as u64);
-        for n in 0..300 {
-            let init = rand_vec(n, 79 + n as u64);
-            let want: Vec<f32> = (0..n)
-                .map(|j| {
-                    let s: f64 = offs
-                        .iter()
-                        .zip(&w)
-                        .map(|(&o, &wt)| wt as f64 * src[o + j] as f64)
-                        .sum();
-                    (init[j] as f64 + s) as f32
-                })
-                .collect();
-            let mut got = init.clone();
-            // SAFETY: AVX2 and FMA are available; every tap offset plus
-            // n rounded up to 8 stays inside `src` (200 + 304 < 4096).
-            unsafe { super::x86::depthwise_row_avx2(src.as_ptr(), &offs, &w, &mut got) };
-            assert_close(&got, &want, 1e-5);
-            if isa_available(Isa::Avx512) {
-                let mut got = init.clone();
-                // SAFETY: AVX-512F is available; reads as above.
-                unsafe { super::x86::depthwise_row_avx512(src.as_ptr(), &offs, &w, &mut got) };
-                assert_close(&got, &want, 1e-5);
-            }
-        }
-    }
 }

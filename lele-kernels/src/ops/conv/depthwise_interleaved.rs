@@ -1,0 +1,444 @@
+//! Depthwise convolution sixteen channels at a time (AVX-512).
+//!
+//! The plane-at-a-time kernel ([`super::depthwise`]) vectorizes along a
+//! row, so every tap but one in sixteen reads a vector that straddles two
+//! cache lines. Here a block of sixteen channel planes is read row by row
+//! and transposed so that each input pixel's sixteen channels are one
+//! vector (one cache line) in a small ring of staged rows, zero padded at
+//! both ends. Every tap of an output pixel is then one aligned load and one
+//! FMA, whatever the kernel width, stride or dilation. Sixteen output
+//! pixels are accumulated in registers at a time and transposed back into
+//! the sixteen planes. The last block of a layer whose channel count is not
+//! a multiple of sixteen runs with its missing lanes zero.
+
+use super::{Conv, ConvGeom};
+
+/// Channels per block, and output pixels accumulated at a time: one
+/// AVX-512 vector.
+const LANES: usize = 16;
+/// Most input rows one output row reads ([`Ring::rows`]).
+const MAX_RING_ROWS: usize = 64;
+/// Most kernel taps.
+const MAX_TAPS: usize = 128;
+
+/// The ring of staged rows one block uses. It depends only on the shapes,
+/// so the scratch planned on the build machine fits on every target.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ring {
+    /// Staged rows held at once: the span of input rows one output row
+    /// reads, so input row `r` lives in slot `r % rows`.
+    rows: usize,
+    /// Pixels per staged row: the left padding, the input row, and zeros
+    /// up to the last column the last (whole) group of sixteen outputs
+    /// reads.
+    width: usize,
+    taps: usize,
+}
+
+impl Ring {
+    /// The ring for these shapes, or `None` when the blocked kernel does
+    /// not take them (no outputs, too many taps or rows, or a ring larger
+    /// than a worker's scratch).
+    pub(super) fn new(conv: &Conv, g: &ConvGeom) -> Option<Ring> {
+        let [_, sw] = conv.strides;
+        let [dh, dw] = conv.dilations;
+        let taps = g.kh * g.kw;
+        if g.ohw() == 0 || taps == 0 || taps > MAX_TAPS {
+            return None;
+        }
+        let rows = (g.kh - 1) * dh + 1;
+        let reach = (g.ow.div_ceil(LANES) * LANES - 1) * sw + (g.kw - 1) * dw + 1;
+        let ring = Ring {
+            rows,
+            width: reach.max(g.pl + g.x.w),
+            taps,
+        };
+        (rows <= MAX_RING_ROWS && ring.scratch_len() <= crate::ops::gemm::MAX_SCRATCH)
+            .then_some(ring)
+    }
+
+    /// Floats of scratch one block needs: the ring, a zero row (the
+    /// padding rows), the interleaved weights and bias, and room to align
+    /// them all to 64 bytes.
+    pub(super) fn scratch_len(&self) -> usize {
+        (self.rows + 1) * self.width * LANES + (self.taps + 1) * LANES + LANES
+    }
+}
+
+/// Whether a layer runs faster blocked than plane by plane (when it can
+/// run blocked). Measured with `kernel_bench`: blocked wins for planes up to
+/// 120×120 (1.1–3.5×) and for kernels larger than 3×3 at any size, but a
+/// 3×3 layer whose input is far larger than the L2 cache (64 channels of
+/// 160×160) reads sixteen planes at once slower than one at a time.
+pub(super) fn preferred(g: &ConvGeom) -> bool {
+    g.kh * g.kw > 9 || g.x.c * g.x.h * g.x.w <= 1 << 20
+}
+
+/// The fused tail of one output row: `(plane, row, offset of the row in
+/// its plane)`, planes counted over the whole output.
+pub(super) type RowTail<'a> = &'a (dyn Fn(usize, &mut [f32], usize) + Sync);
+
+/// One block of channels, the planes `p0..p0 + nch` of the output.
+#[derive(Clone, Copy)]
+pub(super) struct Block<'a> {
+    /// First plane (batch item × channels + first channel).
+    pub p0: usize,
+    /// Channels in the block, `1..=16`.
+    pub nch: usize,
+    /// The block's input planes, `nch · H · W` floats.
+    pub x: &'a [f32],
+    /// The block's kernels, `nch · taps` floats.
+    pub w: &'a [f32],
+    /// The block's biases (`nch`), if any.
+    pub bias: Option<&'a [f32]>,
+}
+
+/// The whole convolution with [`block_rows`]: blocks of sixteen channels
+/// (each batch item's channels counted from zero), split by rows as well
+/// when threads would otherwise go idle. `own` is the caller's scratch
+/// ([`Ring::scratch_len`] floats; workers use their own).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `x`, `w`, `bias` and `y` hold what the
+/// shapes `g` say (`bias` one per channel), `own` at least
+/// [`Ring::scratch_len`] floats.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn run(
+    conv: &Conv,
+    g: &ConvGeom,
+    ring: &Ring,
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    y: &mut [f32],
+    own: &mut [f32],
+    tail: Option<RowTail<'_>>,
+) {
+    let per_item = g.m.div_ceil(LANES);
+    let blocks = g.x.n * per_item;
+    let (ihw, taps) = (g.x.h * g.x.w, ring.taps);
+    let block = |b: usize| {
+        let c0 = (b % per_item) * LANES;
+        let nch = LANES.min(g.m - c0);
+        let p0 = (b / per_item) * g.m + c0;
+        Block {
+            p0,
+            nch,
+            x: &x[p0 * ihw..][..nch * ihw],
+            w: &w[c0 * taps..][..nch * taps],
+            bias: bias.map(|b| &b[c0..c0 + nch]),
+        }
+    };
+    #[cfg(feature = "std")]
+    {
+        let threads = crate::threads::num_threads();
+        let work = g.x.n * g.m * g.ohw() * taps;
+        // Enough tasks for two per thread: rows split when blocks are few.
+        let strips = if threads > 1 && work >= 1 << 18 {
+            (2 * threads).div_ceil(blocks).min(g.oh)
+        } else {
+            1
+        };
+        let shared = crate::threads::SharedMut::new(y);
+        crate::threads::run(blocks * strips, own, &|t, buf| {
+            let (b, s) = (t / strips, t % strips);
+            let rows = s * g.oh / strips..(s + 1) * g.oh / strips;
+            // SAFETY: the caller's contract; task t alone writes these
+            // rows of its block's planes, and `run` returns after every
+            // task. Workers' buffers hold MAX_SCRATCH floats, at least the
+            // ring's (`Ring::new`).
+            unsafe {
+                block_rows(conv, g, ring, block(b), rows, shared.as_ptr(), buf, tail);
+            }
+        });
+    }
+    #[cfg(not(feature = "std"))]
+    for b in 0..blocks {
+        // SAFETY: the caller's contract; one block at a time.
+        unsafe { block_rows(conv, g, ring, block(b), 0..g.oh, y.as_mut_ptr(), own, tail) };
+    }
+}
+
+/// Output rows `rows` of `block`, written to `y` (the whole output, planes
+/// of `oh · ow` floats), each row's fused tail applied once it is written.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `y` addresses the whole output and no one
+/// else accesses these rows of these planes meanwhile; `buf` holds
+/// [`Ring::scratch_len`] floats; `block` holds what its fields say.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn block_rows(
+    conv: &Conv,
+    g: &ConvGeom,
+    ring: &Ring,
+    block: Block<'_>,
+    rows: core::ops::Range<usize>,
+    y: *mut f32,
+    buf: &mut [f32],
+    tail: Option<RowTail<'_>>,
+) {
+    use core::arch::x86_64::*;
+    let [sh, sw] = conv.strides;
+    let [dh, dw] = conv.dilations;
+    let (ih, iw, ohw) = (g.x.h, g.x.w, g.ohw());
+    let row_len = ring.width * LANES;
+    // 64-byte aligned storage: the ring, the zero row, weights, bias.
+    let start = buf.as_ptr().align_offset(64);
+    let buf = &mut buf[start..];
+    let (ring_buf, rest) = buf.split_at_mut(ring.rows * row_len);
+    let (zero_row, rest) = rest.split_at_mut(row_len);
+    let (wt, rest) = rest.split_at_mut(ring.taps * LANES);
+    let bias = &mut rest[..LANES];
+    ring_buf.fill(0.0);
+    zero_row.fill(0.0);
+    for (t, lanes) in wt.chunks_exact_mut(LANES).enumerate() {
+        for (l, v) in lanes.iter_mut().enumerate() {
+            *v = if l < block.nch {
+                block.w[l * ring.taps + t]
+            } else {
+                0.0
+            };
+        }
+    }
+    for (l, v) in bias.iter_mut().enumerate() {
+        *v = match block.bias {
+            Some(b) if l < block.nch => b[l],
+            _ => 0.0,
+        };
+    }
+    // Which input row each ring slot holds (none yet).
+    let mut held = [usize::MAX; MAX_RING_ROWS];
+    let mut src = [core::ptr::null::<f32>(); MAX_TAPS];
+    for oh in rows {
+        // The input row of each kernel row, staged if it is not yet.
+        for (ki, row) in src.iter_mut().enumerate().take(g.kh) {
+            let r = (oh * sh + ki * dh).checked_sub(g.pt).filter(|&r| r < ih);
+            *row = match r {
+                Some(r) => {
+                    let slot = r % ring.rows;
+                    let dst = &mut ring_buf[slot * row_len..][..row_len];
+                    if held[slot] != r {
+                        // SAFETY: AVX-512F (this function's contract); the
+                        // block holds nch planes of ih·iw floats, r < ih.
+                        unsafe { stage_row(block, r, iw, ih * iw, g.pl, dst) };
+                        held[slot] = r;
+                    }
+                    dst.as_ptr()
+                }
+                None => zero_row.as_ptr(),
+            };
+        }
+        for ow0 in (0..g.ow).step_by(LANES) {
+            // SAFETY: AVX-512F. `bias` and every weight vector are 64-byte
+            // aligned (16 floats at an aligned start). Pixel
+            // `(ow0 + p)·sw + kj·dw` of a staged row is below
+            // `ring.width` for p < 16 (the width covers the last whole
+            // group of sixteen outputs), and each row starts aligned.
+            unsafe {
+                let b = _mm512_load_ps(bias.as_ptr());
+                let rows = &src[..g.kh];
+                let w = wt.as_ptr();
+                let mut acc = match (sw, dw, g.kw) {
+                    (1, 1, 1) => group_unit::<1>(rows, w, ow0, b),
+                    (1, 1, 2) => group_unit::<2>(rows, w, ow0, b),
+                    (1, 1, 3) => group_unit::<3>(rows, w, ow0, b),
+                    (1, 1, 4) => group_unit::<4>(rows, w, ow0, b),
+                    (1, 1, 5) => group_unit::<5>(rows, w, ow0, b),
+                    (1, 1, 6) => group_unit::<6>(rows, w, ow0, b),
+                    (1, 1, 7) => group_unit::<7>(rows, w, ow0, b),
+                    _ => group_any(rows, w, g.kw, sw, dw, ow0, b),
+                };
+                transpose16(&mut acc);
+                let n = LANES.min(g.ow - ow0);
+                let mask = (((1u32) << n) - 1) as u16;
+                for (l, a) in acc.iter().take(block.nch).enumerate() {
+                    let at = (block.p0 + l) * ohw + oh * g.ow + ow0;
+                    _mm512_mask_storeu_ps(y.add(at), mask, *a);
+                    // This block writes sixteen planes at once: fetch the
+                    // next row's lines ahead of its stores.
+                    _mm_prefetch::<_MM_HINT_T1>(y.wrapping_add(at + g.ow).cast());
+                }
+            }
+        }
+        if let Some(tail) = tail {
+            for l in 0..block.nch {
+                let plane = block.p0 + l;
+                // SAFETY: row oh of this plane belongs to this call (the
+                // caller's contract) and was just written.
+                let seg = unsafe {
+                    core::slice::from_raw_parts_mut(y.add(plane * ohw + oh * g.ow), g.ow)
+                };
+                tail(plane, seg, oh * g.ow);
+            }
+        }
+    }
+}
+
+/// Sixteen output pixels from `ow0` on: `acc[p]` is pixel `ow0 + p`'s
+/// sixteen channels, the bias `b` plus every tap (kernel rows `rows`, taps
+/// in order), each tap of each pixel one load.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `rows` are 64-byte aligned staged rows that
+/// hold pixel `(ow0 + 15)·sw + (kw − 1)·dw`, `w` the aligned interleaved
+/// weights of `rows.len() · kw` taps.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn group_any(
+    rows: &[*const f32],
+    w: *const f32,
+    kw: usize,
+    sw: usize,
+    dw: usize,
+    ow0: usize,
+    b: core::arch::x86_64::__m512,
+) -> [core::arch::x86_64::__m512; LANES] {
+    use core::arch::x86_64::*;
+    let mut acc = [b; LANES];
+    for (ki, &row) in rows.iter().enumerate() {
+        for kj in 0..kw {
+            // SAFETY: the caller's contract.
+            unsafe {
+                let wv = _mm512_load_ps(w.add((ki * kw + kj) * LANES));
+                let s = row.add((ow0 * sw + kj * dw) * LANES);
+                for (p, a) in acc.iter_mut().enumerate() {
+                    *a = _mm512_fmadd_ps(wv, _mm512_load_ps(s.add(p * sw * LANES)), *a);
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// [`group_any`] for stride 1, dilation 1 and a `KW`-wide kernel, eight
+/// pixels at a time: the `8 + KW − 1` input pixels of a kernel row are
+/// loaded once and feed every tap that reads them (a third of the loads
+/// for 3×3, a seventh for 7×7). Same sums in the same order.
+///
+/// # Safety
+/// As [`group_any`] with `sw = dw = 1`, `kw = KW ≤ 7`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn group_unit<const KW: usize>(
+    rows: &[*const f32],
+    w: *const f32,
+    ow0: usize,
+    b: core::arch::x86_64::__m512,
+) -> [core::arch::x86_64::__m512; LANES] {
+    use core::arch::x86_64::*;
+    const HALF: usize = LANES / 2;
+    let mut acc = [b; LANES];
+    for (h, out) in acc.chunks_exact_mut(HALF).enumerate() {
+        let mut a = [b; HALF];
+        for (ki, &row) in rows.iter().enumerate() {
+            let mut x = [_mm512_setzero_ps(); HALF + 6];
+            // SAFETY: the caller's contract: pixels up to ow0 + 15 + KW − 1.
+            unsafe {
+                let s = row.add((ow0 + h * HALF) * LANES);
+                for (j, x) in x.iter_mut().enumerate().take(HALF + KW - 1) {
+                    *x = _mm512_load_ps(s.add(j * LANES));
+                }
+                for kj in 0..KW {
+                    let wv = _mm512_load_ps(w.add((ki * KW + kj) * LANES));
+                    for (p, a) in a.iter_mut().enumerate() {
+                        *a = _mm512_fmadd_ps(wv, x[p + kj], *a);
+                    }
+                }
+            }
+        }
+        out.copy_from_slice(&a);
+    }
+    acc
+}
+
+/// Input row `r` of the block's planes, interleaved into `dst`: pixel
+/// `pl + j` is input column `j`'s sixteen channels (lanes past the block's
+/// channels zero). The pixels outside the row are left as they are (zero).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `block.x` holds `nch` planes of `plane`
+/// floats with rows of `iw` and `r` is one of those rows; `dst` is 64-byte
+/// aligned and holds at least `(pl + iw) · 16` floats.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn stage_row(
+    block: Block<'_>,
+    r: usize,
+    iw: usize,
+    plane: usize,
+    pl: usize,
+    dst: &mut [f32],
+) {
+    use core::arch::x86_64::*;
+    debug_assert!(dst.len() >= (pl + iw) * LANES);
+    for j0 in (0..iw).step_by(LANES) {
+        let n = LANES.min(iw - j0);
+        let mask = (((1u32) << n) - 1) as u16;
+        // SAFETY: AVX-512F; row r of plane l has columns j0..j0 + n (the
+        // rest masked off); pixel pl + j0 + p < pl + iw is inside `dst`,
+        // whose rows of 16 floats stay 64-byte aligned.
+        unsafe {
+            let mut v = [_mm512_setzero_ps(); LANES];
+            for (l, v) in v.iter_mut().enumerate().take(block.nch) {
+                let s = block.x.as_ptr().add(l * plane + r * iw + j0);
+                *v = _mm512_maskz_loadu_ps(mask, s);
+                // The next row of this plane is staged next: fetch it now
+                // (sixteen planes are read at once, more streams than the
+                // hardware prefetcher follows).
+                _mm_prefetch::<_MM_HINT_T1>(s.wrapping_add(iw).cast());
+            }
+            transpose16(&mut v);
+            let d = dst.as_mut_ptr().add((pl + j0) * LANES);
+            for (p, v) in v.iter().take(n).enumerate() {
+                _mm512_store_ps(d.add(p * LANES), *v);
+            }
+        }
+    }
+}
+
+/// Transposes a 16×16 block held as sixteen row vectors: afterwards
+/// `v[c]` holds what was column `c` (lane `r` of the new `v[c]` is lane
+/// `c` of the old `v[r]`).
+///
+/// Four rounds of shuffles: 32-bit interleaves of row pairs, 64-bit
+/// interleaves of those (each 128-bit lane then holds a transposed 4×4
+/// block), and two rounds moving whole 128-bit lanes.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn transpose16(v: &mut [core::arch::x86_64::__m512; LANES]) {
+    use core::arch::x86_64::*;
+    // Lane L of t[2a] is [r0[4L], r1[4L], r0[4L+1], r1[4L+1]] of rows
+    // r0 = v[2a], r1 = v[2a + 1]; t[2a + 1] the same for 4L+2 and 4L+3.
+    let mut t = [_mm512_setzero_ps(); LANES];
+    for a in 0..LANES / 2 {
+        t[2 * a] = _mm512_unpacklo_ps(v[2 * a], v[2 * a + 1]);
+        t[2 * a + 1] = _mm512_unpackhi_ps(v[2 * a], v[2 * a + 1]);
+    }
+    // Lane L of u[4b + q] is column 4L + q of rows 4b..4b + 4.
+    let mut u = [_mm512_setzero_ps(); LANES];
+    let pd = _mm512_castps_pd;
+    for b in 0..LANES / 4 {
+        let (t0, t1, t2, t3) = (t[4 * b], t[4 * b + 1], t[4 * b + 2], t[4 * b + 3]);
+        u[4 * b] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t0), pd(t2)));
+        u[4 * b + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t0), pd(t2)));
+        u[4 * b + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t1), pd(t3)));
+        u[4 * b + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t1), pd(t3)));
+    }
+    // Column 4L + q gathers lane L of u[q], u[4 + q], u[8 + q], u[12 + q].
+    for q in 0..4 {
+        let s0 = _mm512_shuffle_f32x4::<0x88>(u[q], u[4 + q]);
+        let s1 = _mm512_shuffle_f32x4::<0xDD>(u[q], u[4 + q]);
+        let s2 = _mm512_shuffle_f32x4::<0x88>(u[8 + q], u[12 + q]);
+        let s3 = _mm512_shuffle_f32x4::<0xDD>(u[8 + q], u[12 + q]);
+        v[q] = _mm512_shuffle_f32x4::<0x88>(s0, s2);
+        v[4 + q] = _mm512_shuffle_f32x4::<0x88>(s1, s3);
+        v[8 + q] = _mm512_shuffle_f32x4::<0xDD>(s0, s2);
+        v[12 + q] = _mm512_shuffle_f32x4::<0xDD>(s1, s3);
+    }
+}

@@ -1,0 +1,219 @@
+//! Tests of the depthwise kernels: the plane-at-a-time paths (staged
+//! rows, the row loop, the row kernels) and the sixteen-channel blocked one.
+use super::tests::{conv, naive_conv};
+use super::*;
+use crate::ops::gemm::testutil::*;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// The staged depthwise path and the row loop against the naive
+/// convolution, plane by plane: kernel sizes up to 7×7, strides 1–3,
+/// dilations, asymmetric pads, output widths around the 8- and 32-column
+/// register blocks.
+#[test]
+fn depthwise_staged_and_row_loop_match_naive() {
+    // (h, w, kh, kw, strides, pads, dilations)
+    type Case = (
+        usize,
+        usize,
+        usize,
+        usize,
+        [usize; 2],
+        [usize; 4],
+        [usize; 2],
+    );
+    let cases: &[Case] = &[
+        (5, 7, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (6, 8, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (4, 33, 5, 5, [1, 1], [2, 2, 2, 2], [1, 1]),
+        (9, 32, 7, 7, [1, 1], [3, 3, 3, 3], [1, 1]),
+        (7, 41, 3, 3, [2, 2], [1, 1, 1, 1], [1, 1]),
+        (8, 66, 5, 5, [2, 2], [2, 2, 2, 2], [1, 1]),
+        (6, 50, 3, 5, [1, 3], [0, 2, 1, 0], [2, 1]),
+        (5, 70, 3, 3, [1, 1], [2, 0, 0, 3], [1, 2]),
+        (3, 9, 2, 2, [1, 1], [0, 0, 0, 0], [1, 1]),
+    ];
+    let staged_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
+    for (ci, &(h, w, kh, kw, strides, pads, dil)) in cases.iter().enumerate() {
+        let c = 3;
+        let x = rand_vec(c * h * w, 600 + ci as u64);
+        let wt = rand_vec(c * kh * kw, 700 + ci as u64);
+        let b = rand_vec(c, 800 + ci as u64);
+        let op = conv(c, strides, pads, dil);
+        let inputs = [
+            Some(t(&x, &[1, c, h, w])),
+            Some(t(&wt, &[c, 1, kh, kw])),
+            Some(t(&b, &[c])),
+        ];
+        let g = op.geom(&inputs).unwrap();
+        let want = naive_conv(
+            &x,
+            [1, c, h, w],
+            &wt,
+            [c, kh, kw],
+            Some(&b),
+            c,
+            strides,
+            [g.pt, g.pl],
+            dil,
+            [g.oh, g.ow],
+        );
+        let ohw = g.oh * g.ow;
+        let mut buf = vec![0f32; depthwise::staged_len(&op, &g).unwrap()];
+        let plan = depthwise::staged_plan(&op, &g);
+        for ch in 0..c {
+            let xp = &x[ch * h * w..(ch + 1) * h * w];
+            let wk = &wt[ch * kh * kw..(ch + 1) * kh * kw];
+            let mut staged = vec![b[ch]; ohw];
+            let ran = plan.as_ref().is_some_and(|p| {
+                depthwise::plane_staged(p, &op, &g, xp, wk, &mut staged, &mut buf)
+            });
+            assert_eq!(ran, staged_here, "case {ci}");
+            let mut rows = vec![b[ch]; ohw];
+            depthwise_plane(&op, &g, xp, wk, &mut rows);
+            let want = &want[ch * ohw..(ch + 1) * ohw];
+            assert_close(&rows, want, 1e-5);
+            if ran {
+                assert_close(&staged, want, 1e-5);
+            }
+        }
+    }
+}
+
+/// The depthwise row kernels (AVX2 and AVX-512) against a scalar sum over
+/// every length 0..300 (all chunk sizes and tails), with 9 and 49 taps.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn depthwise_row_kernels_match_scalar_over_lengths() {
+    use crate::ops::gemm::{Isa, isa_available};
+    if !isa_available(Isa::Avx2) {
+        return;
+    }
+    let src = rand_vec(4096, 77);
+    for taps in [9usize, 49] {
+        let offs: Vec<usize> = (0..taps).map(|t| (t * 37) % 200).collect();
+        let w = rand_vec(taps, 78 + taps as u64);
+        for n in 0..300 {
+            let init = rand_vec(n, 79 + n as u64);
+            let want: Vec<f32> = (0..n)
+                .map(|j| {
+                    let s: f64 = offs
+                        .iter()
+                        .zip(&w)
+                        .map(|(&o, &wt)| wt as f64 * src[o + j] as f64)
+                        .sum();
+                    (init[j] as f64 + s) as f32
+                })
+                .collect();
+            let mut got = init.clone();
+            // SAFETY: AVX2 and FMA are available; every tap offset plus
+            // n rounded up to 8 stays inside `src` (200 + 304 < 4096).
+            unsafe { super::x86::depthwise_row_avx2(src.as_ptr(), &offs, &w, &mut got) };
+            assert_close(&got, &want, 1e-5);
+            if isa_available(Isa::Avx512) {
+                let mut got = init.clone();
+                // SAFETY: AVX-512F is available; reads as above.
+                unsafe { super::x86::depthwise_row_avx512(src.as_ptr(), &offs, &w, &mut got) };
+                assert_close(&got, &want, 1e-5);
+            }
+        }
+    }
+}
+
+/// The sixteen-channel blocked kernel (AVX-512) through `Conv::run`
+/// against the naive convolution: channel counts around 16 (the zero
+/// lanes of a last partial block), output widths around the 16-pixel
+/// groups, kernels from 1×1 to 7×7 and 1×7, strides 1–3, dilations,
+/// asymmetric pads, batches, with and without bias, and on two threads
+/// (blocks split by rows when there are few), with an activation and a
+/// residual added in the row tail.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[test]
+fn depthwise_blocked_matches_naive() {
+    use crate::ops::gemm::{Isa, isa_available};
+    if !isa_available(Isa::Avx512) {
+        std::eprintln!("no AVX-512 here: the blocked depthwise kernel is not run");
+        return;
+    }
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    // (n, c, h, w, kh, kw, strides, pads, dilations)
+    type Case = (
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        [usize; 2],
+        [usize; 4],
+        [usize; 2],
+    );
+    let cases: &[Case] = &[
+        (1, 16, 15, 15, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (1, 17, 16, 16, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (2, 15, 9, 17, 3, 3, [2, 2], [1, 1, 1, 1], [1, 1]),
+        (1, 1, 5, 33, 5, 5, [1, 1], [2, 2, 2, 2], [1, 1]),
+        (1, 40, 12, 31, 7, 7, [1, 1], [3, 3, 3, 3], [1, 1]),
+        (1, 33, 6, 47, 3, 5, [1, 3], [0, 2, 1, 0], [2, 1]),
+        (1, 24, 7, 20, 3, 3, [1, 1], [2, 0, 0, 3], [1, 2]),
+        (1, 20, 1, 40, 1, 7, [1, 1], [0, 3, 0, 3], [1, 1]),
+        (2, 18, 3, 9, 2, 2, [1, 1], [0, 0, 0, 0], [1, 1]),
+        (1, 16, 1, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
+        (1, 32, 10, 10, 3, 3, [3, 3], [0, 0, 2, 2], [1, 1]),
+        // Enough work to split over threads: one block, split by rows.
+        (1, 16, 70, 66, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
+    ];
+    for threads in [1, 2] {
+        crate::threads::set_num_threads(threads);
+        for (ci, &(n, c, h, w, kh, kw, strides, pads, dil)) in cases.iter().enumerate() {
+            let x = rand_vec(n * c * h * w, 900 + ci as u64);
+            let wt = rand_vec(c * kh * kw, 910 + ci as u64);
+            let b = rand_vec(c, 920 + ci as u64);
+            let mut op = conv(c, strides, pads, dil);
+            let mut inputs = vec![
+                Some(t(&x, &[n, c, h, w])),
+                Some(t(&wt, &[c, 1, kh, kw])),
+                Some(t(&b, &[c])),
+            ];
+            let g = op.geom(&inputs).unwrap();
+            assert!(
+                depthwise_interleaved::Ring::new(&op, &g).is_some()
+                    && depthwise_interleaved::preferred(&g),
+                "case {ci} does not take the blocked kernel"
+            );
+            let naive = |bias: Option<&[f32]>| {
+                naive_conv(
+                    &x,
+                    [n, c, h, w],
+                    &wt,
+                    [c, kh, kw],
+                    bias,
+                    c,
+                    strides,
+                    [g.pt, g.pl],
+                    dil,
+                    [g.oh, g.ow],
+                )
+            };
+            let want = naive(Some(&b));
+            let got = run(&op, &inputs, 1).unwrap();
+            assert_eq!(got[0].0, vec![n, c, g.oh, g.ow], "case {ci}");
+            assert_close(&got[0].1, &want, 1e-5);
+            // Without bias.
+            inputs[2] = None;
+            let got = run(&op, &inputs, 1).unwrap();
+            assert_close(&got[0].1, &naive(None), 1e-5);
+            // ReLU, then a residual, in the row tail.
+            inputs[2] = Some(t(&b, &[c]));
+            let r = rand_vec(want.len(), 930 + ci as u64);
+            inputs.push(Some(t(&r, &[n, c, g.oh, g.ow])));
+            op.activation = Activation::Relu;
+            let got = run(&op, &inputs, 1).unwrap();
+            let want: Vec<f32> = want.iter().zip(&r).map(|(v, r)| v.max(0.0) + r).collect();
+            assert_close(&got[0].1, &want, 1e-5);
+        }
+    }
+    crate::threads::set_num_threads(1);
+}
