@@ -394,7 +394,16 @@ impl Kernel for Resize {
         self.axis_taps(scales[r - 1], iw, ow, rois[1], wi, ww);
         let ext = self.extrapolation_value;
         let (hi, hw, wi, ww) = (&*hi, &*hw, &*wi, &*ww);
+        // Nearest along W by a whole factor (`ow = s·iw`, column `o` reads
+        // `o / s`, none outside): each input value repeated `s` times.
+        let upsample = (t == 1 && ow % iw == 0)
+            .then_some(ow / iw)
+            .filter(|&s| wi.iter().enumerate().all(|(o, &c)| c as usize == o / s));
         let plane = |xp: &[f32], yp: &mut [f32]| {
+            if t == 1 {
+                nearest_plane(xp, yp, hi, wi, iw, ow, upsample, ext);
+                return;
+            }
             for (o_h, yr) in yp.chunks_exact_mut(ow).enumerate() {
                 let th = &hi[o_h * t..(o_h + 1) * t];
                 let tw = &hw[o_h * t..(o_h + 1) * t];
@@ -404,13 +413,7 @@ impl Kernel for Resize {
                 }
                 if t == 1 {
                     let row = &xp[th[0] as usize * iw..(th[0] as usize + 1) * iw];
-                    for (o, &c) in yr.iter_mut().zip(wi.iter()) {
-                        *o = if c == EXTRAPOLATE {
-                            ext
-                        } else {
-                            row[c as usize]
-                        };
-                    }
+                    nearest_row(row, wi, upsample, ext, yr);
                     continue;
                 }
                 for (o_w, o) in yr.iter_mut().enumerate() {
@@ -455,5 +458,66 @@ impl Kernel for Resize {
             plane(xp, yp);
         }
         Ok(())
+    }
+}
+
+/// One plane of a nearest-neighbour resize: output row `o` reads input row
+/// `rows[o]` through the column table `cols` (see [`nearest_row`]); a row
+/// that reads the same input row as the one above is a copy of it.
+#[allow(clippy::too_many_arguments)]
+fn nearest_plane(
+    xp: &[f32],
+    yp: &mut [f32],
+    rows: &[u32],
+    cols: &[u32],
+    iw: usize,
+    ow: usize,
+    upsample: Option<usize>,
+    ext: f32,
+) {
+    for (o_h, &src) in rows.iter().enumerate() {
+        let (done, rest) = yp.split_at_mut(o_h * ow);
+        let yr = &mut rest[..ow];
+        if src == EXTRAPOLATE {
+            yr.fill(ext);
+        } else if o_h > 0 && rows[o_h - 1] == src {
+            yr.copy_from_slice(&done[(o_h - 1) * ow..]);
+        } else {
+            let row = &xp[src as usize * iw..(src as usize + 1) * iw];
+            nearest_row(row, cols, upsample, ext, yr);
+        }
+    }
+}
+
+/// One output row of a nearest-neighbour resize from its input row: column
+/// `o` is `row[cols[o]]` (`ext` where `cols[o]` is [`EXTRAPOLATE`]); with
+/// `upsample = Some(s)` (which the caller checked `cols` to be), each input
+/// value repeated `s` times.
+fn nearest_row(row: &[f32], cols: &[u32], upsample: Option<usize>, ext: f32, yr: &mut [f32]) {
+    /// `S` copies of each value, a constant width the compiler vectorizes.
+    fn repeat<const S: usize>(row: &[f32], yr: &mut [f32]) {
+        for (dst, &v) in yr.chunks_exact_mut(S).zip(row) {
+            dst.copy_from_slice(&[v; S]);
+        }
+    }
+    match upsample {
+        Some(1) => yr.copy_from_slice(&row[..yr.len()]),
+        Some(2) => repeat::<2>(row, yr),
+        Some(4) => repeat::<4>(row, yr),
+        Some(8) => repeat::<8>(row, yr),
+        Some(s) => {
+            for (dst, &v) in yr.chunks_exact_mut(s).zip(row) {
+                dst.fill(v);
+            }
+        }
+        None => {
+            for (o, &c) in yr.iter_mut().zip(cols) {
+                *o = if c == EXTRAPOLATE {
+                    ext
+                } else {
+                    row[c as usize]
+                };
+            }
+        }
     }
 }

@@ -577,3 +577,93 @@ fn planes_over_threads_bit_identical() {
         );
     }
 }
+
+/// Nearest resizes by whole factors (the repeated-value rows and the
+/// copied rows) and by other factors (the gathered rows) against the
+/// definition: asymmetric coordinates, floor rounding, output pixel
+/// `(o_h, o_w)` reads input pixel `(o_h·ih/oh, o_w·iw/ow)`.
+#[test]
+fn nearest_whole_factors_match_definition() {
+    let (c, h, w) = (3, 5, 7);
+    let x = rand_vec(c * h * w, 21);
+    let op = Resize {
+        mode: ResizeMode::Nearest,
+        coord: CoordMode::Asymmetric,
+        nearest: NearestMode::Floor,
+        cubic_coeff_a: -0.75,
+        exclude_outside: false,
+        extrapolation_value: 0.0,
+        antialias: false,
+        axes: crate::shape::IntList::EMPTY,
+        aspect: AspectPolicy::Stretch,
+    };
+    // (output height, output width): factors 1, 2, 3, 4, 8 and mixed,
+    // a non-whole upsampling and a downsampling.
+    for (oh, ow) in [
+        (5, 7),
+        (10, 14),
+        (15, 21),
+        (20, 28),
+        (40, 56),
+        (10, 56),
+        (40, 7),
+        (8, 10),
+        (3, 4),
+    ] {
+        let sizes = [1i64, c as i64, oh as i64, ow as i64];
+        let ins = [
+            Some(t(&x, &[1, c, h, w])),
+            None,
+            None,
+            Some(ti(&sizes, &[4])),
+        ];
+        let got = run(&op, &ins, 1).unwrap();
+        assert_eq!(got[0].0, [1, c, oh, ow]);
+        let want: Vec<f32> = (0..c * oh * ow)
+            .map(|i| {
+                let (p, o_h, o_w) = (i / (oh * ow), i / ow % oh, i % ow);
+                // floor(o · in / out) as the asymmetric mode computes it
+                // (scale = out / in).
+                let sh = oh as f64 / h as f64;
+                let sw = ow as f64 / w as f64;
+                let (r, col) = ((o_h as f64 / sh) as usize, (o_w as f64 / sw) as usize);
+                x[(p * h + r) * w + col]
+            })
+            .collect();
+        assert_eq!(got[0].1, want, "{oh}x{ow}");
+    }
+}
+
+/// A whole-factor nearest resize whose columns are not `o / s`
+/// (asymmetric, rounding up: `ceil(o / 2)`, clamped) takes the gathered
+/// rows, not the repeated values.
+#[test]
+fn nearest_ceil_by_two_matches_definition() {
+    let (h, w) = (4, 6);
+    let x = rand_vec(h * w, 22);
+    let op = Resize {
+        mode: ResizeMode::Nearest,
+        coord: CoordMode::Asymmetric,
+        nearest: NearestMode::Ceil,
+        cubic_coeff_a: -0.75,
+        exclude_outside: false,
+        extrapolation_value: 0.0,
+        antialias: false,
+        axes: crate::shape::IntList::EMPTY,
+        aspect: AspectPolicy::Stretch,
+    };
+    let (oh, ow) = (2 * h, 2 * w);
+    let sizes = [1i64, 1, oh as i64, ow as i64];
+    let ins = [
+        Some(t(&x, &[1, 1, h, w])),
+        None,
+        None,
+        Some(ti(&sizes, &[4])),
+    ];
+    let got = run(&op, &ins, 1).unwrap();
+    let pick = |o: usize, i: usize, _: usize| o.div_ceil(2).min(i - 1);
+    let want: Vec<f32> = (0..oh * ow)
+        .map(|k| x[pick(k / ow, h, oh) * w + pick(k % ow, w, ow)])
+        .collect();
+    assert_eq!(got[0].1, want);
+}
