@@ -463,6 +463,27 @@ fn conv_transpose_matches_naive() {
         (1, 2, 5, 4, 1, 4, 4, 1, [2, 2], [1, 1, 1, 1], [1, 1], [0, 0]),
         // Stride 3, pads that cut whole taps off, odd widths.
         (1, 2, 6, 7, 2, 3, 2, 1, [3, 2], [2, 1, 0, 3], [1, 2], [2, 1]),
+        // Kernel = stride, no padding: each output written once (2 wide,
+        // 3×2, 3×3; batches and groups; input chunks that end mid-row).
+        (2, 4, 5, 7, 3, 2, 2, 2, [2, 2], [0, 0, 0, 0], [1, 1], [0, 0]),
+        (1, 3, 4, 5, 2, 3, 2, 1, [3, 2], [0, 0, 0, 0], [1, 1], [0, 0]),
+        (1, 2, 3, 4, 2, 3, 3, 1, [3, 3], [0, 0, 0, 0], [1, 1], [0, 0]),
+        (
+            1,
+            3,
+            37,
+            37,
+            64,
+            2,
+            2,
+            1,
+            [2, 2],
+            [0, 0, 0, 0],
+            [1, 1],
+            [0, 0],
+        ),
+        // The same with output padding: the extra pixels hold the bias.
+        (1, 2, 3, 4, 2, 2, 2, 1, [2, 2], [0, 0, 0, 0], [1, 1], [1, 1]),
     ];
     for (ci, &(n, c, h, w, mg, kh, kw, group, strides, pads, dil, opad)) in cases.iter().enumerate()
     {

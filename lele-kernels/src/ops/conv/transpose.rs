@@ -201,14 +201,26 @@ impl Kernel for ConvTranspose {
         if ohw == 0 {
             return Ok(());
         }
-        for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
-            plane.fill(bias.map_or(0.0, |b| b[i % g.m]));
+        let [sh, sw] = self.strides;
+        let [dh, dw] = self.dilations;
+        // Kernel as large as the stride, no padding, no dilation: every
+        // output pixel gets exactly one product (PP-OCR's 2×2, stride-2
+        // upsampling), written once with its bias, no accumulation.
+        let tiles = g.kh == sh
+            && g.kw == sw
+            && [dh, dw] == [1, 1]
+            && g.pt == 0
+            && g.pl == 0
+            && g.oh == g.x.h * sh
+            && g.ow == g.x.w * sw;
+        if !tiles {
+            for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
+                plane.fill(bias.map_or(0.0, |b| b[i % g.m]));
+            }
         }
         let ch = Self::chunk(&g);
         let s = scratch_f32(scratch, rows * ch + sgemm_scratch_len(rows, ch, g.cg), OP)?;
         let (col, gs) = s.split_at_mut(rows * ch);
-        let [sh, sw] = self.strides;
-        let [dh, dw] = self.dilations;
         for n in 0..g.x.n {
             for gi in 0..self.group {
                 let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
@@ -235,7 +247,13 @@ impl Kernel for ConvTranspose {
                     // of one output channel touch only its plane, so
                     // channels split over the threads.
                     let khkw = g.kh * g.kw;
+                    let col = &*col;
                     let scatter = |m: usize, yp: &mut [f32]| {
+                        if tiles {
+                            let b = bias.map_or(0.0, |b| b[gi * g.mg + m]);
+                            place_tiles(&g, col, cw, j0, m, b, yp);
+                            return;
+                        }
                         for (r, crow) in col.chunks_exact(cw).enumerate().skip(m * khkw).take(khkw)
                         {
                             let ki = (r / g.kw) % g.kh;
@@ -291,5 +309,38 @@ impl Kernel for ConvTranspose {
             }
         }
         Ok(())
+    }
+}
+
+/// The products of channel `m` for input positions `j0..j0 + cw` (`col`:
+/// rows `(m, ki, kj)` of `cw` floats) put in its output plane `yp` with the
+/// bias `b`, when the kernel is the stride (no padding or dilation): input
+/// pixel `(ih, iw)`, tap `(ki, kj)` is output pixel `(ih·kh + ki, iw·kw + kj)`,
+/// so each output row segment interleaves the `kw` rows of one `ki`.
+fn place_tiles(g: &ConvGeom, col: &[f32], cw: usize, j0: usize, m: usize, b: f32, yp: &mut [f32]) {
+    let (kh, kw) = (g.kh, g.kw);
+    for ki in 0..kh {
+        let r0 = (m * kh + ki) * kw;
+        let mut t = 0;
+        while t < cw {
+            let (ih, iw0) = ((j0 + t) / g.x.w, (j0 + t) % g.x.w);
+            let seg = (g.x.w - iw0).min(cw - t);
+            let yrow = &mut yp[(ih * kh + ki) * g.ow + iw0 * kw..][..seg * kw];
+            if kw == 2 {
+                let c0 = &col[r0 * cw + t..][..seg];
+                let c1 = &col[(r0 + 1) * cw + t..][..seg];
+                for ((d, &v0), &v1) in yrow.chunks_exact_mut(2).zip(c0).zip(c1) {
+                    d[0] = v0 + b;
+                    d[1] = v1 + b;
+                }
+            } else {
+                for (i, d) in yrow.chunks_exact_mut(kw).enumerate() {
+                    for (kj, d) in d.iter_mut().enumerate() {
+                        *d = col[(r0 + kj) * cw + t + i] + b;
+                    }
+                }
+            }
+            t += seg;
+        }
     }
 }
