@@ -17,10 +17,10 @@ mod depthwise;
 // Only x86-64 runs it, but every target sizes its scratch.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 mod depthwise_interleaved;
-// Only x86-64 runs it, but every target sizes its scratch (the compiler
-// sizes arenas on the build machine).
 #[cfg(test)]
 mod depthwise_tests;
+// Only x86-64 runs it, but every target sizes its scratch (the compiler
+// sizes arenas on the build machine).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 mod direct;
 mod im2col;

@@ -411,11 +411,6 @@ impl Kernel for Resize {
                     yr.fill(ext);
                     continue;
                 }
-                if t == 1 {
-                    let row = &xp[th[0] as usize * iw..(th[0] as usize + 1) * iw];
-                    nearest_row(row, wi, upsample, ext, yr);
-                    continue;
-                }
                 for (o_w, o) in yr.iter_mut().enumerate() {
                     let cw = &wi[o_w * t..(o_w + 1) * t];
                     if cw[0] == EXTRAPOLATE {

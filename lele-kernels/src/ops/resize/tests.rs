@@ -2,6 +2,23 @@ use super::*;
 use crate::ops::gemm::testutil::*;
 use alloc::vec::Vec;
 
+/// A Resize with these modes and the attributes' defaults otherwise
+/// (cubic a = -0.75, no exclusion, extrapolation 0, no antialias, all
+/// axes, stretched).
+fn op_with(mode: ResizeMode, coord: CoordMode, nearest: NearestMode) -> Resize {
+    Resize {
+        mode,
+        coord,
+        nearest,
+        cubic_coeff_a: -0.75,
+        exclude_outside: false,
+        extrapolation_value: 0.0,
+        antialias: false,
+        axes: crate::shape::IntList::EMPTY,
+        aspect: AspectPolicy::Stretch,
+    }
+}
+
 type Case<'a> = (
     ResizeMode,
     CoordMode,
@@ -476,17 +493,11 @@ fn onnx_reference_cases() {
 #[test]
 fn unsupported_and_needs_data() {
     let x = [0f32; 24];
-    let op = Resize {
-        mode: ResizeMode::Linear,
-        coord: CoordMode::HalfPixel,
-        nearest: NearestMode::RoundPreferFloor,
-        cubic_coeff_a: -0.75,
-        exclude_outside: false,
-        extrapolation_value: 0.0,
-        antialias: false,
-        axes: crate::shape::IntList::EMPTY,
-        aspect: AspectPolicy::Stretch,
-    };
+    let op = op_with(
+        ResizeMode::Linear,
+        CoordMode::HalfPixel,
+        NearestMode::RoundPreferFloor,
+    );
     let xt = t(&x, &[2, 3, 4]);
     // Resizing a leading axis.
     let sz = [4i64, 3, 4];
@@ -534,17 +545,7 @@ fn planes_over_threads_bit_identical() {
     let x = rand_vec(c * h * w, 11);
     let sizes = [1i64, c as i64, 2 * h as i64, 2 * w as i64];
     for mode in [ResizeMode::Nearest, ResizeMode::Linear] {
-        let op = Resize {
-            mode,
-            coord: CoordMode::HalfPixel,
-            nearest: NearestMode::RoundPreferFloor,
-            cubic_coeff_a: -0.75,
-            exclude_outside: false,
-            extrapolation_value: 0.0,
-            antialias: false,
-            axes: crate::shape::IntList::EMPTY,
-            aspect: AspectPolicy::Stretch,
-        };
+        let op = op_with(mode, CoordMode::HalfPixel, NearestMode::RoundPreferFloor);
         let ins = [
             Some(t(&x, &[1, c, h, w])),
             None,
@@ -586,17 +587,11 @@ fn planes_over_threads_bit_identical() {
 fn nearest_whole_factors_match_definition() {
     let (c, h, w) = (3, 5, 7);
     let x = rand_vec(c * h * w, 21);
-    let op = Resize {
-        mode: ResizeMode::Nearest,
-        coord: CoordMode::Asymmetric,
-        nearest: NearestMode::Floor,
-        cubic_coeff_a: -0.75,
-        exclude_outside: false,
-        extrapolation_value: 0.0,
-        antialias: false,
-        axes: crate::shape::IntList::EMPTY,
-        aspect: AspectPolicy::Stretch,
-    };
+    let op = op_with(
+        ResizeMode::Nearest,
+        CoordMode::Asymmetric,
+        NearestMode::Floor,
+    );
     // (output height, output width): factors 1, 2, 3, 4, 8 and mixed,
     // a non-whole upsampling and a downsampling.
     for (oh, ow) in [
@@ -641,17 +636,11 @@ fn nearest_whole_factors_match_definition() {
 fn nearest_ceil_by_two_matches_definition() {
     let (h, w) = (4, 6);
     let x = rand_vec(h * w, 22);
-    let op = Resize {
-        mode: ResizeMode::Nearest,
-        coord: CoordMode::Asymmetric,
-        nearest: NearestMode::Ceil,
-        cubic_coeff_a: -0.75,
-        exclude_outside: false,
-        extrapolation_value: 0.0,
-        antialias: false,
-        axes: crate::shape::IntList::EMPTY,
-        aspect: AspectPolicy::Stretch,
-    };
+    let op = op_with(
+        ResizeMode::Nearest,
+        CoordMode::Asymmetric,
+        NearestMode::Ceil,
+    );
     let (oh, ow) = (2 * h, 2 * w);
     let sizes = [1i64, 1, oh as i64, ow as i64];
     let ins = [
