@@ -347,6 +347,20 @@ pub(super) fn stage(
                 continue;
             };
             let src = &xc[ih * w..(ih + 1) * w];
+            // The same row of the next channel, toward L1 while this one
+            // is copied: each channel's rows are a separate run of memory,
+            // where the hardware prefetchers start over.
+            #[cfg(target_arch = "x86_64")]
+            if c + 1 < g.cg {
+                for line in (0..w).step_by(16) {
+                    // SAFETY: a prefetch never faults, whatever the address.
+                    unsafe {
+                        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                            src.as_ptr().wrapping_add(h * w + line) as *const i8,
+                        )
+                    };
+                }
+            }
             for (ph, dst) in row.chunks_exact_mut(l.phase_w).enumerate() {
                 // Padded column q·sw + ph is input column q·sw + ph - pl;
                 // the q inside the input form one range, zeros around it.

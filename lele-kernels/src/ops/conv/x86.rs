@@ -196,3 +196,28 @@ unsafe fn depthwise_chunk512<const N: usize>(
         }
     }
 }
+
+/// `dst[t] = src[2t]` sixteen outputs at a time: two loads and one
+/// two-source permute per vector (the even lanes of 32 inputs).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `src` holds at least `2·dst.len() - 1`
+/// floats (checked by the caller).
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn evens_avx512(src: &[f32], dst: &mut [f32]) {
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    // Whole vectors while all 32 inputs are inside `src`.
+    let whole = (src.len() / 32).min(dst.len() / 16);
+    for (i, d) in dst[..16 * whole].chunks_exact_mut(16).enumerate() {
+        // SAFETY: inputs 32i..32i + 32 are inside `src` (i < whole), and
+        // `d` holds 16 floats.
+        unsafe {
+            let lo = _mm512_loadu_ps(src.as_ptr().add(32 * i));
+            let hi = _mm512_loadu_ps(src.as_ptr().add(32 * i + 16));
+            _mm512_storeu_ps(d.as_mut_ptr(), _mm512_permutex2var_ps(lo, even, hi));
+        }
+    }
+    for (t, d) in dst.iter_mut().enumerate().skip(16 * whole) {
+        *d = src[2 * t];
+    }
+}
