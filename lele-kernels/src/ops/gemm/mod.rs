@@ -10,6 +10,7 @@ use crate::error::KernelError;
 use crate::tensor::{TensorMut, TensorRef};
 
 mod micro;
+mod pack_a;
 pub mod prepacked;
 pub(crate) mod rows;
 mod skinny;
@@ -25,6 +26,7 @@ mod x86;
 pub(crate) use micro::isa_available;
 use micro::micro_for;
 pub(crate) use micro::{Isa, best_isa};
+use pack_a::{pack_a_rows, pack_a_strided};
 use skinny::{DOT_M_MAX, NARROW_N, dot_columns, gemv_row};
 
 /// Rows of `A` packed per block.
@@ -201,70 +203,6 @@ fn scatter_fixed<const NR: usize>(src: &[f32], p: usize, kc: usize, dst: &mut [f
         let d = &mut dst[pj * NR * kc + p * NR..][..NR];
         d[..tail.len()].copy_from_slice(tail);
         d[tail.len()..].fill(0.0);
-    }
-}
-
-/// Packs `MR` rows of a row-major block (row `ii` at `a[ii·rs..][..kc]`)
-/// into an `MR`-interleaved panel (`panel[p·MR + ii]`), eight columns at a
-/// time so the compiler turns each `MR × 8` block into register shuffles
-/// instead of `MR·8` scalar strided copies.
-fn pack_a_rows<const MR: usize>(a: &[f32], rs: usize, kc: usize, panel: &mut [f32]) {
-    let rows: [&[f32]; MR] = core::array::from_fn(|ii| &a[ii * rs..ii * rs + kc]);
-    let full = kc - kc % 8;
-    for (pb, dst) in panel[..full * MR].chunks_exact_mut(8 * MR).enumerate() {
-        // Every row a few lines ahead: a weight streams from memory once
-        // per call, MR rows at a time (too many streams for the hardware
-        // prefetchers to follow).
-        #[cfg(target_arch = "x86_64")]
-        if pb % 2 == 0 {
-            for row in &rows {
-                // SAFETY: a prefetch never faults, whatever the address.
-                unsafe {
-                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                        row.as_ptr().wrapping_add(pb * 8 + 64) as *const i8,
-                    )
-                };
-            }
-        }
-        let mut block = [[0f32; 8]; MR];
-        for (b, row) in block.iter_mut().zip(&rows) {
-            b.copy_from_slice(&row[pb * 8..pb * 8 + 8]);
-        }
-        for (q, out) in dst.chunks_exact_mut(MR).enumerate() {
-            for (o, b) in out.iter_mut().zip(&block) {
-                *o = b[q];
-            }
-        }
-    }
-    for p in full..kc {
-        for (ii, row) in rows.iter().enumerate() {
-            panel[p * MR + ii] = row[p];
-        }
-    }
-}
-
-/// Packs rows `i0..i0 + h` (columns `pc..pc + kc`) of any-strided `A`
-/// into an `mr`-interleaved panel, zero-filling rows `h..mr`.
-fn pack_a_strided(
-    a: MatRef<'_>,
-    i0: usize,
-    pc: usize,
-    h: usize,
-    mr: usize,
-    kc: usize,
-    panel: &mut [f32],
-) {
-    for ii in 0..mr {
-        if ii < h {
-            let row = (i0 + ii) * a.rs + pc * a.cs;
-            for p in 0..kc {
-                panel[p * mr + ii] = a.data[row + p * a.cs];
-            }
-        } else {
-            for p in 0..kc {
-                panel[p * mr + ii] = 0.0;
-            }
-        }
     }
 }
 

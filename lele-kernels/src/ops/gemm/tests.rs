@@ -433,3 +433,32 @@ fn prepacked_gemv_matches_reference() {
         &mut packed
     ));
 }
+
+/// `pack_a_rows` (the AVX 8 × 8 transposes for eight rows, the portable
+/// loop for six and four) against the panel's definition, over depths
+/// with and without a partial block of eight and row strides wider than
+/// the depth.
+#[test]
+fn pack_a_rows_interleaves_every_row() {
+    fn check<const MR: usize>() {
+        for kc in [1, 7, 8, 9, 16, 23, 40, 67] {
+            for rs in [kc, kc + 3] {
+                let a: Vec<f32> = (0..MR * rs).map(|i| i as f32 * 0.25 - 3.0).collect();
+                let mut panel = vec![f32::NAN; MR * kc];
+                pack_a_rows::<MR>(&a, rs, kc, &mut panel);
+                for p in 0..kc {
+                    for ii in 0..MR {
+                        assert_eq!(
+                            panel[p * MR + ii],
+                            a[ii * rs + p],
+                            "MR {MR} kc {kc} rs {rs}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    check::<8>();
+    check::<6>();
+    check::<4>();
+}

@@ -637,3 +637,65 @@ pub(crate) unsafe fn rows_tile_avx2<const R: usize, const PREFETCH: bool>(
         }
     }
 }
+
+/// Packs eight rows (`rows[i]`, `8·blocks` floats each readable) into an
+/// 8-interleaved panel (`panel[p·8 + i] = rows[i][p]`, `p < 8·blocks`),
+/// one 8 × 8 block at a time: eight loads, a register transpose, eight
+/// stores (where the portable loop moves every float on its own). The
+/// same columns of the rows three panels on (`24·rs` floats further) are
+/// prefetched as it goes: a weight streams from memory once per call,
+/// eight rows at a time, more streams than the hardware prefetchers
+/// follow (PP-OCRv6 rec, `perf` share of this packing: 5.1% one panel
+/// ahead, 4.4% three ahead; 6.5% before, moving one float at a time).
+///
+/// # Safety
+/// The CPU supports AVX; every `rows[i]` holds at least `8·blocks`
+/// floats and `panel` at least `64·blocks`.
+#[target_feature(enable = "avx")]
+pub(crate) unsafe fn pack_a8_avx(rows: &[&[f32]; 8], rs: usize, blocks: usize, panel: &mut [f32]) {
+    for b in 0..blocks {
+        // SAFETY: columns 8b..8b + 8 of every row and panel floats
+        // 64b..64b + 64 are inside the buffers (the caller's contract); a
+        // prefetch never faults.
+        unsafe {
+            if b % 2 == 0 {
+                for row in rows {
+                    let ahead = row.as_ptr().wrapping_add(24 * rs + 8 * b);
+                    _mm_prefetch::<_MM_HINT_T0>(ahead as *const i8);
+                }
+            }
+            let r = rows.map(|row| _mm256_loadu_ps(row.as_ptr().add(8 * b)));
+            // Pairs of rows interleaved, then quads, then the halves swapped.
+            let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+            let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+            let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+            let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+            let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+            let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+            let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+            let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+            let q0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+            let q1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+            let q2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+            let q3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+            let q4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+            let q5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+            let q6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+            let q7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+            let cols = [
+                _mm256_permute2f128_ps::<0x20>(q0, q4),
+                _mm256_permute2f128_ps::<0x20>(q1, q5),
+                _mm256_permute2f128_ps::<0x20>(q2, q6),
+                _mm256_permute2f128_ps::<0x20>(q3, q7),
+                _mm256_permute2f128_ps::<0x31>(q0, q4),
+                _mm256_permute2f128_ps::<0x31>(q1, q5),
+                _mm256_permute2f128_ps::<0x31>(q2, q6),
+                _mm256_permute2f128_ps::<0x31>(q3, q7),
+            ];
+            let dst = panel.as_mut_ptr().add(64 * b);
+            for (q, col) in cols.into_iter().enumerate() {
+                _mm256_storeu_ps(dst.add(8 * q), col);
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Packing of the left operand: `MR` rows of a block interleaved into the
+//! panel a micro-kernel reads (`panel[p·MR + ii]`).
+use super::MatRef;
+#[cfg(target_arch = "x86_64")]
+use super::{Isa, best_isa, x86};
+
+/// Packs `MR` rows of a row-major block (row `ii` at `a[ii·rs..][..kc]`)
+/// into an `MR`-interleaved panel (`panel[p·MR + ii]`): eight rows on x86
+/// with AVX take one register transpose per 8 × 8 block
+/// ([`x86::pack_a8_avx`]; the portable loop compiled to a scalar load and
+/// store per float: 4–5% of the GEMM's time on PP-OCRv6's 1×1
+/// convolutions and MiniLM's products in `kernel_bench`), other heights
+/// blocks of eight columns.
+pub(super) fn pack_a_rows<const MR: usize>(a: &[f32], rs: usize, kc: usize, panel: &mut [f32]) {
+    let rows: [&[f32]; MR] = core::array::from_fn(|ii| &a[ii * rs..ii * rs + kc]);
+    let full = kc - kc % 8;
+    #[cfg(target_arch = "x86_64")]
+    if let Ok(rows8) = <&[&[f32]; 8]>::try_from(&rows[..])
+        && matches!(best_isa(), Isa::Avx2 | Isa::Avx512)
+    {
+        // SAFETY: AVX comes with the AVX2 or AVX-512 detected; each row
+        // holds kc >= full floats and the panel full·8 (its MR·kc).
+        unsafe { x86::pack_a8_avx(rows8, rs, full / 8, &mut panel[..full * 8]) };
+        for p in full..kc {
+            for (ii, row) in rows.iter().enumerate() {
+                panel[p * MR + ii] = row[p];
+            }
+        }
+        return;
+    }
+    for (pb, dst) in panel[..full * MR].chunks_exact_mut(8 * MR).enumerate() {
+        // Every row a few lines ahead: a weight streams from memory once
+        // per call, MR rows at a time (too many streams for the hardware
+        // prefetchers to follow).
+        #[cfg(target_arch = "x86_64")]
+        if pb % 2 == 0 {
+            for row in &rows {
+                // SAFETY: a prefetch never faults, whatever the address.
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                        row.as_ptr().wrapping_add(pb * 8 + 64) as *const i8,
+                    )
+                };
+            }
+        }
+        let mut block = [[0f32; 8]; MR];
+        for (b, row) in block.iter_mut().zip(&rows) {
+            b.copy_from_slice(&row[pb * 8..pb * 8 + 8]);
+        }
+        for (q, out) in dst.chunks_exact_mut(MR).enumerate() {
+            for (o, b) in out.iter_mut().zip(&block) {
+                *o = b[q];
+            }
+        }
+    }
+    for p in full..kc {
+        for (ii, row) in rows.iter().enumerate() {
+            panel[p * MR + ii] = row[p];
+        }
+    }
+}
+
+/// Packs rows `i0..i0 + h` (columns `pc..pc + kc`) of any-strided `A`
+/// into an `mr`-interleaved panel, zero-filling rows `h..mr`.
+pub(super) fn pack_a_strided(
+    a: MatRef<'_>,
+    i0: usize,
+    pc: usize,
+    h: usize,
+    mr: usize,
+    kc: usize,
+    panel: &mut [f32],
+) {
+    for ii in 0..mr {
+        if ii < h {
+            let row = (i0 + ii) * a.rs + pc * a.cs;
+            for p in 0..kc {
+                panel[p * mr + ii] = a.data[row + p * a.cs];
+            }
+        } else {
+            for p in 0..kc {
+                panel[p * mr + ii] = 0.0;
+            }
+        }
+    }
+}
