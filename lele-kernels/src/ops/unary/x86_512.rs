@@ -24,7 +24,6 @@ fn exp16(x: __m512) -> __m512 {
     let magic = c(12582912.0);
     let t = _mm512_fmadd_ps(x, c(core::f32::consts::LOG2_E), magic);
     let n = _mm512_sub_ps(t, magic);
-    let ni = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(0x4B40_0000));
     let r = _mm512_fnmadd_ps(n, c(0.693_145_75), x);
     let r = _mm512_fnmadd_ps(n, c(1.428_606_8e-6), r);
     let mut p = c(1.0 / 5040.0);
@@ -39,11 +38,10 @@ fn exp16(x: __m512) -> __m512 {
     ] {
         p = _mm512_fmadd_ps(p, r, c(k));
     }
-    let scale = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
-        ni,
-        _mm512_set1_epi32(127),
-    )));
-    _mm512_mul_ps(p, scale)
+    // p·2^n in one instruction, where the AVX2 code builds 2^n from the
+    // integer n and multiplies: the same single rounding of the same
+    // product (n >= -126 after the clamp, so 2^n is a normal float).
+    _mm512_scalef_ps(p, n)
 }
 
 /// `GELU(x)` of sixteen lanes ([`super::x86::gelu8`] in AVX-512); non-finite lanes
