@@ -338,6 +338,29 @@ impl Conv {
         }
     }
 
+    /// The epilogue of a GEMM over one group's output block (which starts
+    /// at `base` in `Y`, its first channel `m0`, `ohw` outputs per
+    /// channel): the channel's bias added to each finished row segment (the
+    /// product is computed from zero, so the output is written once, not
+    /// filled with the bias first), then [`Conv::tail`].
+    fn gemm_tail<'a>(
+        &'a self,
+        bias: Option<&'a [f32]>,
+        residual: Option<&'a [f32]>,
+        base: usize,
+        m0: usize,
+        ohw: usize,
+    ) -> impl Fn(&mut [f32], usize) + Sync + 'a {
+        let tail = self.tail(residual, base);
+        move |seg: &mut [f32], at: usize| {
+            // A segment lies in one row of the block (one channel).
+            if let Some(&b) = bias.and_then(|b| b.get(m0 + at / ohw)) {
+                seg.iter_mut().for_each(|v| *v += b);
+            }
+            tail(seg, at);
+        }
+    }
+
     /// Whether the direct path (few output channels, no im2col packing)
     /// runs this convolution on this machine.
     fn runs_direct(&self, g: &ConvGeom) -> bool {
@@ -441,15 +464,11 @@ impl Kernel for Conv {
         let direct = !self.is_depthwise(&g)
             && self.runs_direct(&g)
             && scratch.len() >= direct::scratch_bytes(self.strides, self.dilations, &g);
-        if !direct {
-            // Start from the bias (GEMMs then accumulate with beta = 1;
-            // the direct tiles start from it in registers).
+        if self.is_depthwise(&g) {
+            // Start from the bias (the plane kernels accumulate into it).
             for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
                 plane.fill(bias.map_or(0.0, |b| b[i % g.m]));
             }
-        }
-        let beta = if bias.is_some() { 1.0 } else { 0.0 };
-        if self.is_depthwise(&g) {
             // `buf`: room to stage one plane (the caller's scratch, or a
             // worker's own buffer).
             let plan = staged_plan(self, &g);
@@ -523,8 +542,9 @@ impl Kernel for Conv {
                     let wg = &w[gi * g.mg * k..][..g.mg * k];
                     let base = (n * g.m + gi * g.mg) * ohw;
                     let yg = &mut y[base..][..g.mg * ohw];
-                    let tail = self.tail(residual, base);
-                    let epilogue: Option<Epilogue<'_>> = fused_tail.then_some(&tail);
+                    let tail = self.gemm_tail(bias, residual, base, gi * g.mg, ohw);
+                    let epilogue: Option<Epilogue<'_>> =
+                        (fused_tail || bias.is_some()).then_some(&tail);
                     sgemm_packed_b(
                         g.mg,
                         ohw,
@@ -532,7 +552,7 @@ impl Kernel for Conv {
                         1.0,
                         MatRef::row_major(wg, k),
                         &MatRef::row_major(xg, ihw),
-                        beta,
+                        0.0,
                         yg,
                         ohw,
                         s,
@@ -549,8 +569,9 @@ impl Kernel for Conv {
                 let wg = &w[gi * g.mg * k..][..g.mg * k];
                 let base = (n * g.m + gi * g.mg) * ohw;
                 let yg = &mut y[base..][..g.mg * ohw];
-                let tail = self.tail(residual, base);
-                let epilogue: Option<Epilogue<'_>> = fused_tail.then_some(&tail);
+                let tail = self.gemm_tail(bias, residual, base, gi * g.mg, ohw);
+                let epilogue: Option<Epilogue<'_>> =
+                    (fused_tail || bias.is_some()).then_some(&tail);
                 let b = Im2col {
                     conv: self,
                     g: &g,
@@ -563,7 +584,7 @@ impl Kernel for Conv {
                     1.0,
                     MatRef::row_major(wg, k),
                     &b,
-                    beta,
+                    0.0,
                     yg,
                     ohw,
                     s,

@@ -608,6 +608,10 @@ fn fused_activation_equals_conv_then_activation() {
         (6, 11, 9, 6, 3, 6, 2),
         // Depthwise, big enough to split its planes over threads.
         (32, 41, 40, 32, 3, 32, 1),
+        // Over 128 output channels: the GEMM (bias added in its epilogue),
+        // split over threads, pointwise and im2col.
+        (64, 24, 24, 144, 1, 1, 1),
+        (16, 20, 20, 144, 3, 1, 1),
     ];
     let mut single_thread: Vec<Vec<f32>> = Vec::new();
     let acts: [(Activation, &dyn Kernel); 6] = [
