@@ -79,15 +79,15 @@ pub(super) fn strided_copy(src: &[f32], step: usize, dst: &mut [f32]) {
         dst.copy_from_slice(&src[..n]);
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if step == 2 && crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
+        // SAFETY: AVX-512F was detected; `src` holds the 2·len - 1 floats
+        // the copy reads (the contract above).
+        return unsafe { super::x86::evens_avx512(src, dst) };
+    }
     let whole = (src.len() / step).min(dst.len());
     let (head, tail) = dst.split_at_mut(whole);
     if step == 2 {
-        #[cfg(target_arch = "x86_64")]
-        if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
-            // SAFETY: AVX-512F was detected; `src` holds the 2·len - 1
-            // floats the copy reads (the contract above).
-            return unsafe { super::x86::evens_avx512(src, dst) };
-        }
         for (d, c) in head.iter_mut().zip(src.chunks_exact(2)) {
             *d = c[0];
         }

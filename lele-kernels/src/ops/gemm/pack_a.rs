@@ -15,20 +15,19 @@ pub(super) fn pack_a_rows<const MR: usize>(a: &[f32], rs: usize, kc: usize, pane
     let rows: [&[f32]; MR] = core::array::from_fn(|ii| &a[ii * rs..ii * rs + kc]);
     let full = kc - kc % 8;
     #[cfg(target_arch = "x86_64")]
-    if let Ok(rows8) = <&[&[f32]; 8]>::try_from(&rows[..])
-        && matches!(best_isa(), Isa::Avx2 | Isa::Avx512)
-    {
-        // SAFETY: AVX comes with the AVX2 or AVX-512 detected; each row
-        // holds kc >= full floats and the panel full·8 (its MR·kc).
-        unsafe { x86::pack_a8_avx(rows8, rs, full / 8, &mut panel[..full * 8]) };
-        for p in full..kc {
-            for (ii, row) in rows.iter().enumerate() {
-                panel[p * MR + ii] = row[p];
-            }
+    let transposed = match <&[&[f32]; 8]>::try_from(&rows[..]) {
+        Ok(rows8) if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) => {
+            // SAFETY: AVX comes with the AVX2 or AVX-512 detected; each row
+            // holds kc >= full floats and the panel full·8 (its MR·kc).
+            unsafe { x86::pack_a8_avx(rows8, rs, full / 8, &mut panel[..full * 8]) };
+            true
         }
-        return;
-    }
-    for (pb, dst) in panel[..full * MR].chunks_exact_mut(8 * MR).enumerate() {
+        _ => false,
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let transposed = false;
+    let blocks = if transposed { 0 } else { full * MR };
+    for (pb, dst) in panel[..blocks].chunks_exact_mut(8 * MR).enumerate() {
         // Every row a few lines ahead: a weight streams from memory once
         // per call, MR rows at a time (too many streams for the hardware
         // prefetchers to follow).
