@@ -193,6 +193,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     }
     // After every fusion into the MatMul (its bias and residual).
     fused += passes::prepack_matmul_weights(g);
+    fused += passes::prepack_conv_weights(g);
     if fused > 0 {
         passes::eliminate_dead_code(g);
     }

@@ -955,6 +955,42 @@ fn constant_matmul_weights_are_stored_packed_on_real_models() {
     assert!(p.iter().any(|x| (x.2, x.3) == (120, 18710)), "{p:?}");
 }
 
+/// Every convolution with more than 128 output channels (per group, in
+/// whole panels of 8: those always run on the GEMM) reads its weight
+/// packed for the GEMM's left operand, still shaped as the weight; the
+/// counts are the ONNX files' own (27 of PP-OCRv6 rec's convolutions, 6
+/// of YOLOv8n's).
+#[test]
+fn wide_convolution_weights_are_stored_packed_on_real_models() {
+    use lele_build::ir::Op;
+    use lele_kernels::ops::conv::{Conv, ConvPackedWeights};
+    for (file, inputs, want) in [
+        ("ppocr_v6_rec_small.onnx", "x = [1, 3, 48, 320]", 27),
+        ("yolov8n_320n.onnx", "images = [1, 3, 640, 640]", 6),
+    ] {
+        let g = optimized_zoo(file, inputs);
+        let (mut packed, mut plain_wide) = (0, 0);
+        for n in &g.main.nodes {
+            let Op::Kernel(k) = &n.op else { continue };
+            let any: &dyn std::any::Any = k.as_ref();
+            let w = n.inputs.get(1).copied().flatten();
+            let dims = w
+                .and_then(|w| g.values[w].constant.as_ref())
+                .map(|t| t.dims.clone());
+            if let Some(p) = any.downcast_ref::<ConvPackedWeights>() {
+                let dims = dims.expect("a packed weight is a constant");
+                assert!(ConvPackedWeights::applies(p.conv.group, &dims), "{dims:?}");
+                packed += 1;
+            } else if let (Some(c), Some(dims)) = (any.downcast_ref::<Conv>(), dims)
+                && ConvPackedWeights::applies(c.group, &dims)
+            {
+                plain_wide += 1;
+            }
+        }
+        assert_eq!((packed, plain_wide), (want, 0), "{file}");
+    }
+}
+
 #[test]
 fn built_in_fusions_fire_on_real_models() {
     let count = |ops: &[String], op: &str| ops.iter().filter(|o| *o == op).count();

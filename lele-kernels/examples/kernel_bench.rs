@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use lele_kernels::ops::conv::{AutoPad, Conv};
+use lele_kernels::ops::conv::{AutoPad, Conv, ConvPackedWeights};
 use lele_kernels::ops::gemm::{MatRef, prepacked, sgemm, sgemm_packed_b, sgemm_scratch_len};
 use lele_kernels::ops::pool::{MaxPool, Window};
 use lele_kernels::ops::rnn::{Direction, Lstm};
@@ -227,7 +227,16 @@ fn conv_case(
         post_add: 0.0,
     };
     let x = fill(c * h * h, 4);
-    let w = fill(m * (c / group) * k * k, 5);
+    let mut w = fill(m * (c / group) * k * k, 5);
+    // A name ending in "packed": the weight stored packed at build time.
+    let packed = ConvPackedWeights { conv };
+    let kernel: &dyn Kernel = if name.ends_with(" packed") {
+        w = ConvPackedWeights::pack(group, &[m, c / group, k, k], &w)
+            .expect("the weight qualifies for packing");
+        &packed
+    } else {
+        &conv
+    };
     let b = fill(m, 6);
     let xs = Shape::new(&[1, c, h, h]).expect("rank 4");
     let ws = Shape::new(&[m, c / group, k, k]).expect("rank 4");
@@ -250,17 +259,19 @@ fn conv_case(
         }),
     ];
     let mut out_shape = [Shape::SCALAR];
-    conv.infer(&ins, &mut out_shape)
+    kernel
+        .infer(&ins, &mut out_shape)
         .expect("conv shapes are consistent");
     let mut y = vec![0f32; out_shape[0].numel()];
-    let mut scratch = vec![0u8; conv.scratch_bytes(&ins, &out_shape)];
+    let mut scratch = vec![0u8; kernel.scratch_bytes(&ins, &out_shape)];
     let secs = time(budget, || {
         let mut outs = [TensorMut {
             dtype: DType::F32,
             shape: out_shape[0],
             data: bytemuck_bytes_mut(&mut y),
         }];
-        conv.run(&ins, &mut outs, &mut scratch)
+        kernel
+            .run(&ins, &mut outs, &mut scratch)
             .expect("conv arguments are consistent");
         black_box(&y);
     });
@@ -653,6 +664,14 @@ fn main() {
         ("v6det 96->48 1x1 120", 96, 48, 120),
     ] {
         conv_case(name, c, m, 1, 1, h, 1, Activation::None, budget);
+        if m > 128 {
+            let packed = format!("{name} packed");
+            conv_case(&packed, c, m, 1, 1, h, 1, Activation::None, budget);
+        }
+    }
+    // YOLOv8n's 3x3 convs at 20x20 (256 channels, the GEMM's im2col path).
+    for name in ["yolo 256->256 3x3 20", "yolo 256->256 3x3 20 packed"] {
+        conv_case(name, 256, 256, 3, 1, 20, 1, Activation::Swish, budget);
     }
     // PP-OCRv6 det at 480x480: few output channels over large planes.
     conv_case(

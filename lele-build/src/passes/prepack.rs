@@ -1,4 +1,4 @@
-//! Constant `MatMul` weights stored packed.
+//! Constant `MatMul` and `Conv` weights stored packed.
 //!
 //! A `MatMul` (or fused `MatMulBias`) whose right operand is a constant
 //! 2-D f32 weight becomes a [`MatMulPacked`] reading a copy of the weight
@@ -7,6 +7,7 @@
 //! it (for a 40-row product against an 18710-column weight, that copy
 //! was as long as the product itself).
 use lele_kernels::DType;
+use lele_kernels::ops::conv::{Conv, ConvPackedWeights};
 use lele_kernels::ops::gemm::MatRef;
 use lele_kernels::ops::gemm::prepacked::{pack_into, packed_len};
 use lele_kernels::ops::matmul::{MatMul, MatMulBias};
@@ -65,6 +66,48 @@ pub fn prepack_matmul_weights(g: &mut Graph) -> usize {
         let node = &mut g.main.nodes[i];
         node.inputs[1] = Some(wp);
         node.op = Op::Kernel(Box::new(MatMulPacked { k, n: cols }));
+        count += 1;
+    }
+    count
+}
+
+/// Rewrites every main-block `Conv` (lele's own) whose constant f32 weight
+/// qualifies for [`ConvPackedWeights`] (the GEMM runs it for any input:
+/// more than 128 output channels per group) into one reading a copy of
+/// the weight packed for the GEMM's left operand; returns how many.
+pub fn prepack_conv_weights(g: &mut Graph) -> usize {
+    let mut count = 0;
+    for i in 0..g.main.nodes.len() {
+        let n = &g.main.nodes[i];
+        let Some(&conv) = kernel_of::<Conv>(n) else {
+            continue;
+        };
+        let Some(Some(w)) = n.inputs.get(1).copied() else {
+            continue;
+        };
+        let Some(wt) = g.values[w].constant.as_ref() else {
+            continue;
+        };
+        if wt.dtype != DType::F32 || !ConvPackedWeights::applies(conv.group, &wt.dims) {
+            continue;
+        }
+        let values: Vec<f32> = wt
+            .bytes()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let dims = wt.dims.clone();
+        let Some(packed) = ConvPackedWeights::pack(conv.group, &dims, &values) else {
+            continue;
+        };
+        let Some(t) = Tensor::from_values::<f32>(&dims, &packed) else {
+            continue;
+        };
+        let name = format!("{}.packed", g.values[w].name);
+        let wp = g.add_constant(&name, t);
+        let node = &mut g.main.nodes[i];
+        node.inputs[1] = Some(wp);
+        node.op = Op::Kernel(Box::new(ConvPackedWeights { conv }));
         count += 1;
     }
     count

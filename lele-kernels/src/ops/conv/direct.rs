@@ -46,7 +46,7 @@ fn tile_rows(l: &Layout) -> usize {
 }
 /// Convolutions with at most this many output channels per group run
 /// directly (see [`eligible`]).
-const DIRECT_M_MAX: usize = 128;
+pub(super) const DIRECT_M_MAX: usize = 128;
 /// Columns per segment when the input is read in place.
 const FLAT_SEGMENT: usize = 16 * TILE_N;
 /// Floats of zeros after the staged planes: the last flat tile's lanes

@@ -24,6 +24,7 @@ mod depthwise_tests;
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 mod direct;
 mod im2col;
+mod packed;
 #[cfg(test)]
 #[allow(clippy::excessive_precision)]
 mod tests;
@@ -35,6 +36,7 @@ use crate::ops::unary::Activation;
 use depthwise::{depthwise_plane, plane_staged, staged_plan};
 use im2col::Im2col;
 pub(crate) use im2col::valid_range;
+pub use packed::ConvPackedWeights;
 pub use transpose::ConvTranspose;
 
 /// ONNX `auto_pad`.

@@ -9,6 +9,7 @@ use crate::DType;
 use crate::error::KernelError;
 use crate::tensor::{TensorMut, TensorRef};
 
+mod blocks;
 mod micro;
 mod pack_a;
 pub mod prepacked;
@@ -22,11 +23,11 @@ pub(crate) mod testutil;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+use blocks::{CPtr, gemm_blocks};
 #[cfg(test)]
 pub(crate) use micro::isa_available;
-use micro::micro_for;
 pub(crate) use micro::{Isa, best_isa};
-use pack_a::{pack_a_rows, pack_a_strided};
+pub use pack_a::{A_PANEL, PanelsA, pack_a_panels, panels_a_len};
 use skinny::{DOT_M_MAX, NARROW_N, dot_columns, gemv_row};
 
 /// Rows of `A` packed per block.
@@ -92,6 +93,36 @@ impl<'a> MatRef<'a> {
     #[inline(always)]
     fn at(&self, i: usize, j: usize) -> f32 {
         self.data[i * self.rs + j * self.cs]
+    }
+}
+
+/// The left operand as the blocked product reads it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LeftOp<'a> {
+    /// A strided matrix, packed per block.
+    Strided(MatRef<'a>),
+    /// Packed ahead of time (see [`PanelsA`]), of depth `k`.
+    Panels(&'a [f32]),
+}
+
+impl<'a> LeftOp<'a> {
+    fn fits(&self, m: usize, k: usize) -> bool {
+        match self {
+            LeftOp::Strided(a) => a.fits(m, k),
+            LeftOp::Panels(d) => d.len() >= panels_a_len(m, k),
+        }
+    }
+
+    /// The operand from row `i0` on (a multiple of [`A_PANEL`] for panels).
+    #[cfg(feature = "std")]
+    fn rows_from(self, i0: usize, k: usize) -> LeftOp<'a> {
+        match self {
+            LeftOp::Strided(a) => LeftOp::Strided(MatRef {
+                data: a.data.get(i0 * a.rs..).unwrap_or(&[]),
+                ..a
+            }),
+            LeftOp::Panels(d) => LeftOp::Panels(d.get(i0 * k..).unwrap_or(&[])),
+        }
     }
 }
 
@@ -290,6 +321,39 @@ pub fn sgemm_packed_b<B: PackB>(
     )
 }
 
+/// [`sgemm_packed_b`] with a left operand packed ahead of time (a
+/// convolution's weight, see [`PanelsA`]); the caller guarantees `b` has
+/// `k` rows and `n` columns.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_panels_a<B: PackB>(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: PanelsA<'_>,
+    b: &B,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+    scratch: &mut [f32],
+    epilogue: Option<Epilogue<'_>>,
+) -> Result<(), KernelError> {
+    sgemm_core(
+        best_isa(),
+        m,
+        n,
+        k,
+        alpha,
+        LeftOp::Panels(a.data),
+        b,
+        beta,
+        c,
+        ldc,
+        scratch,
+        epilogue,
+    )
+}
+
 /// [`sgemm`] with an explicit micro-kernel (tests compare them).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sgemm_isa<B: PackB>(
@@ -299,6 +363,26 @@ pub(crate) fn sgemm_isa<B: PackB>(
     k: usize,
     alpha: f32,
     a: MatRef<'_>,
+    b: &B,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+    scratch: &mut [f32],
+    epilogue: Option<Epilogue<'_>>,
+) -> Result<(), KernelError> {
+    let a = LeftOp::Strided(a);
+    sgemm_core(isa, m, n, k, alpha, a, b, beta, c, ldc, scratch, epilogue)
+}
+
+/// The product for either kind of left operand.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm_core<B: PackB>(
+    isa: Isa,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: LeftOp<'_>,
     b: &B,
     beta: f32,
     c: &mut [f32],
@@ -337,7 +421,8 @@ pub(crate) fn sgemm_isa<B: PackB>(
     {
         return Err(KernelError::Buffer { op: OP });
     }
-    if m <= DOT_M_MAX
+    if let LeftOp::Strided(a) = a
+        && m <= DOT_M_MAX
         && n > NARROW_N
         && a.cs == 1
         && let Some(bm) = b.as_mat()
@@ -355,6 +440,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
         return Ok(());
     }
     if m == 1
+        && let LeftOp::Strided(a) = a
         && let Some(bp) = b.prepacked()
     {
         prepacked::gemv(alpha, a, bp, beta, &mut c[..n]);
@@ -364,6 +450,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
         return Ok(());
     }
     if m == 1
+        && let LeftOp::Strided(a) = a
         && let Some(b) = b.as_mat()
     {
         gemv_row(n, k, alpha, a, b, beta, &mut c[..n]);
@@ -375,7 +462,11 @@ pub(crate) fn sgemm_isa<B: PackB>(
     if scratch.len() < sgemm_scratch_len(m, n, k) {
         return Err(KernelError::Buffer { op: OP });
     }
-    if n <= NARROW_N && a.cs == 1 && n * k <= scratch.len() {
+    if let LeftOp::Strided(a) = a
+        && n <= NARROW_N
+        && a.cs == 1
+        && n * k <= scratch.len()
+    {
         // A few columns (a convolution over a handful of frames): dot
         // products against B's columns copied contiguously.
         let bt = &mut scratch[..n * k];
@@ -402,10 +493,7 @@ pub(crate) fn sgemm_isa<B: PackB>(
             crate::threads::run(tasks, scratch, &|t, s| {
                 let i0 = t * height;
                 let h = height.min(m - i0);
-                let rows = MatRef {
-                    data: a.data.get(i0 * a.rs..).unwrap_or(&[]),
-                    ..a
-                };
+                let rows = a.rows_from(i0, k);
                 // SAFETY: `cp` points at C, which holds rows `0..m` of
                 // stride `ldc` (checked above); task `t` writes only rows
                 // `i0..i0 + h`, which no other task touches, and `run`
@@ -482,191 +570,6 @@ const PARALLEL_MIN_MACS: usize = 1 << 21;
 /// Floats of scratch the largest GEMM block needs (a worker's buffer).
 pub(crate) const MAX_SCRATCH: usize =
     MC.next_multiple_of(MR_LCM) * KC + NC.next_multiple_of(NR_LCM) * KC;
-
-/// The output matrix as a raw pointer: column ranges of it are written by
-/// different threads, so no `&mut` slice may span it while they run.
-#[derive(Clone, Copy)]
-struct CPtr(*mut f32);
-// SAFETY: only used for disjoint column ranges (see `sgemm_isa`).
-unsafe impl Send for CPtr {}
-// SAFETY: as above.
-unsafe impl Sync for CPtr {}
-
-impl CPtr {
-    /// The pointer (a method, so closures capture the `Sync` wrapper).
-    #[cfg(target_arch = "x86_64")]
-    fn get(self) -> *mut f32 {
-        self.0
-    }
-
-    /// # Safety
-    /// `off` stays inside the allocation.
-    unsafe fn add(self, off: usize) -> CPtr {
-        // SAFETY: the caller keeps `off` inside C.
-        CPtr(unsafe { self.0.add(off) })
-    }
-}
-
-/// The blocked product for columns `j_off..j_off + n` of `B`, written to
-/// the `m × n` block of C at `c` (row stride `ldc`), which is element
-/// `c_off` of the caller's C (the epilogue is told offsets in that C).
-///
-/// # Safety
-/// `c` addresses `m` rows of `n` writable floats at stride `ldc` that no
-/// one else reads or writes meanwhile; `a` holds `m × k`, `b` has columns
-/// up to `j_off + n`, `scratch` holds [`sgemm_scratch_len`]`(m, n, k)`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_blocks<B: PackB>(
-    isa: Isa,
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f32,
-    a: MatRef<'_>,
-    b: &B,
-    j_off: usize,
-    beta: f32,
-    c: CPtr,
-    c_off: usize,
-    ldc: usize,
-    scratch: &mut [f32],
-    epilogue: Option<Epilogue<'_>>,
-) {
-    let c = c.0;
-    let micro = micro_for(isa);
-    let (mr, nr) = (micro.mr, micro.nr);
-    let ready = b.prepacked();
-    let kc_max = k.min(KC);
-    let (pack_a, rest) = scratch.split_at_mut(m.min(MC).next_multiple_of(MR_LCM) * kc_max);
-    let pack_b = &mut rest[..n.min(NC).next_multiple_of(NR_LCM) * kc_max];
-    let mut tile = [0f32; MAX_TILE];
-
-    for jc in (0..n).step_by(NC) {
-        let nc = NC.min(n - jc);
-        for pc in (0..k).step_by(KC) {
-            let kc = KC.min(k - pc);
-            let beta_eff = if pc == 0 { beta } else { 1.0 };
-            if ready.is_none() {
-                // Pack B[pc.., jc..] into NR-wide panels, zero padded.
-                b.pack(pc, kc, j_off + jc, nc, nr, pack_b);
-            }
-            for ic in (0..m).step_by(MC) {
-                let mc = MC.min(m - ic);
-                // Pack A[ic.., pc..] into MR-tall panels, zero padded.
-                for (pi, panel) in pack_a
-                    .chunks_exact_mut(mr * kc)
-                    .take(mc.div_ceil(mr))
-                    .enumerate()
-                {
-                    let i0 = ic + pi * mr;
-                    let h = mr.min(ic + mc - i0);
-                    if a.rs == 1 {
-                        for (p, dst) in panel.chunks_exact_mut(mr).enumerate() {
-                            let s = (pc + p) * a.cs + i0;
-                            dst[..h].copy_from_slice(&a.data[s..s + h]);
-                            dst[h..].fill(0.0);
-                        }
-                    } else if a.cs == 1 && h == mr {
-                        // Whole panels of a row-major A (the usual case).
-                        let start = i0 * a.rs + pc;
-                        match mr {
-                            8 => pack_a_rows::<8>(&a.data[start..], a.rs, kc, panel),
-                            6 => pack_a_rows::<6>(&a.data[start..], a.rs, kc, panel),
-                            4 => pack_a_rows::<4>(&a.data[start..], a.rs, kc, panel),
-                            _ => pack_a_strided(a, i0, pc, h, mr, kc, panel),
-                        }
-                    } else {
-                        pack_a_strided(a, i0, pc, h, mr, kc, panel);
-                    }
-                }
-                for jr in (0..nc).step_by(nr) {
-                    let w = nr.min(nc - jr);
-                    // The micro-panel and its row stride: in place in a
-                    // weight packed ahead of time (column j_off + jc + jr,
-                    // a multiple of nr), else in this block's packing.
-                    let (bp, ldb) = match ready {
-                        Some(r) => (r.micro_panel(pc, kc, j_off + jc + jr, nr), prepacked::PANEL),
-                        None => (&pack_b[(jr / nr) * nr * kc..][..nr * kc], nr),
-                    };
-                    for ir in (0..mc).step_by(mr) {
-                        let h = mr.min(mc - ir);
-                        let ap = &pack_a[(ir / mr) * mr * kc..][..mr * kc];
-                        let c0 = (ic + ir) * ldc + jc + jr;
-                        if h == mr && w == nr {
-                            // SAFETY: the full tile (rows c0 + i·ldc, nr
-                            // columns each) lies in this call's block of C
-                            // (the caller's contract); `ap` holds mr·kc
-                            // floats, `bp` kc rows of nr at stride ldb;
-                            // `isa` was detected (or is scalar).
-                            unsafe {
-                                (micro.f)(
-                                    kc,
-                                    ap.as_ptr(),
-                                    bp.as_ptr(),
-                                    ldb,
-                                    c.add(c0),
-                                    ldc,
-                                    alpha,
-                                    beta_eff,
-                                );
-                            }
-                        } else {
-                            // An edge panel of at most nr/2 columns takes
-                            // the half-width kernel where there is one.
-                            let f = match micro.half {
-                                Some(half) if 2 * w <= nr => half,
-                                _ => micro.f,
-                            };
-                            // SAFETY: as above, with the stack tile of
-                            // MAX_TILE >= mr*nr floats and row stride nr
-                            // (the half kernel writes its first nr/2
-                            // columns, all that is read back).
-                            unsafe {
-                                f(
-                                    kc,
-                                    ap.as_ptr(),
-                                    bp.as_ptr(),
-                                    ldb,
-                                    tile.as_mut_ptr(),
-                                    nr,
-                                    alpha,
-                                    0.0,
-                                );
-                            }
-                            for i in 0..h {
-                                // SAFETY: row i of the edge tile, w floats
-                                // inside this call's block of C.
-                                let dst = unsafe {
-                                    core::slice::from_raw_parts_mut(c.add(c0 + i * ldc), w)
-                                };
-                                let src = &tile[i * nr..i * nr + w];
-                                if beta_eff == 0.0 {
-                                    dst.copy_from_slice(src);
-                                } else {
-                                    for (d, &s) in dst.iter_mut().zip(src) {
-                                        *d = s + beta_eff * *d;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                if pc + kc == k
-                    && let Some(f) = epilogue
-                {
-                    for i in 0..mc {
-                        // SAFETY: row ic + i of this call's block of C,
-                        // columns jc..jc + nc: finished (last depth block).
-                        let row = unsafe {
-                            core::slice::from_raw_parts_mut(c.add((ic + i) * ldc + jc), nc)
-                        };
-                        f(row, c_off + (ic + i) * ldc + jc);
-                    }
-                }
-            }
-        }
-    }
-}
 
 /// The `f32` elements of an input (other dtypes are unsupported).
 pub(crate) fn f32_in<'a>(t: &TensorRef<'a>, op: &'static str) -> Result<&'a [f32], KernelError> {

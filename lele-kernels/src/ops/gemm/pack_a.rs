@@ -83,3 +83,63 @@ pub(super) fn pack_a_strided(
         }
     }
 }
+
+/// Rows per panel of a left operand packed ahead of time ([`PanelsA`]):
+/// the AVX-512 micro-kernel's `MR`, so that kernel reads its panels in
+/// place.
+pub const A_PANEL: usize = 8;
+
+/// A left operand (`m × k`) packed ahead of time: panels of [`A_PANEL`]
+/// rows over the whole depth, element `(i, p)` at
+/// `data[(i / 8)·8k + p·8 + i % 8]`, rows past `m` zero. A convolution's
+/// weight is stored this way at build time ([`pack_a_panels`]), so no call
+/// packs it again.
+#[derive(Clone, Copy, Debug)]
+pub struct PanelsA<'a> {
+    /// The panels.
+    pub data: &'a [f32],
+}
+
+/// Floats of a [`PanelsA`] holding `m × k`.
+pub fn panels_a_len(m: usize, k: usize) -> usize {
+    m.next_multiple_of(A_PANEL) * k
+}
+
+/// Writes row-major-or-strided `a` (`m × k`) into `dst` in the
+/// [`PanelsA`] layout; false when `a` or `dst` is too small.
+pub fn pack_a_panels(a: MatRef<'_>, m: usize, k: usize, dst: &mut [f32]) -> bool {
+    if !a.fits(m, k) || dst.len() < panels_a_len(m, k) {
+        return false;
+    }
+    for (b, panel) in dst[..panels_a_len(m, k)]
+        .chunks_exact_mut(A_PANEL * k.max(1))
+        .enumerate()
+    {
+        let i0 = b * A_PANEL;
+        pack_a_strided(a, i0, 0, A_PANEL.min(m - i0), A_PANEL, k, panel);
+    }
+    true
+}
+
+/// Packs rows `i0..i0 + h` (depth `pc..pc + kc`) of a [`PanelsA`] of depth
+/// `k` into an `mr`-interleaved panel, zero-filling rows `h..mr` (for
+/// micro-kernels whose `MR` is not [`A_PANEL`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn repack_panels(
+    a: &[f32],
+    k: usize,
+    i0: usize,
+    pc: usize,
+    h: usize,
+    mr: usize,
+    kc: usize,
+    panel: &mut [f32],
+) {
+    for ii in 0..mr {
+        let i = i0 + ii;
+        let src = (i / A_PANEL) * A_PANEL * k + pc * A_PANEL + i % A_PANEL;
+        for p in 0..kc {
+            panel[p * mr + ii] = if ii < h { a[src + p * A_PANEL] } else { 0.0 };
+        }
+    }
+}

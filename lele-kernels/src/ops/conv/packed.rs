@@ -1,0 +1,244 @@
+//! A convolution whose weight was packed at build time for the GEMM.
+//!
+//! On the GEMM paths (pointwise and im2col) the weight is the product's
+//! left operand, which [`Conv`] packs into register panels on every call
+//! (and, split over threads by columns, once per task). Stored in the
+//! [`PanelsA`] layout instead, the AVX-512 micro-kernel reads it in place
+//! and other ISAs repack it per block. Only convolutions that take the GEMM
+//! for every input size on every machine qualify ([`ConvPackedWeights::
+//! applies`]): more output channels per group than the direct path takes.
+use super::{Conv, Im2col, direct};
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input, opt_input, output};
+use crate::ops::gemm::{
+    Epilogue, MatRef, PanelsA, f32_in, f32_out, pack_a_panels, panels_a_len, scratch_f32,
+    sgemm_panels_a, sgemm_scratch_len,
+};
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+/// [`Conv`] reading a weight packed by [`ConvPackedWeights::pack`]: the
+/// tensor keeps its `[M, C/group, kH, kW]` shape, its values are in the
+/// [`PanelsA`] layout, group by group.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConvPackedWeights {
+    /// The convolution.
+    pub conv: Conv,
+}
+crate::to_rust_struct!(ops::conv::ConvPackedWeights { conv });
+
+impl ConvPackedWeights {
+    /// Whether a weight of these dims (`[M, C/group, kH, kW]`) may be
+    /// stored packed: every run of such a convolution takes the GEMM (more
+    /// output channels per group than the direct path takes, which also
+    /// rules out depthwise), and whole panels keep the element count.
+    pub fn applies(group: usize, dims: &[usize]) -> bool {
+        let &[m, _, _, _] = dims else { return false };
+        group > 0
+            && m % group == 0
+            && m / group > direct::DIRECT_M_MAX
+            && (m / group).is_multiple_of(crate::ops::gemm::A_PANEL)
+    }
+
+    /// The weight `w` (`[M, C/group, kH, kW]` as `dims`, row-major) in the
+    /// packed layout, or `None` when [`ConvPackedWeights::applies`] does
+    /// not hold or `w` does not match `dims`.
+    pub fn pack(group: usize, dims: &[usize], w: &[f32]) -> Option<alloc::vec::Vec<f32>> {
+        if !Self::applies(group, dims) || w.len() != dims.iter().product::<usize>() {
+            return None;
+        }
+        let (mg, k) = (dims[0] / group, dims[1] * dims[2] * dims[3]);
+        let mut out = alloc::vec![0f32; w.len()];
+        let per = panels_a_len(mg, k);
+        for (src, dst) in w.chunks_exact(mg * k).zip(out.chunks_exact_mut(per)) {
+            if !pack_a_panels(MatRef::row_major(src, k), mg, k, dst) {
+                return None;
+            }
+        }
+        Some(out)
+    }
+}
+
+impl Kernel for ConvPackedWeights {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        self.conv.infer(inputs, outputs)
+    }
+
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+        let Ok(g) = self.conv.geom(inputs) else {
+            return 0;
+        };
+        let depth = if self.conv.is_pointwise(&g) {
+            g.cg
+        } else {
+            g.k()
+        };
+        4 * sgemm_scratch_len(g.mg, g.ohw(), depth)
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "Conv";
+        let conv = &self.conv;
+        let g = conv.geom(inputs)?;
+        let x = f32_in(input(inputs, 0, OP)?, OP)?;
+        let w = f32_in(input(inputs, 1, OP)?, OP)?;
+        let bias = match opt_input(inputs, 2) {
+            Some(b) => Some(f32_in(b, OP)?),
+            None => None,
+        };
+        let residual = match opt_input(inputs, 3) {
+            Some(r) => Some(f32_in(r, OP)?),
+            None => None,
+        };
+        let y = f32_out(output(outputs, 0, OP)?, OP)?;
+        let (ihw, ohw, k) = (g.x.h * g.x.w, g.ohw(), g.k());
+        let per_group = panels_a_len(g.mg, k);
+        if y.len() != g.x.n * g.m * ohw
+            || x.len() != g.x.n * g.x.c * ihw
+            || w.len() != conv.group * per_group
+            || residual.is_some_and(|r| r.len() != y.len())
+        {
+            return Err(KernelError::Buffer { op: OP });
+        }
+        if ohw == 0 {
+            return Ok(());
+        }
+        let fused_tail = conv.has_epilogue() || residual.is_some();
+        let pointwise = conv.is_pointwise(&g);
+        let depth = if pointwise { g.cg } else { k };
+        let s = scratch_f32(scratch, sgemm_scratch_len(g.mg, ohw, depth), OP)?;
+        for n in 0..g.x.n {
+            for gi in 0..conv.group {
+                let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
+                let a = PanelsA {
+                    data: &w[gi * per_group..][..per_group],
+                };
+                let base = (n * g.m + gi * g.mg) * ohw;
+                let yg = &mut y[base..][..g.mg * ohw];
+                let tail = conv.gemm_tail(bias, residual, base, gi * g.mg, ohw);
+                let epilogue: Option<Epilogue<'_>> =
+                    (fused_tail || bias.is_some()).then_some(&tail);
+                if pointwise {
+                    let b = MatRef::row_major(xg, ihw);
+                    sgemm_panels_a(g.mg, ohw, g.cg, 1.0, a, &b, 0.0, yg, ohw, s, epilogue)?;
+                } else {
+                    let b = Im2col { conv, g: &g, xg };
+                    sgemm_panels_a(g.mg, ohw, k, 1.0, a, &b, 0.0, yg, ohw, s, epilogue)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use alloc::vec::Vec;
+
+    use super::*;
+    use crate::ops::conv::AutoPad;
+    use crate::ops::gemm::testutil::{rand_vec, run, t};
+    use crate::ops::unary::Activation;
+
+    fn conv(group: usize, strides: [usize; 2], pads: [usize; 4]) -> Conv {
+        Conv {
+            group,
+            kernel: [0, 0],
+            strides,
+            pads,
+            dilations: [1, 1],
+            auto_pad: AutoPad::NotSet,
+            activation: Activation::Swish,
+            post_mul: 1.0,
+            post_add: 0.0,
+        }
+    }
+
+    /// Only weights of more than 128 output channels per group, in whole
+    /// panels of eight, are packed.
+    #[test]
+    fn only_gemm_only_convolutions_qualify() {
+        assert!(ConvPackedWeights::applies(1, &[136, 3, 3, 3]));
+        assert!(ConvPackedWeights::applies(2, &[272, 4, 1, 1]));
+        for (group, dims) in [
+            (1, &[128, 3, 3, 3][..]),
+            (1, &[132, 3, 1, 1]),
+            (2, &[256, 3, 1, 1]),
+            (136, &[136, 1, 3, 3]),
+            (1, &[136, 3, 3]),
+            (0, &[136, 3, 1, 1]),
+        ] {
+            assert!(!ConvPackedWeights::applies(group, dims), "{group} {dims:?}");
+        }
+        assert!(ConvPackedWeights::pack(1, &[136, 2, 1, 1], &[0.0; 271]).is_none());
+    }
+
+    /// With its weight packed, a convolution gives what [`Conv`] gives
+    /// from the plain weight: pointwise and 3×3 (stride 1 and 2), grouped,
+    /// with bias, fused Swish and a residual, on one thread and split over
+    /// three; bit for bit where [`Conv`] takes the blocked GEMM too (more
+    /// than 8 outputs per channel).
+    #[test]
+    fn packed_weights_give_the_plain_convolution() {
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // (group, c, h, w, m, kernel, strides, pads)
+        type Case = (
+            usize,
+            usize,
+            usize,
+            usize,
+            usize,
+            usize,
+            [usize; 2],
+            [usize; 4],
+        );
+        let cases: [Case; 5] = [
+            (1, 24, 6, 7, 136, 1, [1, 1], [0; 4]),
+            (1, 5, 2, 2, 144, 1, [1, 1], [0; 4]),
+            (2, 10, 9, 11, 272, 3, [1, 1], [1; 4]),
+            (1, 40, 23, 30, 256, 3, [2, 2], [1, 0, 1, 1]),
+            (1, 300, 4, 60, 144, 1, [1, 1], [0; 4]),
+        ];
+        for threads in [1, 3] {
+            crate::threads::set_num_threads(threads);
+            for (i, &(group, c, h, w, m, kk, strides, pads)) in cases.iter().enumerate() {
+                let op = conv(group, strides, pads);
+                let wdims = [m, c / group, kk, kk];
+                let xv = rand_vec(c * h * w, i as u64);
+                let wv = rand_vec(wdims.iter().product(), 10 + i as u64);
+                let bv = rand_vec(m, 20 + i as u64);
+                let packed = ConvPackedWeights::pack(group, &wdims, &wv).unwrap();
+                let x = t(&xv, &[1, c, h, w]);
+                let b = t(&bv, &[m]);
+                let plain = run(&op, &[Some(x), Some(t(&wv, &wdims)), Some(b)], 1).unwrap();
+                let y = &plain[0];
+                let res = rand_vec(y.1.len(), 30 + i as u64);
+                let r = Some(t(&res, &y.0));
+                let want = run(&op, &[Some(x), Some(t(&wv, &wdims)), Some(b), r], 1).unwrap();
+                let kernel = ConvPackedWeights { conv: op };
+                let got =
+                    run(&kernel, &[Some(x), Some(t(&packed, &wdims)), Some(b), r], 1).unwrap();
+                assert_eq!(got[0].0, want[0].0);
+                crate::ops::gemm::testutil::assert_close(&got[0].1, &want[0].1, 1e-5);
+                let ohw: usize = want[0].0[2..].iter().product();
+                if ohw > 8 {
+                    let same = got[0].1.iter().zip(&want[0].1);
+                    let same: Vec<bool> = same.map(|(a, b)| a.to_bits() == b.to_bits()).collect();
+                    assert!(same.iter().all(|&s| s), "case {i} on {threads} threads");
+                }
+            }
+        }
+        crate::threads::set_num_threads(1);
+    }
+}

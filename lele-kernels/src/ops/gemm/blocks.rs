@@ -1,0 +1,213 @@
+//! The blocked product: packed panels of `A` and `B` (or panels packed
+//! ahead of time, read in place) through the register micro-kernel, over
+//! cache blocks of `MC × KC` and `KC × NC`.
+use super::micro::{Isa, micro_for};
+use super::pack_a::{pack_a_rows, pack_a_strided, repack_panels};
+use super::{A_PANEL, Epilogue, KC, LeftOp, MAX_TILE, MC, MR_LCM, NC, NR_LCM, PackB, prepacked};
+
+/// The output matrix as a raw pointer: column ranges of it are written by
+/// different threads, so no `&mut` slice may span it while they run.
+#[derive(Clone, Copy)]
+pub(super) struct CPtr(pub(super) *mut f32);
+// SAFETY: only used for disjoint column ranges (see `sgemm_isa`).
+unsafe impl Send for CPtr {}
+// SAFETY: as above.
+unsafe impl Sync for CPtr {}
+
+impl CPtr {
+    /// The pointer (a method, so closures capture the `Sync` wrapper).
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn get(self) -> *mut f32 {
+        self.0
+    }
+
+    /// # Safety
+    /// `off` stays inside the allocation.
+    pub(super) unsafe fn add(self, off: usize) -> CPtr {
+        // SAFETY: the caller keeps `off` inside C.
+        CPtr(unsafe { self.0.add(off) })
+    }
+}
+
+/// The blocked product for columns `j_off..j_off + n` of `B`, written to
+/// the `m × n` block of C at `c` (row stride `ldc`), which is element
+/// `c_off` of the caller's C (the epilogue is told offsets in that C).
+///
+/// # Safety
+/// `c` addresses `m` rows of `n` writable floats at stride `ldc` that no
+/// one else reads or writes meanwhile; `a` holds `m × k`, `b` has columns
+/// up to `j_off + n`, `scratch` holds [`sgemm_scratch_len`]`(m, n, k)`.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn gemm_blocks<B: PackB>(
+    isa: Isa,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: LeftOp<'_>,
+    b: &B,
+    j_off: usize,
+    beta: f32,
+    c: CPtr,
+    c_off: usize,
+    ldc: usize,
+    scratch: &mut [f32],
+    epilogue: Option<Epilogue<'_>>,
+) {
+    let c = c.0;
+    let micro = micro_for(isa);
+    let (mr, nr) = (micro.mr, micro.nr);
+    let ready = b.prepacked();
+    let kc_max = k.min(KC);
+    let (pack_a, rest) = scratch.split_at_mut(m.min(MC).next_multiple_of(MR_LCM) * kc_max);
+    let pack_b = &mut rest[..n.min(NC).next_multiple_of(NR_LCM) * kc_max];
+    let mut tile = [0f32; MAX_TILE];
+
+    for jc in (0..n).step_by(NC) {
+        let nc = NC.min(n - jc);
+        for pc in (0..k).step_by(KC) {
+            let kc = KC.min(k - pc);
+            let beta_eff = if pc == 0 { beta } else { 1.0 };
+            if ready.is_none() {
+                // Pack B[pc.., jc..] into NR-wide panels, zero padded.
+                b.pack(pc, kc, j_off + jc, nc, nr, pack_b);
+            }
+            for ic in (0..m).step_by(MC) {
+                let mc = MC.min(m - ic);
+                // A packed ahead of time in the kernel's own panels is
+                // read in place.
+                let in_place = match a {
+                    LeftOp::Panels(d) if mr == A_PANEL => Some(d),
+                    _ => None,
+                };
+                // Else pack A[ic.., pc..] into MR-tall panels, zero padded.
+                for (pi, panel) in pack_a
+                    .chunks_exact_mut(mr * kc)
+                    .take(if in_place.is_some() {
+                        0
+                    } else {
+                        mc.div_ceil(mr)
+                    })
+                    .enumerate()
+                {
+                    let i0 = ic + pi * mr;
+                    let h = mr.min(ic + mc - i0);
+                    let a = match a {
+                        LeftOp::Strided(a) => a,
+                        LeftOp::Panels(d) => {
+                            repack_panels(d, k, i0, pc, h, mr, kc, panel);
+                            continue;
+                        }
+                    };
+                    if a.rs == 1 {
+                        for (p, dst) in panel.chunks_exact_mut(mr).enumerate() {
+                            let s = (pc + p) * a.cs + i0;
+                            dst[..h].copy_from_slice(&a.data[s..s + h]);
+                            dst[h..].fill(0.0);
+                        }
+                    } else if a.cs == 1 && h == mr {
+                        // Whole panels of a row-major A (the usual case).
+                        let start = i0 * a.rs + pc;
+                        match mr {
+                            8 => pack_a_rows::<8>(&a.data[start..], a.rs, kc, panel),
+                            6 => pack_a_rows::<6>(&a.data[start..], a.rs, kc, panel),
+                            4 => pack_a_rows::<4>(&a.data[start..], a.rs, kc, panel),
+                            _ => pack_a_strided(a, i0, pc, h, mr, kc, panel),
+                        }
+                    } else {
+                        pack_a_strided(a, i0, pc, h, mr, kc, panel);
+                    }
+                }
+                for jr in (0..nc).step_by(nr) {
+                    let w = nr.min(nc - jr);
+                    // The micro-panel and its row stride: in place in a
+                    // weight packed ahead of time (column j_off + jc + jr,
+                    // a multiple of nr), else in this block's packing.
+                    let (bp, ldb) = match ready {
+                        Some(r) => (r.micro_panel(pc, kc, j_off + jc + jr, nr), prepacked::PANEL),
+                        None => (&pack_b[(jr / nr) * nr * kc..][..nr * kc], nr),
+                    };
+                    for ir in (0..mc).step_by(mr) {
+                        let h = mr.min(mc - ir);
+                        let ap = match in_place {
+                            // Panel (ic + ir) / 8 (ic and ir are multiples
+                            // of 8), depth pc.. of it.
+                            Some(d) => &d[(ic + ir) * k + pc * A_PANEL..][..mr * kc],
+                            None => &pack_a[(ir / mr) * mr * kc..][..mr * kc],
+                        };
+                        let c0 = (ic + ir) * ldc + jc + jr;
+                        if h == mr && w == nr {
+                            // SAFETY: the full tile (rows c0 + i·ldc, nr
+                            // columns each) lies in this call's block of C
+                            // (the caller's contract); `ap` holds mr·kc
+                            // floats, `bp` kc rows of nr at stride ldb;
+                            // `isa` was detected (or is scalar).
+                            unsafe {
+                                (micro.f)(
+                                    kc,
+                                    ap.as_ptr(),
+                                    bp.as_ptr(),
+                                    ldb,
+                                    c.add(c0),
+                                    ldc,
+                                    alpha,
+                                    beta_eff,
+                                );
+                            }
+                        } else {
+                            // An edge panel of at most nr/2 columns takes
+                            // the half-width kernel where there is one.
+                            let f = match micro.half {
+                                Some(half) if 2 * w <= nr => half,
+                                _ => micro.f,
+                            };
+                            // SAFETY: as above, with the stack tile of
+                            // MAX_TILE >= mr*nr floats and row stride nr
+                            // (the half kernel writes its first nr/2
+                            // columns, all that is read back).
+                            unsafe {
+                                f(
+                                    kc,
+                                    ap.as_ptr(),
+                                    bp.as_ptr(),
+                                    ldb,
+                                    tile.as_mut_ptr(),
+                                    nr,
+                                    alpha,
+                                    0.0,
+                                );
+                            }
+                            for i in 0..h {
+                                // SAFETY: row i of the edge tile, w floats
+                                // inside this call's block of C.
+                                let dst = unsafe {
+                                    core::slice::from_raw_parts_mut(c.add(c0 + i * ldc), w)
+                                };
+                                let src = &tile[i * nr..i * nr + w];
+                                if beta_eff == 0.0 {
+                                    dst.copy_from_slice(src);
+                                } else {
+                                    for (d, &s) in dst.iter_mut().zip(src) {
+                                        *d = s + beta_eff * *d;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                if pc + kc == k
+                    && let Some(f) = epilogue
+                {
+                    for i in 0..mc {
+                        // SAFETY: row ic + i of this call's block of C,
+                        // columns jc..jc + nc: finished (last depth block).
+                        let row = unsafe {
+                            core::slice::from_raw_parts_mut(c.add((ic + i) * ldc + jc), nc)
+                        };
+                        f(row, c_off + (ic + i) * ldc + jc);
+                    }
+                }
+            }
+        }
+    }
+}
