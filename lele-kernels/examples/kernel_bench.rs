@@ -673,6 +673,16 @@ fn main() {
     for name in ["yolo 256->256 3x3 20", "yolo 256->256 3x3 20 packed"] {
         conv_case(name, 256, 256, 3, 1, 20, 1, Activation::Swish, budget);
     }
+    // ddddocr's widest 3x3 convs (48->192 over 16x40, 64->256 over 8x20;
+    // here over 25² and 13²), weights packed as the compiler stores them.
+    for (name, c, m, h) in [
+        ("dddd 48->192 3x3 25", 48, 192, 25),
+        ("dddd 64->256 3x3 13", 64, 256, 13),
+    ] {
+        conv_case(name, c, m, 3, 1, h, 1, Activation::Swish, budget);
+        let packed = format!("{name} packed");
+        conv_case(&packed, c, m, 3, 1, h, 1, Activation::Swish, budget);
+    }
     // PP-OCRv6 det at 480x480: few output channels over large planes.
     conv_case(
         "ppocr 48->24 3x3 s2 240",

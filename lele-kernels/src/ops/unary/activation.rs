@@ -34,9 +34,6 @@ impl Activation {
     /// Applies the activation to `y` in place, with the same arithmetic as
     /// the standalone kernel (`Unary`/`Swish`), so fusing changes no result.
     pub fn apply_in_place(self, y: &mut [f32]) {
-        // The slice kernels read and write distinct slices: go through a
-        // small stack copy.
-        let mut tmp = [0f32; 256];
         let f = |x: &[f32], out: &mut [f32]| match self {
             Activation::None => out.copy_from_slice(x),
             Activation::Relu => map_f32(x, out, |v| if v < 0.0 { 0.0 } else { v }),
@@ -69,6 +66,10 @@ impl Activation {
                 _ => {}
             }
         }
+        // The slice kernels read and write distinct slices: go through a
+        // small stack copy (only here: zeroing it costs as much as a short
+        // segment's activation, and the in-place kernels above need none).
+        let mut tmp = [0f32; 256];
         for chunk in y.chunks_mut(tmp.len()) {
             let t = &mut tmp[..chunk.len()];
             t.copy_from_slice(chunk);
