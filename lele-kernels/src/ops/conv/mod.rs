@@ -357,7 +357,7 @@ impl Conv {
         move |seg: &mut [f32], at: usize| {
             // A segment lies in one row of the block (one channel).
             if let Some(&b) = bias.and_then(|b| b.get(m0 + at / ohw)) {
-                seg.iter_mut().for_each(|v| *v += b);
+                crate::ops::unary::add_in_place(seg, b);
             }
             tail(seg, at);
         }

@@ -36,7 +36,7 @@ impl Activation {
     pub fn apply_in_place(self, y: &mut [f32]) {
         let f = |x: &[f32], out: &mut [f32]| match self {
             Activation::None => out.copy_from_slice(x),
-            Activation::Relu => map_f32(x, out, |v| if v < 0.0 { 0.0 } else { v }),
+            Activation::Relu => map_f32(x, out, relu),
             Activation::Sigmoid => sigmoid_slice(x, out),
             Activation::Swish => swish_slice(1.0, x, out),
             Activation::HardSwish => {
@@ -61,10 +61,15 @@ impl Activation {
                     return unsafe { x86_512::sigmoid_in_place(y) };
                 }
                 (Isa::Avx512, Activation::Gelu) => return unsafe { x86_512::gelu_in_place(y) },
+                (Isa::Avx512, Activation::Relu) => return unsafe { x86_512::relu_in_place(y) },
                 (Isa::Avx2, Activation::Swish) => return unsafe { x86::swish_in_place(1.0, y) },
                 (Isa::Avx2, Activation::Sigmoid) => return unsafe { x86::sigmoid_in_place(y) },
                 _ => {}
             }
+        }
+        if self == Activation::Relu {
+            y.iter_mut().for_each(|v| *v = relu(*v));
+            return;
         }
         // The slice kernels read and write distinct slices: go through a
         // small stack copy (only here: zeroing it costs as much as a short
@@ -76,4 +81,20 @@ impl Activation {
             f(t, chunk);
         }
     }
+}
+
+/// The `Relu` kernel's arithmetic: negatives to zero, NaN kept.
+fn relu(v: f32) -> f32 {
+    if v < 0.0 { 0.0 } else { v }
+}
+
+/// `y += b` in place (a convolution's bias added to a finished output
+/// segment), sixteen lanes at a time where the CPU has AVX-512.
+pub(crate) fn add_in_place(y: &mut [f32], b: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
+        // SAFETY: AVX-512F was detected.
+        return unsafe { super::x86_512::add_in_place(y, b) };
+    }
+    y.iter_mut().for_each(|v| *v += b);
 }

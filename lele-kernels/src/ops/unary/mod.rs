@@ -24,6 +24,7 @@ mod x86;
 mod x86_512;
 
 pub use activation::Activation;
+pub(crate) use activation::add_in_place;
 use math::{Real, erf_slice, exp_slice, gelu_f64, tanh_f32};
 pub(crate) use math::{exp_shifted, sigmoid_slice, tanh_slice};
 pub use params::{

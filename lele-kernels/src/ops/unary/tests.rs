@@ -546,3 +546,43 @@ fn long_f32_maps_bit_identical_over_threads() {
         assert!(same, "{op:?}");
     }
 }
+
+/// The in-place ReLU (AVX-512 or portable) and the bias add of the
+/// convolution epilogue give exactly the scalar results over odd lengths
+/// and tails, NaN, infinities and signed zeros included.
+#[test]
+fn relu_and_bias_add_in_place_match_scalar() {
+    let special = [
+        f32::NAN,
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -1e-40,
+    ];
+    for n in [0, 1, 15, 16, 17, 31, 33, 100, 257] {
+        let x: Vec<f32> = (0..n)
+            .map(|i| match special.get(i % 11) {
+                Some(&v) if i % 3 == 0 => v,
+                _ => (i as f32 * 0.37).sin() * 5.0,
+            })
+            .collect();
+        let mut relu = x.clone();
+        Activation::Relu.apply_in_place(&mut relu);
+        let mut biased = x.clone();
+        add_in_place(&mut biased, 0.75);
+        for (i, &v) in x.iter().enumerate() {
+            let want = if v < 0.0 { 0.0 } else { v };
+            assert_eq!(
+                relu[i].to_bits(),
+                want.to_bits(),
+                "relu, element {i} of {n}"
+            );
+            let want = v + 0.75;
+            assert!(
+                biased[i].to_bits() == want.to_bits() || (want.is_nan() && biased[i].is_nan()),
+                "bias, element {i} of {n}"
+            );
+        }
+    }
+}

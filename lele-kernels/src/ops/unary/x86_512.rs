@@ -266,3 +266,28 @@ pub(super) unsafe fn sigmoid_in_place(y: &mut [f32]) {
         |y| blocks_in_place(y, |v| sigmoid8(v), super::sigmoid),
     );
 }
+
+/// `y = max(y, 0)` in place, NaN kept (the `Relu` kernel's
+/// `if v < 0 { 0 } else { v }`), sixteen lanes at a time.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn relu_in_place(y: &mut [f32]) {
+    for v in y.iter_mut() {
+        if *v < 0.0 {
+            *v = 0.0;
+        }
+    }
+}
+
+/// `y += b` in place, sixteen lanes at a time.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn add_in_place(y: &mut [f32], b: f32) {
+    for v in y.iter_mut() {
+        *v += b;
+    }
+}
