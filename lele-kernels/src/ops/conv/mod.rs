@@ -7,8 +7,8 @@
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{
-    Epilogue, MatRef, check_f32, check_residual, f32_in, f32_out, scratch_f32, sgemm_packed_b,
-    sgemm_scratch_len,
+    Epilogue, MatRef, PackB, PanelsA, check_f32, check_residual, f32_in, f32_out, panels_a_len,
+    scratch_f32, sgemm_packed_b, sgemm_panels_a, sgemm_scratch_len,
 };
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
@@ -255,6 +255,54 @@ fn kernel_from_w(
     Ok((kh, kw))
 }
 
+/// The f32 operands of one [`Conv`] run (see [`Conv::operands`]).
+struct Operands<'a> {
+    g: ConvGeom,
+    x: &'a [f32],
+    w: &'a [f32],
+    bias: Option<&'a [f32]>,
+    residual: Option<&'a [f32]>,
+    y: &'a mut [f32],
+}
+
+/// A convolution's weight as the GEMM paths read it: row-major
+/// `[M, C/g·kH·kW]`, or packed at build time ([`ConvPackedWeights`]).
+#[derive(Clone, Copy)]
+enum GemmWeight<'a> {
+    RowMajor(&'a [f32]),
+    Panels(&'a [f32]),
+}
+
+impl GemmWeight<'_> {
+    /// Group `gi`'s `mg × depth` weight times `b` into `yg`.
+    #[allow(clippy::too_many_arguments)]
+    fn product<B: PackB>(
+        self,
+        g: &ConvGeom,
+        gi: usize,
+        depth: usize,
+        b: &B,
+        yg: &mut [f32],
+        s: &mut [f32],
+        epilogue: Option<Epilogue<'_>>,
+    ) -> Result<(), KernelError> {
+        let ohw = g.ohw();
+        match self {
+            GemmWeight::RowMajor(w) => {
+                let a = MatRef::row_major(&w[gi * g.mg * depth..][..g.mg * depth], depth);
+                sgemm_packed_b(g.mg, ohw, depth, 1.0, a, b, 0.0, yg, ohw, s, epilogue)
+            }
+            GemmWeight::Panels(w) => {
+                let per = panels_a_len(g.mg, depth);
+                let a = PanelsA {
+                    data: &w[gi * per..][..per],
+                };
+                sgemm_panels_a(g.mg, ohw, depth, 1.0, a, b, 0.0, yg, ohw, s, epilogue)
+            }
+        }
+    }
+}
+
 impl Conv {
     fn geom(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<ConvGeom, KernelError> {
         const OP: &str = "Conv";
@@ -363,6 +411,93 @@ impl Conv {
         }
     }
 
+    /// The f32 operands of a run, their lengths checked against the
+    /// shapes (the weight's against `w_len`, which depends on its layout).
+    fn operands<'a>(
+        &self,
+        inputs: &[Option<TensorRef<'a>>],
+        outputs: &'a mut [TensorMut<'_>],
+        w_len: impl Fn(&ConvGeom) -> usize,
+    ) -> Result<Operands<'a>, KernelError> {
+        const OP: &str = "Conv";
+        let g = self.geom(inputs)?;
+        let x = f32_in(input(inputs, 0, OP)?, OP)?;
+        let w = f32_in(input(inputs, 1, OP)?, OP)?;
+        let bias = match opt_input(inputs, 2) {
+            Some(b) => Some(f32_in(b, OP)?),
+            None => None,
+        };
+        let residual = match opt_input(inputs, 3) {
+            Some(r) => Some(f32_in(r, OP)?),
+            None => None,
+        };
+        let y = f32_out(output(outputs, 0, OP)?, OP)?;
+        if y.len() != g.x.n * g.m * g.ohw()
+            || x.len() != g.x.n * g.x.c * g.x.h * g.x.w
+            || w.len() != w_len(&g)
+            || residual.is_some_and(|r| r.len() != y.len())
+        {
+            return Err(KernelError::Buffer { op: OP });
+        }
+        Ok(Operands {
+            g,
+            x,
+            w,
+            bias,
+            residual,
+            y,
+        })
+    }
+
+    /// Scratch bytes of the GEMM paths (pointwise, im2col).
+    fn gemm_scratch_bytes(&self, g: &ConvGeom) -> usize {
+        let depth = if self.is_pointwise(g) { g.cg } else { g.k() };
+        4 * sgemm_scratch_len(g.mg, g.ohw(), depth)
+    }
+
+    /// The GEMM paths: per image and group, the weight (`mg × k`) times
+    /// the input read in place (pointwise) or as im2col patches, the bias
+    /// and fused tail added in the GEMM's epilogue.
+    #[allow(clippy::too_many_arguments)]
+    fn run_gemm(
+        &self,
+        g: &ConvGeom,
+        x: &[f32],
+        w: GemmWeight<'_>,
+        bias: Option<&[f32]>,
+        residual: Option<&[f32]>,
+        y: &mut [f32],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "Conv";
+        let (ihw, ohw, k) = (g.x.h * g.x.w, g.ohw(), g.k());
+        if ohw == 0 {
+            return Ok(());
+        }
+        let fused_tail = self.has_epilogue() || residual.is_some();
+        let pointwise = self.is_pointwise(g);
+        let depth = if pointwise { g.cg } else { k };
+        let s = scratch_f32(scratch, sgemm_scratch_len(g.mg, ohw, depth), OP)?;
+        for n in 0..g.x.n {
+            for gi in 0..self.group {
+                let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
+                let base = (n * g.m + gi * g.mg) * ohw;
+                let yg = &mut y[base..][..g.mg * ohw];
+                let tail = self.gemm_tail(bias, residual, base, gi * g.mg, ohw);
+                let epilogue: Option<Epilogue<'_>> =
+                    (fused_tail || bias.is_some()).then_some(&tail);
+                if pointwise {
+                    let b = MatRef::row_major(xg, ihw);
+                    w.product(g, gi, depth, &b, yg, s, epilogue)?;
+                } else {
+                    let b = Im2col { conv: self, g, xg };
+                    w.product(g, gi, depth, &b, yg, s, epilogue)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the direct path (few output channels, no im2col packing)
     /// runs this convolution on this machine.
     fn runs_direct(&self, g: &ConvGeom) -> bool {
@@ -398,11 +533,7 @@ impl Kernel for Conv {
             let blocked = depthwise_interleaved::Ring::new(self, &g).map_or(0, |r| r.scratch_len());
             4 * staged.max(blocked)
         } else {
-            let gemm = if self.is_pointwise(&g) {
-                4 * sgemm_scratch_len(g.mg, g.ohw(), g.cg)
-            } else {
-                4 * sgemm_scratch_len(g.mg, g.ohw(), g.k())
-            };
+            let gemm = self.gemm_scratch_bytes(&g);
             // Whichever path the running machine picks must fit.
             if direct::eligible(self.strides, self.dilations, &g) {
                 gemm.max(direct::scratch_bytes(self.strides, self.dilations, &g))
@@ -419,26 +550,15 @@ impl Kernel for Conv {
         scratch: &mut [u8],
     ) -> Result<(), KernelError> {
         const OP: &str = "Conv";
-        let g = self.geom(inputs)?;
-        let x = f32_in(input(inputs, 0, OP)?, OP)?;
-        let w = f32_in(input(inputs, 1, OP)?, OP)?;
-        let bias = match opt_input(inputs, 2) {
-            Some(b) => Some(f32_in(b, OP)?),
-            None => None,
-        };
-        let residual = match opt_input(inputs, 3) {
-            Some(r) => Some(f32_in(r, OP)?),
-            None => None,
-        };
-        let y = f32_out(output(outputs, 0, OP)?, OP)?;
+        let Operands {
+            g,
+            x,
+            w,
+            bias,
+            residual,
+            y,
+        } = self.operands(inputs, outputs, |g| g.m * g.k())?;
         let (ihw, ohw, k) = (g.x.h * g.x.w, g.ohw(), g.k());
-        if y.len() != g.x.n * g.m * ohw
-            || x.len() != g.x.n * g.x.c * ihw
-            || w.len() != g.m * k
-            || residual.is_some_and(|r| r.len() != y.len())
-        {
-            return Err(KernelError::Buffer { op: OP });
-        }
         let fused_tail = self.has_epilogue() || residual.is_some();
         if ohw == 0 {
             return Ok(());
@@ -536,65 +656,7 @@ impl Kernel for Conv {
             }
             return Ok(());
         }
-        if self.is_pointwise(&g) {
-            let s = scratch_f32(scratch, sgemm_scratch_len(g.mg, ohw, g.cg), OP)?;
-            for n in 0..g.x.n {
-                for gi in 0..groups {
-                    let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
-                    let wg = &w[gi * g.mg * k..][..g.mg * k];
-                    let base = (n * g.m + gi * g.mg) * ohw;
-                    let yg = &mut y[base..][..g.mg * ohw];
-                    let tail = self.gemm_tail(bias, residual, base, gi * g.mg, ohw);
-                    let epilogue: Option<Epilogue<'_>> =
-                        (fused_tail || bias.is_some()).then_some(&tail);
-                    sgemm_packed_b(
-                        g.mg,
-                        ohw,
-                        g.cg,
-                        1.0,
-                        MatRef::row_major(wg, k),
-                        &MatRef::row_major(xg, ihw),
-                        0.0,
-                        yg,
-                        ohw,
-                        s,
-                        epilogue,
-                    )?;
-                }
-            }
-            return Ok(());
-        }
-        let s = scratch_f32(scratch, sgemm_scratch_len(g.mg, ohw, k), OP)?;
-        for n in 0..g.x.n {
-            for gi in 0..groups {
-                let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
-                let wg = &w[gi * g.mg * k..][..g.mg * k];
-                let base = (n * g.m + gi * g.mg) * ohw;
-                let yg = &mut y[base..][..g.mg * ohw];
-                let tail = self.gemm_tail(bias, residual, base, gi * g.mg, ohw);
-                let epilogue: Option<Epilogue<'_>> =
-                    (fused_tail || bias.is_some()).then_some(&tail);
-                let b = Im2col {
-                    conv: self,
-                    g: &g,
-                    xg,
-                };
-                sgemm_packed_b(
-                    g.mg,
-                    ohw,
-                    k,
-                    1.0,
-                    MatRef::row_major(wg, k),
-                    &b,
-                    0.0,
-                    yg,
-                    ohw,
-                    s,
-                    epilogue,
-                )?;
-            }
-        }
-        Ok(())
+        self.run_gemm(&g, x, GemmWeight::RowMajor(w), bias, residual, y, scratch)
     }
 }
 

@@ -3,23 +3,20 @@
 //! On the GEMM paths (pointwise and im2col) the weight is the product's
 //! left operand, which [`Conv`] packs into register panels on every call
 //! (and, split over threads by columns, once per task). Stored in the
-//! [`PanelsA`] layout instead, the AVX-512 micro-kernel reads it in place
+//! [`PanelsA`](crate::ops::gemm::PanelsA) layout instead, the AVX-512 micro-kernel reads it in place
 //! and other ISAs repack it per block. Only convolutions that take the GEMM
 //! for every input size on every machine qualify ([`ConvPackedWeights::
 //! applies`]): more output channels per group than the direct path takes.
-use super::{Conv, Im2col, direct};
+use super::{Conv, GemmWeight, Operands, direct};
 use crate::error::KernelError;
-use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::gemm::{
-    Epilogue, MatRef, PanelsA, f32_in, f32_out, pack_a_panels, panels_a_len, scratch_f32,
-    sgemm_panels_a, sgemm_scratch_len,
-};
+use crate::kernel::Kernel;
+use crate::ops::gemm::{MatRef, pack_a_panels, panels_a_len};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
 /// [`Conv`] reading a weight packed by [`ConvPackedWeights::pack`]: the
 /// tensor keeps its `[M, C/group, kH, kW]` shape, its values are in the
-/// [`PanelsA`] layout, group by group.
+/// [`PanelsA`](crate::ops::gemm::PanelsA) layout, group by group.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ConvPackedWeights {
     /// The convolution.
@@ -69,15 +66,9 @@ impl Kernel for ConvPackedWeights {
     }
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
-        let Ok(g) = self.conv.geom(inputs) else {
-            return 0;
-        };
-        let depth = if self.conv.is_pointwise(&g) {
-            g.cg
-        } else {
-            g.k()
-        };
-        4 * sgemm_scratch_len(g.mg, g.ohw(), depth)
+        self.conv
+            .geom(inputs)
+            .map_or(0, |g| self.conv.gemm_scratch_bytes(&g))
     }
 
     fn run(
@@ -86,57 +77,16 @@ impl Kernel for ConvPackedWeights {
         outputs: &mut [TensorMut<'_>],
         scratch: &mut [u8],
     ) -> Result<(), KernelError> {
-        const OP: &str = "Conv";
         let conv = &self.conv;
-        let g = conv.geom(inputs)?;
-        let x = f32_in(input(inputs, 0, OP)?, OP)?;
-        let w = f32_in(input(inputs, 1, OP)?, OP)?;
-        let bias = match opt_input(inputs, 2) {
-            Some(b) => Some(f32_in(b, OP)?),
-            None => None,
-        };
-        let residual = match opt_input(inputs, 3) {
-            Some(r) => Some(f32_in(r, OP)?),
-            None => None,
-        };
-        let y = f32_out(output(outputs, 0, OP)?, OP)?;
-        let (ihw, ohw, k) = (g.x.h * g.x.w, g.ohw(), g.k());
-        let per_group = panels_a_len(g.mg, k);
-        if y.len() != g.x.n * g.m * ohw
-            || x.len() != g.x.n * g.x.c * ihw
-            || w.len() != conv.group * per_group
-            || residual.is_some_and(|r| r.len() != y.len())
-        {
-            return Err(KernelError::Buffer { op: OP });
-        }
-        if ohw == 0 {
-            return Ok(());
-        }
-        let fused_tail = conv.has_epilogue() || residual.is_some();
-        let pointwise = conv.is_pointwise(&g);
-        let depth = if pointwise { g.cg } else { k };
-        let s = scratch_f32(scratch, sgemm_scratch_len(g.mg, ohw, depth), OP)?;
-        for n in 0..g.x.n {
-            for gi in 0..conv.group {
-                let xg = &x[(n * g.x.c + gi * g.cg) * ihw..][..g.cg * ihw];
-                let a = PanelsA {
-                    data: &w[gi * per_group..][..per_group],
-                };
-                let base = (n * g.m + gi * g.mg) * ohw;
-                let yg = &mut y[base..][..g.mg * ohw];
-                let tail = conv.gemm_tail(bias, residual, base, gi * g.mg, ohw);
-                let epilogue: Option<Epilogue<'_>> =
-                    (fused_tail || bias.is_some()).then_some(&tail);
-                if pointwise {
-                    let b = MatRef::row_major(xg, ihw);
-                    sgemm_panels_a(g.mg, ohw, g.cg, 1.0, a, &b, 0.0, yg, ohw, s, epilogue)?;
-                } else {
-                    let b = Im2col { conv, g: &g, xg };
-                    sgemm_panels_a(g.mg, ohw, k, 1.0, a, &b, 0.0, yg, ohw, s, epilogue)?;
-                }
-            }
-        }
-        Ok(())
+        let Operands {
+            g,
+            x,
+            w,
+            bias,
+            residual,
+            y,
+        } = conv.operands(inputs, outputs, |g| conv.group * panels_a_len(g.mg, g.k()))?;
+        conv.run_gemm(&g, x, GemmWeight::Panels(w), bias, residual, y, scratch)
     }
 }
 
