@@ -261,6 +261,30 @@ pub(crate) fn for_chunks<T: Send>(y: &mut [T], f: &(dyn Fn(usize, &mut [T]) + Sy
     });
 }
 
+/// Runs `f(first_row, rows)` over `y` cut at row boundaries (rows of
+/// `row_len` elements) into one contiguous part per thread, or over all of
+/// `y` on the caller's thread when there is one thread, one row, or fewer
+/// than [`PARALLEL_MIN_ELEMS`] elements. For row-wise operations whose
+/// result for a row does not depend on which part it is in.
+pub(crate) fn for_rows<T: Send>(y: &mut [T], row_len: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
+    let threads = num_threads();
+    let rows = y.len().checked_div(row_len).unwrap_or(0);
+    if threads <= 1 || rows <= 1 || y.len() < PARALLEL_MIN_ELEMS {
+        f(0, y);
+        return;
+    }
+    let per = rows.div_ceil(threads);
+    let n = y.len();
+    let shared = SharedMut::new(y);
+    run(rows.div_ceil(per), &mut [], &|t, _| {
+        let start = t * per * row_len;
+        // SAFETY: task t alone takes rows t·per.. (elements start..start +
+        // len), and `run` returns after every task, while `y` is borrowed.
+        let part = unsafe { shared.range(start, (per * row_len).min(n - start)) };
+        f(t * per, part);
+    });
+}
+
 /// A mutable buffer that tasks write disjoint parts of.
 pub(crate) struct SharedMut<T = f32> {
     ptr: *mut T,

@@ -5,8 +5,7 @@
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_scratch_len};
-use crate::ops::softmax::max_of;
-use crate::ops::unary::exp_shifted;
+use crate::ops::unary::{exp_shifted, max_of};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 

@@ -2,9 +2,10 @@
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
 use crate::ops::gemm::{check_f32, f32_in, f32_out, scratch_f32};
-use crate::ops::unary::exp_shifted;
+use crate::ops::unary::{exp_shifted, max_of, scale_in_place};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
+use crate::threads;
 
 /// `(outer, len, inner)` of `shape` split around `axis`.
 fn split(
@@ -46,20 +47,18 @@ fn scratch_for(inputs: &[Option<TensorRef<'_>>], axis: i64, op: &'static str) ->
     }
 }
 
-/// The largest element, ignoring NaN (`-inf` when empty or all NaN);
-/// eight running maxima so the loop vectorizes.
-pub(crate) fn max_of(x: &[f32]) -> f32 {
-    let mut acc = [f32::NEG_INFINITY; 8];
-    let blocks = x.chunks_exact(8);
-    let rest = blocks.remainder();
-    for b in blocks {
-        for (a, &v) in acc.iter_mut().zip(b) {
-            *a = if v > *a { v } else { *a };
+/// Softmax (or LogSoftmax) of one contiguous row.
+fn softmax_row(xr: &[f32], yr: &mut [f32], log: bool) {
+    let m = max_of(xr);
+    let sum = exp_shifted(xr, yr, m);
+    if log {
+        let ls = sum.ln();
+        for (o, &v) in yr.iter_mut().zip(xr) {
+            *o = v - m - ls;
         }
+    } else {
+        scale_in_place(yr, 1.0 / sum);
     }
-    acc.iter()
-        .chain(rest)
-        .fold(f32::NEG_INFINITY, |m, &v| m.max(v))
 }
 
 /// Shared driver: `log` selects LogSoftmax.
@@ -82,19 +81,14 @@ fn softmax_run(
         return Ok(());
     }
     if inner == 1 {
-        for (xr, yr) in x.chunks_exact(len).zip(y.chunks_exact_mut(len)) {
-            let m = max_of(xr);
-            let sum = exp_shifted(xr, yr, m);
-            if log {
-                let ls = sum.ln();
-                for (o, &v) in yr.iter_mut().zip(xr) {
-                    *o = v - m - ls;
-                }
-            } else {
-                let r = 1.0 / sum;
-                yr.iter_mut().for_each(|o| *o *= r);
+        // Rows are independent: split over the threads when there are
+        // enough elements (each row is computed the same way wherever it runs).
+        threads::for_rows(y, len, &|first, ys| {
+            let xs = &x[first * len..][..ys.len()];
+            for (xr, yr) in xs.chunks_exact(len).zip(ys.chunks_exact_mut(len)) {
+                softmax_row(xr, yr, log);
             }
-        }
+        });
         return Ok(());
     }
     let s = scratch_f32(scratch, 3 * inner, op)?;
@@ -254,6 +248,37 @@ mod tests {
             }
             assert!(run(&Softmax { axis: 3 }, &[Some(t(&x, &dims))], 1).is_err());
         }
+    }
+
+    /// Rows split over threads give the one-thread result bit for bit.
+    #[cfg(feature = "std")]
+    #[test]
+    fn rows_split_over_threads_match_one_thread() {
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // 9 rows (not a multiple of 2 or 3 threads) of 5003 elements: more
+        // than the elements a split needs.
+        let dims = [9, 5003];
+        let x: Vec<f32> = rand_vec(dims[0] * dims[1], 7)
+            .iter()
+            .map(|v| v * 40.0)
+            .collect();
+        let want = naive(&x, &dims, 1, false);
+        let want_log = naive(&x, &dims, 1, true);
+        crate::threads::set_num_threads(1);
+        let one = run(&Softmax { axis: 1 }, &[Some(t(&x, &dims))], 1).unwrap();
+        let one_log = run(&LogSoftmax { axis: -1 }, &[Some(t(&x, &dims))], 1).unwrap();
+        assert_close(&one[0].1, &want, 1e-5);
+        assert_close(&one_log[0].1, &want_log, 1e-5);
+        for threads in [2, 3] {
+            crate::threads::set_num_threads(threads);
+            let got = run(&Softmax { axis: 1 }, &[Some(t(&x, &dims))], 1).unwrap();
+            let got_log = run(&LogSoftmax { axis: -1 }, &[Some(t(&x, &dims))], 1).unwrap();
+            assert_eq!(got[0].1, one[0].1, "{threads} threads");
+            assert_eq!(got_log[0].1, one_log[0].1, "{threads} threads");
+        }
+        crate::threads::set_num_threads(1);
     }
 
     #[test]

@@ -122,11 +122,52 @@ pub(super) fn exp_scalar(x: &[f32], y: &mut [f32]) {
 /// `y = e^(x - shift)` with the vectorized exp; returns the sum of `y`.
 pub(crate) fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
     #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: AVX2 and FMA were detected.
-        return unsafe { super::x86::exp_shifted(x, y, shift) };
+    {
+        use crate::ops::gemm::{Isa, best_isa};
+        match best_isa() {
+            // SAFETY: AVX-512F was detected.
+            Isa::Avx512 => return unsafe { super::x86_512::exp_shifted(x, y, shift) },
+            // SAFETY: AVX2 and FMA were detected.
+            Isa::Avx2 => return unsafe { super::x86::exp_shifted(x, y, shift) },
+            Isa::Scalar => {}
+        }
     }
     exp_shifted_scalar(x, y, shift)
+}
+
+/// The largest element of `x`, ignoring NaN (`-inf` when empty or all NaN).
+pub(crate) fn max_of(x: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
+        // SAFETY: AVX-512F was detected.
+        return unsafe { super::x86_512::max_of(x) };
+    }
+    max_of_scalar(x)
+}
+
+/// Portable [`max_of`]: eight running maxima so the loop vectorizes.
+pub(super) fn max_of_scalar(x: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; 8];
+    let blocks = x.chunks_exact(8);
+    let rest = blocks.remainder();
+    for b in blocks {
+        for (a, &v) in acc.iter_mut().zip(b) {
+            *a = if v > *a { v } else { *a };
+        }
+    }
+    acc.iter()
+        .chain(rest)
+        .fold(f32::NEG_INFINITY, |m, &v| m.max(v))
+}
+
+/// `y *= r` in place (softmax's normalization).
+pub(crate) fn scale_in_place(y: &mut [f32], r: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
+        // SAFETY: AVX-512F was detected.
+        return unsafe { super::x86_512::scale_in_place(y, r) };
+    }
+    y.iter_mut().for_each(|v| *v *= r);
 }
 
 /// Portable [`exp_shifted`] (also the reference of the vector version).

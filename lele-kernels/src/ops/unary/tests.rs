@@ -586,3 +586,87 @@ fn relu_and_bias_add_in_place_match_scalar() {
         }
     }
 }
+
+#[test]
+fn avx512_softmax_pieces_match_scalar() {
+    use crate::ops::gemm::{Isa, isa_available};
+    if !isa_available(Isa::Avx512) {
+        return;
+    }
+    let specials = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -0.0,
+        1e-40,
+        -95.0,
+    ];
+    // One subnormal step: a subnormal exponential may round either way.
+    let step = f32::from_bits(1);
+    let close = |a: f32, b: f32| {
+        (a.is_nan() && b.is_nan())
+            || a == b
+            || (a - b).abs() <= 4.0 * f32::EPSILON * b.abs()
+            || (b.abs() < f32::MIN_POSITIVE && (a - b).abs() <= step)
+    };
+    // NaN everywhere but one element, and everywhere: NaN is ignored.
+    for n in [64, 70, 130] {
+        let mut x = vec![f32::NAN; n];
+        // SAFETY: AVX-512F is available (checked above).
+        assert_eq!(unsafe { super::x86_512::max_of(&x) }, f32::NEG_INFINITY);
+        x[n / 3] = 3.0;
+        // SAFETY: as above.
+        assert_eq!(unsafe { super::x86_512::max_of(&x) }, 3.0, "n={n}");
+    }
+    for n in (0..100).chain([1000, 1003]) {
+        for with_specials in [false, true] {
+            // Spread over ±115, so the shifts below give subnormal results,
+            // results that round to zero, and ones that overflow.
+            let mut x: Vec<f32> = (0..n)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) * 2.3)
+                .collect();
+            if with_specials {
+                for (i, v) in x.iter_mut().enumerate() {
+                    if i % 9 == 4 {
+                        *v = specials[(i / 9) % specials.len()];
+                    }
+                }
+            }
+            let want_max = super::math::max_of_scalar(&x);
+            // SAFETY: AVX-512F is available (checked above).
+            let got_max = unsafe { super::x86_512::max_of(&x) };
+            assert_eq!(got_max, want_max, "max_of n={n}");
+            let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
+            for shift in [want_max, 0.0, 17.0, -3.5] {
+                let sum_want = super::math::exp_shifted_scalar(&x, &mut want, shift);
+                // SAFETY: as above.
+                let sum_got = unsafe { super::x86_512::exp_shifted(&x, &mut got, shift) };
+                for i in 0..n {
+                    assert!(
+                        close(got[i], want[i]),
+                        "exp_shifted({shift}) n={n} x={} {} vs {}",
+                        x[i],
+                        got[i],
+                        want[i]
+                    );
+                }
+                let scale: f32 = want.iter().map(|v| v.abs()).sum();
+                assert!(
+                    (sum_got.is_nan() && sum_want.is_nan())
+                        || sum_got == sum_want
+                        || (sum_got - sum_want).abs() <= 1e-6 * scale,
+                    "exp_shifted({shift}) n={n} sum {sum_got} vs {sum_want}"
+                );
+            }
+            let mut scaled = x.clone();
+            // SAFETY: as above.
+            unsafe { super::x86_512::scale_in_place(&mut scaled, 0.37) };
+            for (s, &v) in scaled.iter().zip(&x) {
+                assert!(
+                    s.to_bits() == (v * 0.37).to_bits() || s.is_nan() && v.is_nan(),
+                    "scale {v}: {s}"
+                );
+            }
+        }
+    }
+}
