@@ -604,6 +604,15 @@ fn main() {
         Activation::None,
         budget,
     );
+    // YOLOv8n's downsampling convolutions (stride 2; input size given).
+    for (name, c, m, h) in [
+        ("yolo 32->64 3x3 s2 160", 32, 64, 160),
+        ("yolo 64->128 3x3 s2 80", 64, 128, 80),
+        ("yolo 64->64 3x3 s2 80", 64, 64, 80),
+        ("yolo 128->128 3x3 s2 40", 128, 128, 40),
+    ] {
+        conv_case(name, c, m, 3, 2, h, 1, Activation::Swish, budget);
+    }
     conv_case(
         "yolo 128->128 3x3 s1 20",
         128,

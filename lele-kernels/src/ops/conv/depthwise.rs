@@ -24,7 +24,7 @@ pub(super) fn staged_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
 /// rows are computed as one run ([`plane_staged`]): stride 1 and at most
 /// [`FLAT_MAX`] of them.
 fn flat_run(conv: &Conv, g: &ConvGeom, l: &Layout) -> Option<usize> {
-    let run = (g.oh.checked_sub(1)?) * l.row_stride + g.ow;
+    let run = (g.oh.checked_sub(1)?) * l.phase_w + g.ow;
     (conv.strides == [1, 1] && run <= FLAT_MAX).then_some(run)
 }
 
@@ -74,11 +74,9 @@ pub(super) fn staged_plan(conv: &Conv, g: &ConvGeom) -> Option<StagedPlan> {
         let len = staged_len(conv, g)?;
         let l = Layout::new(conv.strides, conv.dilations, g);
         let taps = g.kh * g.kw;
-        let ([_, sw], [dh, dw]) = (conv.strides, conv.dilations);
         let mut offs = [0usize; STAGED_TAPS_MAX];
         for (t, o) in offs[..taps].iter_mut().enumerate() {
-            let (ki, kj) = (t / g.kw, t % g.kw);
-            *o = ki * dh * l.row_stride + (kj * dw) % sw * l.phase_w + kj * dw / sw;
+            *o = l.tap(0, t / g.kw, t % g.kw, conv.dilations);
         }
         Some(StagedPlan {
             layout: l,
@@ -123,9 +121,8 @@ pub(super) fn plane_staged(
         if stage(conv.strides, g, l, xp, buf, 0).is_err() {
             return false;
         }
-        let sh = conv.strides[0];
         let offs = &plan.offs[..plan.taps];
-        let rs = l.row_stride;
+        let rs = l.phase_w;
         // Stride 1 over a small plane: its output rows are computed as one
         // run over the staged rows back to back (the `kw - 1` padding
         // columns between them computed and dropped), not row by row: a
@@ -149,7 +146,7 @@ pub(super) fn plane_staged(
             return true;
         }
         for (oh, orow) in out.chunks_exact_mut(g.ow).enumerate() {
-            let row0 = &buf[oh * sh * l.row_stride..];
+            let row0 = &buf[oh * rs..];
             // SAFETY: AVX2 and FMA were detected (the plan exists). Each
             // tap's offset plus an output column (rounded up to 8) stays
             // inside the staged plane and its slack: the last valid input

@@ -3,10 +3,12 @@
 //! With few output channels each im2col panel the GEMM packs is used by
 //! only a few rows of weights, so packing costs as much as the
 //! arithmetic. Here the `B` operand is never packed: the input is staged
-//! once — zero padded and, for a column stride `s`, split into `s` column
-//! phases — so that for every tap `(c, ki, kj)` the inputs of 16
-//! consecutive outputs of one output row are 16 consecutive floats of the
-//! staged buffer. A table of per-tap offsets then lets a register tile read
+//! once — zero padded and, for strides `sh × sw`, split into `sh·sw`
+//! phase planes (padded row `r`, column `q` goes to plane `(r % sh, q %
+//! sw)`, row `r / sh`, column `q / sw`) — so that for every tap `(c, ki,
+//! kj)` the inputs of 16 consecutive outputs of one output row are 16
+//! consecutive floats of the staged buffer, and consecutive output rows
+//! are one phase row apart whatever the stride. A table of per-tap offsets then lets a register tile read
 //! them straight from there: 6 × 16 with AVX2; with AVX-512 8 × 32 (two
 //! input vectors per tap) along output rows, or 16 × 16 over flat tiles
 //! (`walk.rs` holds those walks). A 1×1 convolution with
@@ -62,20 +64,22 @@ const BAND_FLOATS: usize = 48 * 1024;
 pub(super) struct Layout {
     /// The input is read in place (1×1, stride 1, no padding).
     pub(super) in_place: bool,
-    /// Tiles run over the staged rows back to back (stride 1 only), each
-    /// 16 consecutive staged positions, the `(kw - 1)·dw` padding columns
-    /// between output rows computed and dropped: chosen when that wastes
-    /// fewer lanes than tiles over each output row (rows not a multiple of
-    /// 16 wide: a 20-wide row fills 20 of 32 lanes row by row, 20 of 22
-    /// flat).
+    /// Tiles run over the staged phase rows back to back, each 16
+    /// consecutive staged positions, the padding columns between output
+    /// rows computed and dropped: chosen when that wastes fewer lanes than
+    /// tiles over each output row (rows not a multiple of 16 wide: a
+    /// 20-wide row fills 20 of 32 lanes row by row, 20 of 22 flat).
     pub(super) flat: bool,
-    /// Floats per staged channel.
+    /// The strides `[sh, sw]`: the staged phase planes per channel.
+    phases: [usize; 2],
+    /// Floats per staged channel (all its phase planes).
     pub(super) plane: usize,
-    /// Floats per staged row (all column phases).
-    pub(super) row_stride: usize,
-    /// Floats per column phase of a staged row.
+    /// Floats per row of a phase plane: also the distance between the
+    /// inputs of consecutive output rows.
     pub(super) phase_w: usize,
-    /// Staged rows per channel (of one band).
+    /// Rows per phase plane (of one band).
+    phase_rows: usize,
+    /// Padded input rows per band.
     rows: usize,
     /// Padded input rows the whole output needs.
     total_rows: usize,
@@ -105,9 +109,10 @@ impl Layout {
             return Layout {
                 in_place,
                 flat: false,
+                phases: [1, 1],
                 plane: g.x.h * g.x.w,
-                row_stride: 0,
                 phase_w: 0,
+                phase_rows: 0,
                 rows: 0,
                 total_rows: 0,
                 band: ohw.div_ceil(FLAT_SEGMENT),
@@ -119,20 +124,36 @@ impl Layout {
         let rows = (g.oh - 1) * sh + (g.kh - 1) * dh + 1;
         let cols = (g.ow - 1) * sw + (g.kw - 1) * dw + 1;
         let phase_w = cols.div_ceil(sw);
-        let row_stride = phase_w * sw;
+        let phase_rows = rows.div_ceil(sh);
         Layout {
             in_place,
-            flat: strides == [1, 1] && row_stride < g.ow.next_multiple_of(TILE_N),
-            plane: rows * row_stride,
-            row_stride,
+            flat: phase_w < g.ow.next_multiple_of(TILE_N),
+            phases: strides,
+            plane: sh * sw * phase_rows * phase_w,
             phase_w,
+            phase_rows,
             rows,
             total_rows: rows,
             band: g.oh,
             segments: g.oh,
             seg_w: g.ow,
-            seg_step: sh * row_stride,
+            seg_step: phase_w,
         }
+    }
+
+    /// Offset of tap `(c, ki, kj)` in the staged band: where the input of
+    /// the band's first output (row and column 0) for that tap is.
+    pub(super) fn tap(&self, c: usize, ki: usize, kj: usize, dilations: [usize; 2]) -> usize {
+        let [sh, sw] = self.phases;
+        let (r, q) = (ki * dilations[0], kj * dilations[1]);
+        let phase = (r % sh) * sw + q % sw;
+        c * self.plane + phase * self.phase_rows * self.phase_w + (r / sh) * self.phase_w + q / sw
+    }
+
+    /// Floats per channel of a band of `rows` padded input rows.
+    fn plane_of(&self, rows: usize) -> usize {
+        let [sh, sw] = self.phases;
+        sh * sw * rows.div_ceil(sh) * self.phase_w
     }
 
     /// The layout staged in bands of output rows, each band's input rows
@@ -147,7 +168,7 @@ impl Layout {
         }
         let (sh, dh) = (strides[0], dilations[0]);
         let rows = |band: usize| (band - 1) * sh + (g.kh - 1) * dh + 1;
-        let floats = |band: usize| g.cg * rows(band) * self.row_stride + STAGE_SLACK;
+        let floats = |band: usize| g.cg * self.plane_of(rows(band)) + STAGE_SLACK;
         // A worker's scratch (the same number with or without `std`, so
         // the build machine and the target agree on the layout).
         let limit = crate::ops::gemm::MAX_SCRATCH;
@@ -156,7 +177,8 @@ impl Layout {
             let band = band.clamp(1, g.oh);
             return Layout {
                 rows: rows(band),
-                plane: rows(band) * self.row_stride,
+                phase_rows: rows(band).div_ceil(sh),
+                plane: self.plane_of(rows(band)),
                 band,
                 ..self
             };
@@ -165,13 +187,15 @@ impl Layout {
             g.oh
         } else {
             // The largest band under the budget (at least one row).
-            let per_row = g.cg * sh * self.row_stride;
+            // One more output row: one more row in every phase plane.
+            let per_row = g.cg * self.plane_of(sh);
             let spare = BAND_FLOATS.saturating_sub(floats(1));
             (1 + spare / per_row.max(1)).min(g.oh)
         };
         Layout {
             rows: rows(band),
-            plane: rows(band) * self.row_stride,
+            phase_rows: rows(band).div_ceil(sh),
+            plane: self.plane_of(rows(band)),
             band,
             ..self
         }
@@ -229,9 +253,9 @@ fn worthwhile(g: &ConvGeom, l: &Layout) -> bool {
     // (Silero VAD's 1-D convolutions over 4 frames: 0.20 → 0.24 ms), while
     // the GEMM handles a few columns with dot products. A 1×1 stride-1
     // convolution read in place runs over the flat plane instead, and flat
-    // tiles ([`Layout::flat`]) fill `ow` of every `row_stride` lanes.
+    // tiles ([`Layout::flat`]) fill `ow` of every `phase_w` lanes.
     let rows_fill = g.ow >= 2 * TILE_N || 4 * g.ow.next_multiple_of(TILE_N) <= 5 * g.ow;
-    let flat_fill = l.flat && 4 * l.row_stride <= 5 * g.ow;
+    let flat_fill = l.flat && 4 * l.phase_w <= 5 * g.ow;
     let plane_fill = (flat_fill || l.in_place) && g.ohw() >= 2 * TILE_N;
     g.mg <= DIRECT_M_MAX && (rows_fill || plane_fill)
 }
@@ -323,8 +347,9 @@ pub(super) fn stage(
     staged: &mut [f32],
     band: usize,
 ) -> Result<(), KernelError> {
-    let sw = strides[1];
+    let [sh, sw] = strides;
     let (h, w) = (g.x.h, g.x.w);
+    let sub = l.phase_rows * l.phase_w;
     // The slack after the last plane is read (discarded lanes) but never
     // written below.
     let tail = g.cg * l.plane;
@@ -341,9 +366,13 @@ pub(super) fn stage(
             .get(c * h * w..(c + 1) * h * w)
             .ok_or(KernelError::Buffer { op: "Conv" })?;
         for r in 0..rows {
-            let row = &mut staged[c * l.plane + r * l.row_stride..][..l.row_stride];
+            // Row r / sh of the planes of row phase r % sh, one per column
+            // phase.
+            let at = c * l.plane + (r % sh) * sw * sub + (r / sh) * l.phase_w;
             let Some(ih) = (first + r).checked_sub(g.pt).filter(|&ih| ih < h) else {
-                row.fill(0.0);
+                for ph in 0..sw {
+                    staged[at + ph * sub..][..l.phase_w].fill(0.0);
+                }
                 continue;
             };
             let src = &xc[ih * w..(ih + 1) * w];
@@ -361,7 +390,8 @@ pub(super) fn stage(
                     };
                 }
             }
-            for (ph, dst) in row.chunks_exact_mut(l.phase_w).enumerate() {
+            for ph in 0..sw {
+                let dst = &mut staged[at + ph * sub..][..l.phase_w];
                 // Padded column q·sw + ph is input column q·sw + ph - pl;
                 // the q inside the input form one range, zeros around it.
                 let first = ph as isize - g.pl as isize;
@@ -419,8 +449,6 @@ pub(super) fn run_group(
             }
         }
     }
-    let [_, sw] = strides;
-    let [dh, dw] = dilations;
     let (taps, ident) = offs.split_at_mut(k);
     if l.in_place {
         for (p, o) in taps.iter_mut().enumerate() {
@@ -432,9 +460,7 @@ pub(super) fn run_group(
     } else {
         for (p, o) in taps.iter_mut().enumerate() {
             let (c, ki, kj) = (p / (g.kh * g.kw), (p / g.kw) % g.kh, p % g.kw);
-            let off =
-                c * l.plane + ki * dh * l.row_stride + (kj * dw) % sw * l.phase_w + kj * dw / sw;
-            *o = off as u32;
+            *o = l.tap(c, ki, kj, dilations) as u32;
         }
     }
     let job = Job {

@@ -807,6 +807,10 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
         (8, 20, 70, 16, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
         (8, 20, 64, 16, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
         (12, 33, 45, 9, 3, 3, 1, [2, 2], [1, 1, 1, 1], [1, 1]),
+        // Row strides with several taps per row phase (dilation 2 over
+        // stride 2), and three row phases (stride 3 under a 5-tall kernel).
+        (5, 11, 29, 9, 3, 3, 1, [2, 2], [1, 1, 1, 1], [2, 2]),
+        (5, 10, 31, 9, 5, 3, 1, [3, 2], [2, 1, 2, 1], [1, 1]),
     ];
     let direct_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
     // The AVX2 tile (6 rows) everywhere the direct path runs, the AVX-512

@@ -126,7 +126,7 @@ impl Job<'_> {
 
 impl Job<'_> {
     /// [`Job::segments`] with flat tiles ([`super::Layout::flat`]): output rows
-    /// `range` are staged `row_stride` apart from row `first` on, so the
+    /// `range` are staged `phase_w` apart from row `first` on, so the
     /// tiles walk that span 16 positions at a time. A tile inside one
     /// row's output columns is stored straight into `y`; any other goes
     /// through a local tile whose runs of output columns are copied to their
@@ -142,7 +142,7 @@ impl Job<'_> {
         y: *mut f32,
     ) {
         let (g, l, tm) = (self.g, self.l, self.tm);
-        let (mg, ohw, ow, rs) = (g.mg, g.ohw(), g.ow, l.row_stride);
+        let (mg, ohw, ow, rs) = (g.mg, g.ohw(), g.ow, l.phase_w);
         if range.is_empty() {
             return;
         }
