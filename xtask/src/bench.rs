@@ -42,7 +42,7 @@ pub struct Opts {
     /// Only cases whose fixture name contains one of these (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
-    /// Thread counts for ONNX Runtime (lele and tract run on one thread).
+    /// Thread counts for lele and ONNX Runtime (tract runs on one thread).
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
     pub threads: Vec<usize>,
     /// Rounds; each round runs every engine once, in rotating order.
