@@ -22,6 +22,20 @@ pub mod shape;
 pub mod tensor;
 #[cfg(feature = "std")]
 pub mod threads;
+/// Without `std` there is no pool: the splitting helpers run the whole
+/// range on the caller's thread.
+#[cfg(not(feature = "std"))]
+mod threads {
+    /// All of `y` as one chunk (see the `std` version).
+    pub(crate) fn for_chunks<T>(y: &mut [T], f: &dyn Fn(usize, &mut [T])) {
+        f(0, y)
+    }
+
+    /// All rows of `y` as one part (see the `std` version).
+    pub(crate) fn for_rows<T>(y: &mut [T], _row_len: usize, f: &dyn Fn(usize, &mut [T])) {
+        f(0, y)
+    }
+}
 
 pub mod ops;
 

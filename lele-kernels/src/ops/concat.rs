@@ -75,19 +75,46 @@ impl Kernel for Concat {
         let outer: usize = shape.dims()[..axis].iter().product();
         let inner: usize = shape.dims()[axis + 1..].iter().product::<usize>() * es;
         let out_row = shape.dims()[axis] * inner;
-        let mut col = 0;
         for t in inputs.iter().flatten() {
             check_data(t, OP)?;
-            let w = t.shape.dims()[axis] * inner;
-            for o in 0..outer {
-                out.data[o * out_row + col..o * out_row + col + w]
-                    .copy_from_slice(&t.data[o * w..o * w + w]);
+        }
+        // Output bytes `start..start + part.len()`: for each input, the
+        // rows of it that land there (or the pieces of them that do).
+        let fill = |start: usize, part: &mut [u8]| {
+            let end = start + part.len();
+            let mut col = 0;
+            for t in inputs.iter().flatten() {
+                let w = t.shape.dims()[axis] * inner;
+                // (An empty output has no rows.)
+                let rows = match start.checked_div(out_row) {
+                    Some(first) => first..end.div_ceil(out_row).min(outer),
+                    None => 0..0,
+                };
+                for o in rows {
+                    let at = o * out_row + col;
+                    let (lo, hi) = (at.max(start), (at + w).min(end));
+                    if lo < hi {
+                        part[lo - start..hi - start]
+                            .copy_from_slice(&t.data[o * w + lo - at..][..hi - lo]);
+                    }
+                }
+                col += w;
             }
-            col += w;
+        };
+        if out.data.len() >= PARALLEL_COPY_BYTES {
+            // Large joins (a detector's feature maps) are copied by every
+            // thread, each into its own range of the output.
+            crate::threads::for_chunks(out.data, &fill);
+        } else {
+            fill(0, out.data);
         }
         Ok(())
     }
 }
+
+/// Smallest output [`Concat`] copies over the threads: below it, a copy is
+/// shorter than waking the workers.
+const PARALLEL_COPY_BYTES: usize = 1 << 18;
 
 /// ONNX `Split`: inputs `input`, optional `split` (i64 sizes). Without
 /// `split` the axis is cut into `outputs.len()` parts of size
@@ -259,6 +286,52 @@ mod tests {
         let h = Owned::new(&[3], &[half::f16::ONE; 3]);
         let y = run1(&Concat { axis: 0 }, &[Some(&h), Some(&h)], DType::F16).unwrap();
         assert_eq!(y.dims(), &[6]);
+    }
+
+    /// Outputs past the parallel threshold, split over 1–3 threads, along
+    /// an outer axis (few long rows) and the last axis (many short ones,
+    /// cut mid-row by the chunk boundaries): every element from its input.
+    #[cfg(feature = "std")]
+    #[test]
+    fn large_concats_over_threads_copy_every_element() {
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let base = [2usize, 9, 97, 131];
+        for (axis, sizes) in [(1usize, [3usize, 5, 1]), (3, [70, 131, 5])] {
+            let parts: Vec<(Vec<usize>, Vec<f32>)> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| {
+                    let mut dims = base.to_vec();
+                    dims[axis] = d;
+                    let n: usize = dims.iter().product();
+                    (dims, (0..n).map(|v| (i * 1_000_000 + v) as f32).collect())
+                })
+                .collect();
+            let owned: Vec<Owned> = parts.iter().map(|(d, v)| Owned::new(d, v)).collect();
+            let ins: Vec<Option<&Owned>> = owned.iter().map(Some).collect();
+            // The expected output, element by element.
+            let mut dims = base.to_vec();
+            dims[axis] = sizes.iter().sum();
+            let outer: usize = dims[..axis].iter().product();
+            let inner: usize = dims[axis + 1..].iter().product();
+            let mut want = Vec::new();
+            for o in 0..outer {
+                for (d, v) in &parts {
+                    let w = d[axis] * inner;
+                    want.extend_from_slice(&v[o * w..(o + 1) * w]);
+                }
+            }
+            assert!(4 * want.len() >= PARALLEL_COPY_BYTES);
+            for threads in [1, 2, 3] {
+                crate::threads::set_num_threads(threads);
+                let y = run1(&Concat { axis: axis as i64 }, &ins, DType::F32).unwrap();
+                assert_eq!(y.dims(), &dims[..]);
+                assert!(y.to::<f32>() == want, "axis {axis}, {threads} threads");
+            }
+        }
+        crate::threads::set_num_threads(1);
     }
 
     #[test]
