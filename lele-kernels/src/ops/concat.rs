@@ -112,8 +112,8 @@ impl Kernel for Concat {
     }
 }
 
-/// Smallest output [`Concat`] copies over the threads: below it, a copy is
-/// shorter than waking the workers.
+/// Smallest output [`Concat`] (or output of [`Split`]) copied over the
+/// threads: below it, a copy is shorter than waking the workers.
 const PARALLEL_COPY_BYTES: usize = 1 << 18;
 
 /// ONNX `Split`: inputs `input`, optional `split` (i64 sizes). Without
@@ -247,9 +247,23 @@ impl Kernel for Split {
             shape.dims_mut()[axis] = s;
             check_out(out, x.dtype, &shape, OP)?;
             let w = s * inner;
-            for o in 0..outer {
-                out.data[o * w..o * w + w]
-                    .copy_from_slice(&x.data[o * in_row + col..o * in_row + col + w]);
+            // Output bytes `start..start + part.len()` (whole or part rows).
+            let fill = |start: usize, part: &mut [u8]| {
+                let end = start + part.len();
+                let Some(first) = start.checked_div(w) else {
+                    return;
+                };
+                for o in first..end.div_ceil(w).min(outer) {
+                    let (lo, hi) = ((o * w).max(start), (o * w + w).min(end));
+                    let from = o * in_row + col + lo - o * w;
+                    part[lo - start..hi - start].copy_from_slice(&x.data[from..from + hi - lo]);
+                }
+            };
+            if out.data.len() >= PARALLEL_COPY_BYTES {
+                // As in Concat: each thread copies its own range.
+                crate::threads::for_chunks(out.data, &fill);
+            } else {
+                fill(0, out.data);
             }
             col += w;
         }
@@ -329,6 +343,53 @@ mod tests {
                 let y = run1(&Concat { axis: axis as i64 }, &ins, DType::F32).unwrap();
                 assert_eq!(y.dims(), &dims[..]);
                 assert!(y.to::<f32>() == want, "axis {axis}, {threads} threads");
+            }
+        }
+        crate::threads::set_num_threads(1);
+    }
+
+    /// Split outputs past the parallel threshold, over 1–3 threads, along
+    /// an outer axis and the last one: each part equals its slice.
+    #[cfg(feature = "std")]
+    #[test]
+    fn large_splits_over_threads_copy_every_element() {
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let dims = [2usize, 9, 97, 206];
+        let n: usize = dims.iter().product();
+        let data: Vec<f32> = (0..n).map(|v| v as f32).collect();
+        let x = Owned::new(&dims, &data);
+        for axis in [1usize, 3] {
+            let parts = if axis == 1 {
+                [3usize, 5, 1]
+            } else {
+                [70, 131, 5]
+            };
+            let sizes = Owned::new(&[3], &parts.map(|p| p as i64));
+            let outer: usize = dims[..axis].iter().product();
+            let inner: usize = dims[axis + 1..].iter().product();
+            for threads in [1, 2, 3] {
+                crate::threads::set_num_threads(threads);
+                let outs = run_kernel(
+                    &Split {
+                        axis: axis as i64,
+                        num_outputs: 0,
+                    },
+                    &[Some(&x), Some(&sizes)],
+                    &[DType::F32; 3],
+                )
+                .unwrap();
+                let mut col = 0;
+                for (out, &p) in outs.iter().zip(&parts) {
+                    let mut want = Vec::new();
+                    for o in 0..outer {
+                        let row = &data[o * dims[axis] * inner..][..dims[axis] * inner];
+                        want.extend_from_slice(&row[col * inner..(col + p) * inner]);
+                    }
+                    assert!(out.to::<f32>() == want, "axis {axis}, {threads} threads");
+                    col += p;
+                }
             }
         }
         crate::threads::set_num_threads(1);
