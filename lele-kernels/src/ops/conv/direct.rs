@@ -174,14 +174,7 @@ impl Layout {
         let limit = crate::ops::gemm::MAX_SCRATCH;
         #[cfg(all(test, feature = "std"))]
         if let Some(band) = BAND_ROWS.with(|f| f.get()) {
-            let band = band.clamp(1, g.oh);
-            return Layout {
-                rows: rows(band),
-                phase_rows: rows(band).div_ceil(sh),
-                plane: self.plane_of(rows(band)),
-                band,
-                ..self
-            };
+            return self.with_band(band.clamp(1, g.oh), sh, dh, g);
         }
         let band = if floats(1) > BAND_FLOATS.max(limit) {
             g.oh
@@ -192,13 +185,40 @@ impl Layout {
             let spare = BAND_FLOATS.saturating_sub(floats(1));
             (1 + spare / per_row.max(1)).min(g.oh)
         };
+        self.with_band(band, sh, dh, g)
+    }
+
+    /// The layout staged in bands of `band` output rows (row stride `sh`,
+    /// row dilation `dh`).
+    fn with_band(self, band: usize, sh: usize, dh: usize, g: &ConvGeom) -> Self {
+        let rows = (band - 1) * sh + (g.kh - 1) * dh + 1;
         Layout {
-            rows: rows(band),
-            phase_rows: rows(band).div_ceil(sh),
-            plane: self.plane_of(rows(band)),
+            rows,
+            phase_rows: rows.div_ceil(sh),
+            plane: self.plane_of(rows),
             band,
             ..self
         }
+    }
+
+    /// A banded layout with its bands evened out over `threads` (as many
+    /// bands, rounded up to a multiple of the threads, of equal height):
+    /// the largest bands under the budget can leave one thread a short
+    /// band (20 rows in bands of 15: 15 and 5). Smaller bands stage less,
+    /// so they fit where the planned ones do.
+    fn balanced(
+        self,
+        threads: usize,
+        strides: [usize; 2],
+        dilations: [usize; 2],
+        g: &ConvGeom,
+    ) -> Self {
+        let bands = self.bands();
+        if self.in_place || bands <= 1 || threads <= 1 {
+            return self;
+        }
+        let band = g.oh.div_ceil(bands.next_multiple_of(threads));
+        self.with_band(band, strides[0], dilations[0], g)
     }
 
     /// Bands of output rows (1 when staged whole or read in place).
@@ -425,8 +445,24 @@ pub(super) fn run_group(
     epilogue: Option<Epilogue<'_>>,
 ) -> Result<(), KernelError> {
     const OP: &str = "Conv";
-    let l = Layout::new(strides, dilations, g).banded(strides, dilations, g);
     let (k, mg, ohw) = (g.k(), g.mg, g.ohw());
+    let l = Layout::new(strides, dilations, g).banded(strides, dilations, g);
+    let threads = {
+        #[cfg(feature = "std")]
+        {
+            crate::threads::num_threads()
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            1
+        }
+    };
+    let parallel = threads > 1 && l.segments >= 2 && mg * ohw * k >= 1 << 18;
+    let l = if parallel {
+        l.balanced(threads, strides, dilations, g)
+    } else {
+        l
+    };
     if wg.len() < mg * k
         || yg.len() < mg * ohw
         || xg.len() < g.cg * g.x.h * g.x.w
@@ -474,19 +510,6 @@ pub(super) fn run_group(
         epilogue,
     };
     let bands = l.bands();
-    let threads = {
-        #[cfg(feature = "std")]
-        {
-            crate::threads::num_threads()
-        }
-        #[cfg(not(feature = "std"))]
-        {
-            1
-        }
-    };
-    let parallel = threads > 1 && l.segments >= 2 && mg * ohw * k >= 1 << 18;
-    #[cfg(not(feature = "std"))]
-    let _ = parallel;
     if bands > 1 {
         // Each band staged into the task's own buffer, then its rows.
         let len = l.staged_len(g);
