@@ -109,7 +109,7 @@ pub(super) fn max(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
     max_planes(g, x, y, scratch)
 }
 
-/// Fewest outputs worth splitting over threads.
+/// Fewest outputs (inputs, for an average) worth splitting over threads.
 #[cfg(feature = "std")]
 const PARALLEL_MIN_OUTPUTS: usize = 1 << 14;
 
@@ -313,8 +313,33 @@ fn fold_tail(dst: &mut [f32], base: &[f32], offs: &[usize], init: bool, from: us
     fold_max(&mut dst[from..], base, &shifted[..offs.len()], init);
 }
 
-/// Average pool (unit dilations) of every `(n, c)` plane.
+/// Average pool (unit dilations) of every `(n, c)` plane, whole planes
+/// split over the threads when the input is large enough (each plane is
+/// computed the same way whatever the split).
 pub(super) fn avg(g: &Geom, x: &[f32], y: &mut [f32], include_pad: bool) {
+    #[cfg(feature = "std")]
+    {
+        let threads = crate::threads::num_threads();
+        let (planes, ip, op) = (g.planes(), g.in_plane(), g.out_plane());
+        if threads > 1 && planes > 1 && x.len() >= PARALLEL_MIN_OUTPUTS {
+            let per = planes.div_ceil(threads);
+            let ys = crate::threads::SharedMut::new(y);
+            crate::threads::run(planes.div_ceil(per), &mut [], &|t, _| {
+                let (p0, n) = (t * per, per.min(planes - t * per));
+                // SAFETY: task t writes only planes p0..p0 + n of Y, which
+                // no other task touches; `run` joins every task before `y`'s
+                // borrow ends.
+                let yt = unsafe { ys.range(p0 * op, n * op) };
+                avg_planes(g, &x[p0 * ip..(p0 + n) * ip], yt, include_pad);
+            });
+            return;
+        }
+    }
+    avg_planes(g, x, y, include_pad)
+}
+
+/// [`avg`] of the planes in `x` on the caller's thread.
+fn avg_planes(g: &Geom, x: &[f32], y: &mut [f32], include_pad: bool) {
     let p = Plane::of(g);
     for (xp, yp) in x
         .chunks_exact(p.h * p.w)

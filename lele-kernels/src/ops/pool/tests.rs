@@ -5,6 +5,9 @@ use crate::ops::gemm::testutil::*;
 use alloc::vec;
 use alloc::vec::Vec;
 
+#[cfg(feature = "std")]
+mod threads;
+
 /// Dims and bytes of each output.
 type RawOutputs = Vec<(Vec<usize>, Vec<u8>)>;
 
@@ -788,33 +791,4 @@ fn f32_max_plane_path_matches_general_path_bitwise() {
             );
         }
     }
-}
-
-#[cfg(feature = "std")]
-#[test]
-fn f32_max_pool_is_bit_identical_on_three_threads() {
-    let _serial = crate::threads::TEST_LOCK
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    // 7 planes (an uneven split), enough outputs to split.
-    let dims = [1, 7, 64, 50];
-    let x = rand_vec(dims.iter().product(), 9);
-    let mp = MaxPool {
-        window: window(
-            &[3, 3],
-            &[1, 1],
-            &[1, 1],
-            &[1, 1, 1, 1],
-            false,
-            AutoPad::NotSet,
-        ),
-        column_major: false,
-    };
-    let one = run(&mp, &[Some(t(&x, &dims))], 1).unwrap();
-    crate::threads::set_num_threads(3);
-    let three = run(&mp, &[Some(t(&x, &dims))], 1);
-    crate::threads::set_num_threads(1);
-    let general = run_raw(&mp, &[Some(t(&x, &dims))], &[DType::F32, DType::I64]).unwrap();
-    assert_eq!(one[0].1, vals::<f32>(&general[0].1));
-    assert_eq!(three.unwrap()[0].1, one[0].1);
 }
