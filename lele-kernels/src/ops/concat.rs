@@ -78,26 +78,18 @@ impl Kernel for Concat {
         for t in inputs.iter().flatten() {
             check_data(t, OP)?;
         }
-        // Output bytes `start..start + part.len()`: for each input, the
-        // rows of it that land there (or the pieces of them that do).
+        // Output bytes `start..start + part.len()`: the pieces of each
+        // input's rows that land there.
         let fill = |start: usize, part: &mut [u8]| {
-            let end = start + part.len();
             let mut col = 0;
             for t in inputs.iter().flatten() {
                 let w = t.shape.dims()[axis] * inner;
-                // (An empty output has no rows.)
-                let rows = match start.checked_div(out_row) {
-                    Some(first) => first..end.div_ceil(out_row).min(outer),
-                    None => 0..0,
+                let src = Rows {
+                    data: t.data,
+                    stride: w,
+                    col: 0,
                 };
-                for o in rows {
-                    let at = o * out_row + col;
-                    let (lo, hi) = (at.max(start), (at + w).min(end));
-                    if lo < hi {
-                        part[lo - start..hi - start]
-                            .copy_from_slice(&t.data[o * w + lo - at..][..hi - lo]);
-                    }
-                }
+                copy_rows(src, out_row, col, w, outer, start, part);
                 col += w;
             }
         };
@@ -109,6 +101,41 @@ impl Kernel for Concat {
             fill(0, out.data);
         }
         Ok(())
+    }
+}
+
+/// Rows of a source: row `o`'s bytes start at `o·stride + col`.
+#[derive(Clone, Copy)]
+struct Rows<'a> {
+    data: &'a [u8],
+    stride: usize,
+    col: usize,
+}
+
+/// Copies `w` bytes of each of the `outer` rows of `src` to bytes
+/// `o·dst_stride + dst_col ..` of a destination, writing only the pieces
+/// that fall in its bytes `start..start + part.len()` (held in `part`).
+fn copy_rows(
+    src: Rows<'_>,
+    dst_stride: usize,
+    dst_col: usize,
+    w: usize,
+    outer: usize,
+    start: usize,
+    part: &mut [u8],
+) {
+    let end = start + part.len();
+    // (An empty destination has no rows.)
+    let Some(first) = start.checked_div(dst_stride) else {
+        return;
+    };
+    for o in first..end.div_ceil(dst_stride).min(outer) {
+        let at = o * dst_stride + dst_col;
+        let (lo, hi) = (at.max(start), (at + w).min(end));
+        if lo < hi {
+            let from = o * src.stride + src.col + lo - at;
+            part[lo - start..hi - start].copy_from_slice(&src.data[from..from + hi - lo]);
+        }
     }
 }
 
@@ -248,17 +275,12 @@ impl Kernel for Split {
             check_out(out, x.dtype, &shape, OP)?;
             let w = s * inner;
             // Output bytes `start..start + part.len()` (whole or part rows).
-            let fill = |start: usize, part: &mut [u8]| {
-                let end = start + part.len();
-                let Some(first) = start.checked_div(w) else {
-                    return;
-                };
-                for o in first..end.div_ceil(w).min(outer) {
-                    let (lo, hi) = ((o * w).max(start), (o * w + w).min(end));
-                    let from = o * in_row + col + lo - o * w;
-                    part[lo - start..hi - start].copy_from_slice(&x.data[from..from + hi - lo]);
-                }
+            let src = Rows {
+                data: x.data,
+                stride: in_row,
+                col,
             };
+            let fill = |start: usize, part: &mut [u8]| copy_rows(src, w, 0, w, outer, start, part);
             if out.data.len() >= PARALLEL_COPY_BYTES {
                 // As in Concat: each thread copies its own range.
                 crate::threads::for_chunks(out.data, &fill);

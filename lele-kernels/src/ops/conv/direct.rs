@@ -167,8 +167,7 @@ impl Layout {
             return self;
         }
         let (sh, dh) = (strides[0], dilations[0]);
-        let rows = |band: usize| (band - 1) * sh + (g.kh - 1) * dh + 1;
-        let floats = |band: usize| g.cg * self.plane_of(rows(band)) + STAGE_SLACK;
+        let floats = |band: usize| g.cg * self.with_band(band, sh, dh, g).plane + STAGE_SLACK;
         // A worker's scratch (the same number with or without `std`, so
         // the build machine and the target agree on the layout).
         let limit = crate::ops::gemm::MAX_SCRATCH;

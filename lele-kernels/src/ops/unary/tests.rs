@@ -272,27 +272,10 @@ fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
             }
         }
         for shift in [0.0f32, 17.0, -3.5] {
-            let sum_want = super::math::exp_shifted_scalar(&x, &mut want, shift);
             // SAFETY: as above.
-            let sum_got = unsafe { super::x86::exp_shifted(&x, &mut got, shift) };
-            for i in 0..n {
-                assert!(
-                    close(got[i], want[i]),
-                    "exp_shifted({shift}) n={n} x={} {} vs {}",
-                    x[i],
-                    got[i],
-                    want[i]
-                );
-            }
-            // Summed in a different order: agree to a few ulp of the total
-            // of magnitudes (NaN and inf propagate alike).
-            let scale: f32 = want.iter().map(|v| v.abs()).sum();
-            assert!(
-                (sum_got.is_nan() && sum_want.is_nan())
-                    || sum_got == sum_want
-                    || (sum_got - sum_want).abs() <= 1e-6 * scale,
-                "exp_shifted({shift}) n={n} sum {sum_got} vs {sum_want}"
-            );
+            check_exp_shifted(&x, shift, &close, |x, y, s| unsafe {
+                super::x86::exp_shifted(x, y, s)
+            });
         }
         for alpha in [1.0f32, 1.702, -0.5] {
             swish_scalar(alpha, &x, &mut want);
@@ -636,27 +619,11 @@ fn avx512_softmax_pieces_match_scalar() {
             // SAFETY: AVX-512F is available (checked above).
             let got_max = unsafe { super::x86_512::max_of(&x) };
             assert_eq!(got_max, want_max, "max_of n={n}");
-            let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
             for shift in [want_max, 0.0, 17.0, -3.5] {
-                let sum_want = super::math::exp_shifted_scalar(&x, &mut want, shift);
                 // SAFETY: as above.
-                let sum_got = unsafe { super::x86_512::exp_shifted(&x, &mut got, shift) };
-                for i in 0..n {
-                    assert!(
-                        close(got[i], want[i]),
-                        "exp_shifted({shift}) n={n} x={} {} vs {}",
-                        x[i],
-                        got[i],
-                        want[i]
-                    );
-                }
-                let scale: f32 = want.iter().map(|v| v.abs()).sum();
-                assert!(
-                    (sum_got.is_nan() && sum_want.is_nan())
-                        || sum_got == sum_want
-                        || (sum_got - sum_want).abs() <= 1e-6 * scale,
-                    "exp_shifted({shift}) n={n} sum {sum_got} vs {sum_want}"
-                );
+                check_exp_shifted(&x, shift, &close, |x, y, s| unsafe {
+                    super::x86_512::exp_shifted(x, y, s)
+                });
             }
             let mut scaled = x.clone();
             // SAFETY: as above.
@@ -669,4 +636,35 @@ fn avx512_softmax_pieces_match_scalar() {
             }
         }
     }
+}
+
+/// Checks a vector `exp_shifted` against the portable one at `shift`: each
+/// element `close` to it, and the sum (taken in another order) within a
+/// few ulp of the total of magnitudes (NaN and inf propagate alike).
+fn check_exp_shifted(
+    x: &[f32],
+    shift: f32,
+    close: &dyn Fn(f32, f32) -> bool,
+    vector: impl Fn(&[f32], &mut [f32], f32) -> f32,
+) {
+    let n = x.len();
+    let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
+    let sum_want = super::math::exp_shifted_scalar(x, &mut want, shift);
+    let sum_got = vector(x, &mut got, shift);
+    for i in 0..n {
+        assert!(
+            close(got[i], want[i]),
+            "exp_shifted({shift}) n={n} x={} {} vs {}",
+            x[i],
+            got[i],
+            want[i]
+        );
+    }
+    let scale: f32 = want.iter().map(|v| v.abs()).sum();
+    assert!(
+        (sum_got.is_nan() && sum_want.is_nan())
+            || sum_got == sum_want
+            || (sum_got - sum_want).abs() <= 1e-6 * scale,
+        "exp_shifted({shift}) n={n} sum {sum_got} vs {sum_want}"
+    );
 }
