@@ -991,6 +991,43 @@ fn wide_convolution_weights_are_stored_packed_on_real_models() {
     }
 }
 
+/// Every dense 3×3 convolution of unit strides and dilations with at least
+/// 32 input channels runs as Winograd `F(2×2, 3×3)` from a weight
+/// transformed at build time (`[16, M rounded up to 8, C]`), and no plain
+/// one that qualifies is left; the counts are the ONNX files' own (30 of
+/// YOLOv8n's convolutions, 6 of ddddocr's, 1 of PP-OCRv6 det's).
+#[test]
+fn dense_3x3_convolutions_run_as_winograd_on_real_models() {
+    use lele_build::ir::Op;
+    use lele_kernels::ops::conv::{Conv, ConvWinograd};
+    for (file, inputs, want) in [
+        ("yolov8n_320n.onnx", "images = [1, 3, 640, 640]", 30),
+        ("ddddocr_common.onnx", "input1 = [1, 1, 64, 160]", 6),
+        ("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]", 1),
+    ] {
+        let g = optimized_zoo(file, inputs);
+        let (mut winograd, mut plain) = (0, 0);
+        for n in &g.main.nodes {
+            let Op::Kernel(k) = &n.op else { continue };
+            let any: &dyn std::any::Any = k.as_ref();
+            let w = n.inputs.get(1).copied().flatten();
+            let dims = w
+                .and_then(|w| g.values[w].constant.as_ref())
+                .map(|t| t.dims.clone());
+            if let Some(k) = any.downcast_ref::<ConvWinograd>() {
+                let dims = dims.expect("a transformed weight is a constant");
+                assert_eq!(dims[..2], [16, k.m.next_multiple_of(8)], "{file}");
+                winograd += 1;
+            } else if let (Some(c), Some(dims)) = (any.downcast_ref::<Conv>(), dims)
+                && ConvWinograd::applies(c, &dims)
+            {
+                plain += 1;
+            }
+        }
+        assert_eq!((winograd, plain), (want, 0), "{file}");
+    }
+}
+
 #[test]
 fn built_in_fusions_fire_on_real_models() {
     let count = |ops: &[String], op: &str| ops.iter().filter(|o| *o == op).count();

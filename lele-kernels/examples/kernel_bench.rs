@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use lele_kernels::ops::conv::{AutoPad, Conv, ConvPackedWeights};
+use lele_kernels::ops::conv::{AutoPad, Conv, ConvPackedWeights, ConvWinograd};
 use lele_kernels::ops::gemm::{MatRef, prepacked, sgemm, sgemm_packed_b, sgemm_scratch_len};
 use lele_kernels::ops::pool::{MaxPool, Window};
 use lele_kernels::ops::rnn::{Direction, Lstm};
@@ -228,18 +228,26 @@ fn conv_case(
     };
     let x = fill(c * h * h, 4);
     let mut w = fill(m * (c / group) * k * k, 5);
-    // A name ending in "packed": the weight stored packed at build time.
+    // A name ending in "packed": the weight stored packed at build time;
+    // in "winograd": transformed for Winograd F(2x2, 3x3).
     let packed = ConvPackedWeights { conv };
+    let winograd = ConvWinograd { conv, m };
+    let mut ws = Shape::new(&[m, c / group, k, k]).expect("rank 4");
     let kernel: &dyn Kernel = if name.ends_with(" packed") {
         w = ConvPackedWeights::pack(group, &[m, c / group, k, k], &w)
             .expect("the weight qualifies for packing");
         &packed
+    } else if name.ends_with(" winograd") {
+        let dims = [m, c / group, k, k];
+        w = ConvWinograd::pack(&dims, &w).expect("a 3x3 weight");
+        let pd = ConvWinograd::packed_dims(&dims).expect("a 3x3 weight");
+        ws = Shape::new(&pd).expect("rank 3");
+        &winograd
     } else {
         &conv
     };
     let b = fill(m, 6);
     let xs = Shape::new(&[1, c, h, h]).expect("rank 4");
-    let ws = Shape::new(&[m, c / group, k, k]).expect("rank 4");
     let bs = Shape::new(&[m]).expect("rank 1");
     let ins = [
         Some(TensorRef {
@@ -676,6 +684,25 @@ fn main() {
         if m > 128 {
             let packed = format!("{name} packed");
             conv_case(&packed, c, m, 1, 1, h, 1, Activation::None, budget);
+        }
+    }
+    // Winograd F(2x2, 3x3) on the dense stride-1 3x3 convs of YOLOv8n and
+    // ddddocr (each also timed above or here on the direct/GEMM path).
+    for (c, m, h) in [
+        (16, 16, 160),
+        (32, 32, 80),
+        (64, 64, 80),
+        (64, 64, 40),
+        (128, 128, 20),
+        (128, 64, 40),
+        (256, 64, 20),
+        (48, 192, 25),
+        (64, 256, 13),
+        (24, 24, 40),
+    ] {
+        for path in ["", " winograd"] {
+            let name = format!("wino {c}->{m} 3x3 {h}{path}");
+            conv_case(&name, c, m, 3, 1, h, 1, Activation::Swish, budget);
         }
     }
     // YOLOv8n's 3x3 convs at 20x20 (256 channels, the GEMM's im2col path).

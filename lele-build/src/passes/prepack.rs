@@ -7,7 +7,7 @@
 //! it (for a 40-row product against an 18710-column weight, that copy
 //! was as long as the product itself).
 use lele_kernels::DType;
-use lele_kernels::ops::conv::{Conv, ConvPackedWeights};
+use lele_kernels::ops::conv::{Conv, ConvPackedWeights, ConvWinograd};
 use lele_kernels::ops::gemm::MatRef;
 use lele_kernels::ops::gemm::prepacked::{pack_into, packed_len};
 use lele_kernels::ops::matmul::{MatMul, MatMulBias};
@@ -71,10 +71,16 @@ pub fn prepack_matmul_weights(g: &mut Graph) -> usize {
     count
 }
 
-/// Rewrites every main-block `Conv` (lele's own) whose constant f32 weight
-/// qualifies for [`ConvPackedWeights`] (the GEMM runs it for any input:
-/// more than 128 output channels per group) into one reading a copy of
-/// the weight packed for the GEMM's left operand; returns how many.
+/// Rewrites every main-block `Conv` (lele's own) with a constant f32
+/// weight into one reading a transformed copy of it, when either applies:
+/// - a dense 3×3 convolution of unit strides and dilations with enough
+///   input channels ([`ConvWinograd::applies`]) runs as Winograd
+///   `F(2×2, 3×3)`, its weight transformed here;
+/// - one the GEMM runs for any input (more than 128 output channels per
+///   group) reads its weight packed for the GEMM's left operand
+///   ([`ConvPackedWeights`]).
+///
+/// Returns how many.
 pub fn prepack_conv_weights(g: &mut Graph) -> usize {
     let mut count = 0;
     for i in 0..g.main.nodes.len() {
@@ -88,7 +94,9 @@ pub fn prepack_conv_weights(g: &mut Graph) -> usize {
         let Some(wt) = g.values[w].constant.as_ref() else {
             continue;
         };
-        if wt.dtype != DType::F32 || !ConvPackedWeights::applies(conv.group, &wt.dims) {
+        let winograd = ConvWinograd::applies(&conv, &wt.dims);
+        if wt.dtype != DType::F32 || !(winograd || ConvPackedWeights::applies(conv.group, &wt.dims))
+        {
             continue;
         }
         let values: Vec<f32> = wt
@@ -97,17 +105,31 @@ pub fn prepack_conv_weights(g: &mut Graph) -> usize {
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
         let dims = wt.dims.clone();
-        let Some(packed) = ConvPackedWeights::pack(conv.group, &dims, &values) else {
+        let (t, suffix, op): (_, _, Box<dyn crate::ops::OpKernel>) = if winograd {
+            let (Some(u), Some(udims)) = (
+                ConvWinograd::pack(&dims, &values),
+                ConvWinograd::packed_dims(&dims),
+            ) else {
+                continue;
+            };
+            let m = dims[0];
+            let op = Box::new(ConvWinograd { conv, m });
+            (Tensor::from_values::<f32>(&udims, &u), "winograd", op)
+        } else {
+            let Some(packed) = ConvPackedWeights::pack(conv.group, &dims, &values) else {
+                continue;
+            };
+            let op = Box::new(ConvPackedWeights { conv });
+            (Tensor::from_values::<f32>(&dims, &packed), "packed", op)
+        };
+        let Some(t) = t else {
             continue;
         };
-        let Some(t) = Tensor::from_values::<f32>(&dims, &packed) else {
-            continue;
-        };
-        let name = format!("{}.packed", g.values[w].name);
+        let name = format!("{}.{suffix}", g.values[w].name);
         let wp = g.add_constant(&name, t);
         let node = &mut g.main.nodes[i];
         node.inputs[1] = Some(wp);
-        node.op = Op::Kernel(Box::new(ConvPackedWeights { conv }));
+        node.op = Op::Kernel(op);
         count += 1;
     }
     count

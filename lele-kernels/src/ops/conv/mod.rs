@@ -29,6 +29,9 @@ mod packed;
 #[allow(clippy::excessive_precision)]
 mod tests;
 mod transpose;
+mod winograd;
+#[cfg(all(test, feature = "std"))]
+mod winograd_tests;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -38,6 +41,7 @@ use im2col::Im2col;
 pub(crate) use im2col::valid_range;
 pub use packed::ConvPackedWeights;
 pub use transpose::ConvTranspose;
+pub use winograd::ConvWinograd;
 
 /// ONNX `auto_pad`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,9 +316,23 @@ impl Conv {
         check_f32(wt, OP)?;
         let x = nchw(&xt.shape, OP)?;
         let (kh, kw) = kernel_from_w(&wt.shape, x, self.kernel, OP)?;
-        let m = wt.shape.dim(0);
+        self.geom_from(inputs, x, [kh, kw], wt.shape.dim(0), wt.shape.dim(1))
+    }
+
+    /// The geometry of a run over input `x` with a `kernel` (`[kH, kW]`)
+    /// weight of `m` output and `wc` input channels per group (the bias,
+    /// if any, checked against `m`).
+    fn geom_from(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        x: Nchw,
+        [kh, kw]: [usize; 2],
+        m: usize,
+        wc: usize,
+    ) -> Result<ConvGeom, KernelError> {
+        const OP: &str = "Conv";
         let g = self.group;
-        if g == 0 || x.c % g != 0 || m % g != 0 || wt.shape.dim(1) * g != x.c {
+        if g == 0 || !x.c.is_multiple_of(g) || !m.is_multiple_of(g) || wc * g != x.c {
             return Err(KernelError::Shape {
                 op: OP,
                 msg: "channels do not match group and weights",
@@ -419,8 +437,18 @@ impl Conv {
         outputs: &'a mut [TensorMut<'_>],
         w_len: impl Fn(&ConvGeom) -> usize,
     ) -> Result<Operands<'a>, KernelError> {
+        self.operands_of(self.geom(inputs)?, inputs, outputs, w_len)
+    }
+
+    /// [`Conv::operands`] for the geometry `g` (computed by the caller).
+    fn operands_of<'a>(
+        &self,
+        g: ConvGeom,
+        inputs: &[Option<TensorRef<'a>>],
+        outputs: &'a mut [TensorMut<'_>],
+        w_len: impl Fn(&ConvGeom) -> usize,
+    ) -> Result<Operands<'a>, KernelError> {
         const OP: &str = "Conv";
-        let g = self.geom(inputs)?;
         let x = f32_in(input(inputs, 0, OP)?, OP)?;
         let w = f32_in(input(inputs, 1, OP)?, OP)?;
         let bias = match opt_input(inputs, 2) {

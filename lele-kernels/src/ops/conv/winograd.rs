@@ -1,0 +1,670 @@
+//! Winograd `F(2×2, 3×3)`: dense 3×3 convolutions of stride and dilation
+//! one with 16 multiplications per 2×2 outputs and input channel instead of
+//! 36.
+//!
+//! Each 2×2 output tile comes from the 4×4 input tile `d` under it as
+//! `Aᵀ·[Σ_c U_c ⊙ (Bᵀ·d_c·B)]·A`, where `U = G·g·Gᵀ` is the 3×3 kernel `g`
+//! transformed (Lavin and Gray's matrices). The weight transform is done at
+//! build time ([`ConvWinograd::pack`]): sixteen `M × C` matrices, one per
+//! position `(ξ, ν)` of the 4×4 transform, each in the GEMM's
+//! [`PanelsA`] layout. A run takes the tiles in blocks of at most `T`:
+//!
+//! 1. the input transform writes sixteen `C × T` matrices `V` straight in
+//!    the GEMM's right-operand panel layout ([`Prepacked`]);
+//! 2. sixteen products `U(ξ,ν)·V(ξ,ν)` run through the blocked GEMM;
+//! 3. the output transform adds the bias and applies the fused tail
+//!    (activation, scalar affine, residual) while writing the outputs.
+//!
+//! A block's working set (`V` and the products) stays in L2, and blocks are
+//! independent, so threads take whole blocks. The transforms are plain
+//! loops over 32 tiles at a time, compiled once more for AVX-512 and AVX2 on
+//! x86-64.
+//!
+//! Rounding differs from the direct sum (the transforms add and subtract
+//! inputs before the products), by a few units in the last place of the
+//! inputs' magnitude; an infinite input gives NaN where the direct sum
+//! would give an infinity.
+use alloc::vec::Vec;
+
+use super::{Conv, ConvGeom, Operands, nchw, out_shape};
+use crate::error::KernelError;
+use crate::kernel::{Kernel, input};
+use crate::ops::gemm::prepacked::{PANEL, Prepacked, packed_len};
+use crate::ops::gemm::{
+    A_PANEL, MatRef, PanelsA, check_f32, check_residual, pack_a_panels, panels_a_len, scratch_f32,
+    sgemm_panels_a, sgemm_scratch_len,
+};
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+
+/// Fewest input channels worth the transforms.
+pub const MIN_CHANNELS: usize = 32;
+/// Tiles per transform run (one panel of the GEMM's right operand).
+const RUN: usize = PANEL;
+/// Floats a staged input row holds: a segment's columns (two per tile plus
+/// two) and a run of slack for lanes past its end.
+const STAGE: usize = 2 * MAX_BLOCK + 2 * RUN + 2;
+/// Floats of an output row of a segment, with a run of slack.
+const OUT_ROW: usize = 2 * MAX_BLOCK + 2 * RUN;
+/// Floats of `V` and products a block aims to keep (L2-sized).
+const BLOCK_FLOATS: usize = 1 << 17;
+/// Floats added between the matrices of a block (one cache line).
+const SKEW: usize = 16;
+/// Most tiles per block.
+const MAX_BLOCK: usize = 8 * RUN;
+/// Fewest multiply-adds (of the products) split over threads.
+const PARALLEL_MIN_MACS: usize = 1 << 21;
+
+/// [`Conv`] computed by Winograd `F(2×2, 3×3)` from a weight transformed
+/// by [`ConvWinograd::pack`]: a tensor `[16, M', C]` (`M'` is `M` rounded
+/// up to whole panels) holding the sixteen transformed `M × C` matrices.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConvWinograd {
+    /// The convolution (one group, 3×3 kernel, unit strides and dilations).
+    pub conv: Conv,
+    /// Output channels.
+    pub m: usize,
+}
+crate::to_rust_struct!(ops::conv::ConvWinograd { conv, m });
+
+/// Tiles per block for `c` input and `m` output channels: a multiple of
+/// [`RUN`] whose working set fits [`BLOCK_FLOATS`], at least one run.
+fn block_tiles(c: usize, m: usize) -> usize {
+    let per_tile = 16 * (c + m);
+    (BLOCK_FLOATS / per_tile.max(1) / RUN * RUN).clamp(RUN, MAX_BLOCK)
+}
+
+/// Floats one block of `tiles` tiles needs: `V`, the products and the
+/// GEMM's own scratch.
+fn block_len(c: usize, m: usize, tiles: usize) -> usize {
+    16 * v_stride(c, tiles) + prod_len(m, tiles) + sgemm_scratch_len(m, tiles, c)
+}
+
+/// Floats between two of a block's sixteen `V` matrices: one cache line
+/// more than a matrix, so the sixteen streams a transform writes (or reads)
+/// do not all fall in the same L1 set (at 64 channels and 128 tiles they
+/// were exactly 32 KiB apart).
+fn v_stride(c: usize, tiles: usize) -> usize {
+    packed_len(c, tiles) + SKEW
+}
+
+/// Floats between two of a block's sixteen products (see [`v_stride`]).
+fn prod_stride(m: usize, tiles: usize) -> usize {
+    m * tiles + SKEW
+}
+
+/// Floats of a block's sixteen `m × tiles` products, plus one run so the
+/// output transform reads whole runs in place.
+fn prod_len(m: usize, tiles: usize) -> usize {
+    16 * prod_stride(m, tiles) + RUN
+}
+
+/// `dst.copy_from_slice(src)` for the short copies of the transforms, in
+/// fixed-size pieces the compiler turns into vector moves (a call to
+/// `memmove` per run cost a quarter of a 64-channel convolution's time).
+#[inline(always)]
+fn copy_short(dst: &mut [f32], src: &[f32]) {
+    let n = dst.len().min(src.len());
+    let (dst, src) = (&mut dst[..n], &src[..n]);
+    let (d16, dst) = dst.as_chunks_mut::<16>();
+    let (s16, src) = src.as_chunks::<16>();
+    for (a, b) in d16.iter_mut().zip(s16) {
+        *a = *b;
+    }
+    let (d8, dst) = dst.as_chunks_mut::<8>();
+    let (s8, src) = src.as_chunks::<8>();
+    for (a, b) in d8.iter_mut().zip(s8) {
+        *a = *b;
+    }
+    let (d4, dst) = dst.as_chunks_mut::<4>();
+    let (s4, src) = src.as_chunks::<4>();
+    for (a, b) in d4.iter_mut().zip(s4) {
+        *a = *b;
+    }
+    for (a, b) in dst.iter_mut().zip(src) {
+        *a = *b;
+    }
+}
+
+impl ConvWinograd {
+    /// Whether a convolution with weight dims `dims` (`[M, C, kH, kW]`) runs
+    /// this way: one group, a 3×3 kernel, unit strides and dilations, at
+    /// least [`MIN_CHANNELS`] input channels, and a block small enough for
+    /// a worker thread's scratch.
+    pub fn applies(conv: &Conv, dims: &[usize]) -> bool {
+        let &[m, c, 3, 3] = dims else { return false };
+        conv.group == 1
+            && (conv.kernel == [0, 0] || conv.kernel == [3, 3])
+            && conv.strides == [1, 1]
+            && conv.dilations == [1, 1]
+            && m > 0
+            && c >= MIN_CHANNELS
+            && block_len(c, m, block_tiles(c, m)) <= crate::ops::gemm::MAX_SCRATCH
+    }
+
+    /// Dims of the transformed weight of a `[M, C, 3, 3]` weight.
+    pub fn packed_dims(dims: &[usize]) -> Option<[usize; 3]> {
+        let &[m, c, 3, 3] = dims else { return None };
+        Some([16, m.next_multiple_of(A_PANEL), c])
+    }
+
+    /// The transformed weight (see [`ConvWinograd`]) of `w` (`[M, C, 3, 3]`
+    /// as `dims`, row-major), computed in f64 and rounded once; `None` when
+    /// `w` does not match `dims` or they are not a 3×3 kernel's.
+    pub fn pack(dims: &[usize], w: &[f32]) -> Option<Vec<f32>> {
+        let [_, mp, c] = Self::packed_dims(dims)?;
+        let m = dims[0];
+        if w.len() != m * c * 9 {
+            return None;
+        }
+        // u[k][i·c + j]: position k = 4ξ + ν of output i, input j.
+        let mut u = alloc::vec![alloc::vec![0f32; m * c]; 16];
+        for (ij, g) in w.chunks_exact(9).enumerate() {
+            for (k, v) in kernel_transform(g).into_iter().enumerate() {
+                u[k][ij] = v;
+            }
+        }
+        let per = panels_a_len(m, c);
+        debug_assert_eq!(per, mp * c);
+        let mut out = alloc::vec![0f32; 16 * per];
+        for (src, dst) in u.iter().zip(out.chunks_exact_mut(per.max(1))) {
+            if !pack_a_panels(MatRef::row_major(src, c), m, c, dst) {
+                return None;
+            }
+        }
+        Some(out)
+    }
+
+    fn geom(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<ConvGeom, KernelError> {
+        const OP: &str = "Conv";
+        let xt = input(inputs, 0, OP)?;
+        let wt = input(inputs, 1, OP)?;
+        check_f32(xt, OP)?;
+        check_f32(wt, OP)?;
+        let x = nchw(&xt.shape, OP)?;
+        let want = [16, self.m.next_multiple_of(A_PANEL), x.c];
+        if x.one_d || wt.shape.dims() != want.as_slice() {
+            return Err(KernelError::Shape {
+                op: OP,
+                msg: "Winograd weight does not match the input channels",
+            });
+        }
+        self.conv.geom_from(inputs, x, [3, 3], self.m, x.c)
+    }
+}
+
+/// `G·g·Gᵀ` of a 3×3 kernel `g` (row-major), row-major 4×4.
+fn kernel_transform(g: &[f32]) -> [f32; 16] {
+    const G: [[f64; 3]; 4] = [
+        [1.0, 0.0, 0.0],
+        [0.5, 0.5, 0.5],
+        [0.5, -0.5, 0.5],
+        [0.0, 0.0, 1.0],
+    ];
+    let mut gg = [[0f64; 3]; 4];
+    for (row, gr) in gg.iter_mut().zip(&G) {
+        for (j, v) in row.iter_mut().enumerate() {
+            *v = (0..3).map(|t| gr[t] * f64::from(g[t * 3 + j])).sum();
+        }
+    }
+    let mut u = [0f32; 16];
+    for (xi, row) in gg.iter().enumerate() {
+        for (nu, gr) in G.iter().enumerate() {
+            u[xi * 4 + nu] = (0..3).map(|t| row[t] * gr[t]).sum::<f64>() as f32;
+        }
+    }
+    u
+}
+
+/// The tiles of one tile row inside a block: `n` tiles of tile row `ty`
+/// from tile column `tx`, at offset `u` in the block.
+#[derive(Clone, Copy)]
+struct Segment {
+    u: usize,
+    ty: usize,
+    tx: usize,
+    n: usize,
+}
+
+/// The segments of tiles `t0..t0 + tb` over a grid `tw` tiles wide.
+fn segments(t0: usize, tb: usize, tw: usize) -> impl Iterator<Item = Segment> {
+    let mut t = t0;
+    core::iter::from_fn(move || {
+        if t >= t0 + tb {
+            return None;
+        }
+        let (ty, tx) = (t / tw, t % tw);
+        let n = (tw - tx).min(t0 + tb - t);
+        let seg = Segment {
+            u: t - t0,
+            ty,
+            tx,
+            n,
+        };
+        t += n;
+        Some(seg)
+    })
+}
+
+/// The pieces a segment is transformed in: `(offset in the segment,
+/// length)`, at most [`RUN`] tiles each and, with `aligned`, never across a
+/// panel of the block (the input transform writes panels).
+fn pieces(s: Segment, aligned: bool) -> impl Iterator<Item = (usize, usize)> {
+    let mut done = 0;
+    core::iter::from_fn(move || {
+        if done >= s.n {
+            return None;
+        }
+        let room = if aligned {
+            RUN - (s.u + done) % RUN
+        } else {
+            RUN
+        };
+        let piece = (done, room.min(s.n - done));
+        done += piece.1;
+        Some(piece)
+    })
+}
+
+/// The shapes of a run: tile grid and block size.
+#[derive(Clone, Copy)]
+struct Plan {
+    /// Tiles per row, rows of tiles, tiles.
+    tw: usize,
+    th: usize,
+    /// Tiles per block.
+    block: usize,
+}
+
+impl Plan {
+    /// The plan on `threads` threads: blocks as large as
+    /// [`block_tiles`] allows, their count rounded up to a multiple of the
+    /// threads when the work is worth splitting, all of one size but the
+    /// last.
+    fn new(g: &ConvGeom, threads: usize) -> Self {
+        let (tw, th) = (g.ow.div_ceil(2), g.oh.div_ceil(2));
+        let tiles = (tw * th).max(1);
+        let mut blocks = tiles.div_ceil(block_tiles(g.cg, g.m));
+        if threads > 1 && 16 * tiles * g.cg * g.m >= PARALLEL_MIN_MACS {
+            blocks = blocks.next_multiple_of(threads).min(tiles);
+        }
+        Plan {
+            tw,
+            th,
+            block: tiles.div_ceil(blocks),
+        }
+    }
+
+    fn blocks(&self) -> usize {
+        self.tiles().div_ceil(self.block)
+    }
+
+    fn tiles(&self) -> usize {
+        self.tw * self.th
+    }
+}
+
+/// The fused tail of finished output segments (segment, offset in the
+/// image's output).
+type Tail<'a> = dyn Fn(&mut [f32], usize) + Sync + 'a;
+
+/// The operands of one image, shared by every block.
+struct Image<'a> {
+    g: &'a ConvGeom,
+    plan: Plan,
+    x: &'a [f32],
+    u: &'a [f32],
+    bias: Option<&'a [f32]>,
+    /// The fused tail, given a finished output segment and its offset in
+    /// the image's output.
+    tail: Option<&'a Tail<'a>>,
+}
+
+impl Image<'_> {
+    /// Block `b`: `buf` is the task's scratch (at least [`block_len`]),
+    /// `sink(at, seg)` stores a finished output segment at offset `at` of
+    /// the image's output.
+    fn block(
+        &self,
+        b: usize,
+        buf: &mut [f32],
+        sink: &mut dyn FnMut(usize, &[f32]),
+    ) -> Result<(), KernelError> {
+        const OP: &str = "Conv";
+        let (g, plan) = (self.g, self.plan);
+        let (c, m) = (g.cg, g.m);
+        let t0 = b * plan.block;
+        let tb = plan.block.min(plan.tiles() - t0);
+        let vlen = packed_len(c, tb);
+        let buf = buf
+            .get_mut(..block_len(c, m, tb))
+            .ok_or(KernelError::Buffer { op: OP })?;
+        let (vs, ps) = (v_stride(c, tb), prod_stride(m, tb));
+        let (v, rest) = buf.split_at_mut(16 * vs);
+        let (prod, gs) = rest.split_at_mut(prod_len(m, tb));
+        input_transform(self, t0, tb, v);
+        let ulen = panels_a_len(m, c);
+        for k in 0..16 {
+            let a = PanelsA {
+                data: &self.u[k * ulen..][..ulen],
+            };
+            let vb = Prepacked::new(&v[k * vs..][..vlen], c, tb)
+                .ok_or(KernelError::Buffer { op: OP })?;
+            let mk = &mut prod[k * ps..][..m * tb];
+            sgemm_panels_a(m, tb, c, 1.0, a, &vb, 0.0, mk, tb, gs, None)?;
+        }
+        output_transform(self, t0, tb, prod, sink);
+        Ok(())
+    }
+}
+
+/// The input transform of tiles `t0..t0 + tb` into `v` (sixteen `C × tb`
+/// matrices in the [`Prepacked`] layout, `packed_len(C, tb)` apart).
+fn input_transform(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    match crate::ops::gemm::best_isa() {
+        // SAFETY: the ISA's features were detected at run time.
+        crate::ops::gemm::Isa::Avx512 => return unsafe { input_avx512(im, t0, tb, v) },
+        // SAFETY: as above.
+        crate::ops::gemm::Isa::Avx2 => return unsafe { input_avx2(im, t0, tb, v) },
+        _ => {}
+    }
+    input_body(im, t0, tb, v)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn input_avx512(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32]) {
+    input_body(im, t0, tb, v)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn input_avx2(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32]) {
+    input_body(im, t0, tb, v)
+}
+
+#[inline(always)]
+fn input_body(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32]) {
+    let g = im.g;
+    let (c, ihw) = (g.cg, g.x.h * g.x.w);
+    let vs = v_stride(c, tb);
+    let mut rows = [[0f32; STAGE]; 4];
+    let mut out = [[0f32; RUN]; 16];
+    for ci in 0..c {
+        let xc = &im.x[ci * ihw..][..ihw];
+        for s in segments(t0, tb, im.plan.tw) {
+            stage_rows(g, xc, s, &mut rows);
+            for (off, n) in pieces(s, true) {
+                if n <= RUN / 2 {
+                    transform_inputs::<{ RUN / 2 }>(&rows, 2 * off, &mut out);
+                } else {
+                    transform_inputs::<RUN>(&rows, 2 * off, &mut out);
+                }
+                let u = s.u + off;
+                let at = (u / RUN) * RUN * c + ci * RUN + u % RUN;
+                for (k, o) in out.iter().enumerate() {
+                    copy_short(&mut v[k * vs + at..][..n], &o[..n]);
+                }
+            }
+        }
+    }
+}
+
+/// Copies the four input rows under tile row `s.ty`, from the first column
+/// under tile `s.tx` on (`2·s.n + 2` columns), into `rows` (zero outside
+/// the input).
+#[inline(always)]
+fn stage_rows(g: &ConvGeom, xc: &[f32], s: Segment, rows: &mut [[f32; STAGE]; 4]) {
+    let (h, w) = (g.x.h, g.x.w);
+    // Input column of staged column q: 2·tx - pl + q.
+    let (col0, len) = (2 * s.tx, 2 * s.n + 2);
+    let q_lo = g.pl.saturating_sub(col0).min(len);
+    let q_hi = (w + g.pl).saturating_sub(col0).clamp(q_lo, len);
+    for (i, row) in rows.iter_mut().enumerate() {
+        let row = &mut row[..len];
+        let iy = 2 * s.ty + i;
+        if iy < g.pt || iy - g.pt >= h {
+            row.fill(0.0);
+            continue;
+        }
+        let src = &xc[(iy - g.pt) * w..][..w];
+        row[..q_lo].fill(0.0);
+        copy_short(
+            &mut row[q_lo..q_hi],
+            &src[(col0 + q_lo).saturating_sub(g.pl)..(col0 + q_hi).saturating_sub(g.pl)],
+        );
+        row[q_hi..].fill(0.0);
+    }
+}
+
+/// `Bᵀ·d·B` of the `L` tiles of `rows` from column `off` on (tile `u` is
+/// columns `off + 2u..off + 2u + 4`): `out[4ξ + ν][u]`.
+#[inline(always)]
+fn transform_inputs<const L: usize>(
+    rows: &[[f32; STAGE]; 4],
+    off: usize,
+    out: &mut [[f32; RUN]; 16],
+) {
+    let r: [&[f32]; 4] = core::array::from_fn(|i| &rows[i][off..][..2 * L + 2]);
+    for u in 0..L {
+        let mut t = [[0f32; 4]; 4];
+        for (ti, row) in t.iter_mut().zip(&r) {
+            let [d0, d1, d2, d3] = [row[2 * u], row[2 * u + 1], row[2 * u + 2], row[2 * u + 3]];
+            *ti = [d0 - d2, d1 + d2, d2 - d1, d1 - d3];
+        }
+        for nu in 0..4 {
+            out[nu][u] = t[0][nu] - t[2][nu];
+            out[4 + nu][u] = t[1][nu] + t[2][nu];
+            out[8 + nu][u] = t[2][nu] - t[1][nu];
+            out[12 + nu][u] = t[1][nu] - t[3][nu];
+        }
+    }
+}
+
+/// The output transform of the products of tiles `t0..t0 + tb` (sixteen
+/// `M × tb` matrices `prod`), each output segment passed to `sink`.
+fn output_transform(
+    im: &Image<'_>,
+    t0: usize,
+    tb: usize,
+    prod: &[f32],
+    sink: &mut dyn FnMut(usize, &[f32]),
+) {
+    #[cfg(target_arch = "x86_64")]
+    match crate::ops::gemm::best_isa() {
+        // SAFETY: the ISA's features were detected at run time.
+        crate::ops::gemm::Isa::Avx512 => return unsafe { output_avx512(im, t0, tb, prod, sink) },
+        // SAFETY: as above.
+        crate::ops::gemm::Isa::Avx2 => return unsafe { output_avx2(im, t0, tb, prod, sink) },
+        _ => {}
+    }
+    output_body(im, t0, tb, prod, sink)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn output_avx512(
+    im: &Image<'_>,
+    t0: usize,
+    tb: usize,
+    prod: &[f32],
+    sink: &mut dyn FnMut(usize, &[f32]),
+) {
+    output_body(im, t0, tb, prod, sink)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn output_avx2(
+    im: &Image<'_>,
+    t0: usize,
+    tb: usize,
+    prod: &[f32],
+    sink: &mut dyn FnMut(usize, &[f32]),
+) {
+    output_body(im, t0, tb, prod, sink)
+}
+
+#[inline(always)]
+fn output_body(
+    im: &Image<'_>,
+    t0: usize,
+    tb: usize,
+    prod: &[f32],
+    sink: &mut dyn FnMut(usize, &[f32]),
+) {
+    let g = im.g;
+    let (m, ohw, ps) = (g.m, g.oh * g.ow, prod_stride(g.m, tb));
+    let mut out = [[0f32; OUT_ROW]; 2];
+    for mi in 0..m {
+        let bias = im.bias.map_or(0.0, |b| b[mi]);
+        for s in segments(t0, tb, im.plan.tw) {
+            for (off, n) in pieces(s, false) {
+                // Whole runs (`prod` has one run of slack at the end);
+                // lanes past `n` give outputs nobody keeps.
+                let mv: [&[f32; RUN]; 16] = core::array::from_fn(|k| {
+                    let at = k * ps + mi * tb + s.u + off;
+                    prod[at..at + RUN].try_into().unwrap_or(&[0.0; RUN])
+                });
+                if n <= RUN / 2 {
+                    transform_outputs::<{ RUN / 2 }>(&mv, bias, &mut out, 2 * off);
+                } else {
+                    transform_outputs::<RUN>(&mv, bias, &mut out, 2 * off);
+                }
+            }
+            let col = 2 * s.tx;
+            let len = (2 * s.n).min(g.ow - col);
+            for (a, row) in out.iter_mut().enumerate() {
+                let oy = 2 * s.ty + a;
+                if oy >= g.oh {
+                    break;
+                }
+                let at = mi * ohw + oy * g.ow + col;
+                let seg = &mut row[..len];
+                if let Some(tail) = im.tail {
+                    tail(seg, at);
+                }
+                sink(at, seg);
+            }
+        }
+    }
+}
+
+/// `Aᵀ·M·A + bias` of the first `L` tiles of `mv` (`mv[4ξ + ν][u]`): row
+/// `a` of tile `u`'s outputs at `out[a][off + 2u..off + 2u + 2]`.
+#[inline(always)]
+fn transform_outputs<const L: usize>(
+    mv: &[&[f32; RUN]; 16],
+    bias: f32,
+    out: &mut [[f32; OUT_ROW]; 2],
+    off: usize,
+) {
+    let [o0, o1] = out;
+    let mut o = [&mut o0[off..][..2 * L], &mut o1[off..][..2 * L]];
+    for u in 0..L {
+        let mut s = [[0f32; 4]; 2];
+        for nu in 0..4 {
+            let [m0, m1, m2, m3] = [mv[nu][u], mv[4 + nu][u], mv[8 + nu][u], mv[12 + nu][u]];
+            s[0][nu] = m0 + m1 + m2;
+            s[1][nu] = m1 - m2 - m3;
+        }
+        for (oa, sa) in o.iter_mut().zip(&s) {
+            oa[2 * u] = sa[0] + sa[1] + sa[2] + bias;
+            oa[2 * u + 1] = sa[1] - sa[2] - sa[3] + bias;
+        }
+    }
+}
+
+impl Kernel for ConvWinograd {
+    fn infer(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [Shape],
+    ) -> Result<(), KernelError> {
+        let g = self.geom(inputs)?;
+        let y = out_shape(g.x, g.m, g.oh, g.ow)?;
+        check_residual(inputs, 3, &y, "Conv")?;
+        *outputs.first_mut().ok_or(KernelError::Invalid {
+            op: "Conv",
+            msg: "no output",
+        })? = y;
+        Ok(())
+    }
+
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+        // A whole block whatever the input size (the arena is planned at a
+        // few sizes; a block never grows past this).
+        self.geom(inputs)
+            .map_or(0, |g| 4 * block_len(g.cg, g.m, block_tiles(g.cg, g.m)))
+    }
+
+    fn run(
+        &self,
+        inputs: &[Option<TensorRef<'_>>],
+        outputs: &mut [TensorMut<'_>],
+        scratch: &mut [u8],
+    ) -> Result<(), KernelError> {
+        const OP: &str = "Conv";
+        let conv = &self.conv;
+        let geom = self.geom(inputs)?;
+        let Operands {
+            g,
+            x,
+            w,
+            bias,
+            residual,
+            y,
+        } = conv.operands_of(geom, inputs, outputs, |g| 16 * panels_a_len(g.m, g.cg))?;
+        let (ihw, ohw) = (g.x.h * g.x.w, g.ohw());
+        if ohw == 0 {
+            return Ok(());
+        }
+        #[cfg(feature = "std")]
+        let threads = crate::threads::num_threads();
+        #[cfg(not(feature = "std"))]
+        let threads = 1;
+        let plan = Plan::new(&g, threads);
+        let own = scratch_f32(scratch, block_len(g.cg, g.m, plan.block), OP)?;
+        let blocks = plan.blocks();
+        let fused_tail = conv.has_epilogue() || residual.is_some();
+        for n in 0..g.x.n {
+            let base = n * g.m * ohw;
+            let tail = conv.tail(residual, base);
+            let im = Image {
+                g: &g,
+                plan,
+                x: &x[n * g.x.c * ihw..][..g.x.c * ihw],
+                u: w,
+                bias,
+                tail: if fused_tail { Some(&tail) } else { None },
+            };
+            let yn = &mut y[base..][..g.m * ohw];
+            #[cfg(feature = "std")]
+            if blocks > 1 && threads > 1 {
+                let shared = crate::threads::SharedMut::new(yn);
+                let failed = core::sync::atomic::AtomicBool::new(false);
+                crate::threads::run(blocks, own, &|b, buf| {
+                    let mut sink = |at: usize, seg: &[f32]| {
+                        // SAFETY: a block's output segments belong to its
+                        // tiles only (no other task writes them), and `run`
+                        // returns after every task, while `yn` is borrowed.
+                        copy_short(unsafe { shared.range(at, seg.len()) }, seg)
+                    };
+                    if im.block(b, buf, &mut sink).is_err() {
+                        failed.store(true, core::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+                if failed.into_inner() {
+                    return Err(KernelError::Buffer { op: OP });
+                }
+                continue;
+            }
+            let mut sink = |at: usize, seg: &[f32]| copy_short(&mut yn[at..at + seg.len()], seg);
+            for b in 0..blocks {
+                im.block(b, own, &mut sink)?;
+            }
+        }
+        Ok(())
+    }
+}
