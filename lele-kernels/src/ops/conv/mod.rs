@@ -332,7 +332,11 @@ impl Conv {
     ) -> Result<ConvGeom, KernelError> {
         const OP: &str = "Conv";
         let g = self.group;
-        if g == 0 || !x.c.is_multiple_of(g) || !m.is_multiple_of(g) || wc * g != x.c {
+        if g == 0
+            || !x.c.is_multiple_of(g)
+            || !m.is_multiple_of(g)
+            || wc.checked_mul(g) != Some(x.c)
+        {
             return Err(KernelError::Shape {
                 op: OP,
                 msg: "channels do not match group and weights",

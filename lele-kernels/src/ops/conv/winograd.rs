@@ -17,8 +17,8 @@
 //!
 //! A block's working set (`V` and the products) stays in L2, and blocks are
 //! independent, so threads take whole blocks. The transforms are plain
-//! loops over 32 tiles at a time, compiled once more for AVX-512 and AVX2 on
-//! x86-64.
+//! loops over 16 or 32 tiles at a time, compiled once more for AVX-512 and
+//! AVX2 on x86-64.
 //!
 //! Rounding differs from the direct sum (the transforms add and subtract
 //! inputs before the products), by a few units in the last place of the
@@ -39,6 +39,9 @@ use crate::tensor::{TensorMut, TensorRef};
 
 /// Fewest input channels worth the transforms.
 pub const MIN_CHANNELS: usize = 32;
+/// Most input or output channels taken (a block of one run needs about
+/// `512·(C + M)` floats, which must fit a worker's scratch well before).
+const MAX_CHANNELS: usize = 1 << 12;
 /// Tiles per transform run (one panel of the GEMM's right operand).
 const RUN: usize = PANEL;
 /// Floats a staged input row holds: a segment's columns (two per tile plus
@@ -139,13 +142,16 @@ impl ConvWinograd {
             && conv.dilations == [1, 1]
             && m > 0
             && c >= MIN_CHANNELS
+            // Far past what fits (and no arithmetic below can overflow).
+            && c.max(m) <= MAX_CHANNELS
             && block_len(c, m, block_tiles(c, m)) <= crate::ops::gemm::MAX_SCRATCH
     }
 
-    /// Dims of the transformed weight of a `[M, C, 3, 3]` weight.
+    /// Dims of the transformed weight of a `[M, C, 3, 3]` weight (`None`
+    /// for other dims or an `M` too large to round up).
     pub fn packed_dims(dims: &[usize]) -> Option<[usize; 3]> {
         let &[m, c, 3, 3] = dims else { return None };
-        Some([16, m.next_multiple_of(A_PANEL), c])
+        Some([16, m.checked_next_multiple_of(A_PANEL)?, c])
     }
 
     /// The transformed weight (see [`ConvWinograd`]) of `w` (`[M, C, 3, 3]`
@@ -154,7 +160,7 @@ impl ConvWinograd {
     pub fn pack(dims: &[usize], w: &[f32]) -> Option<Vec<f32>> {
         let [_, mp, c] = Self::packed_dims(dims)?;
         let m = dims[0];
-        if w.len() != m * c * 9 {
+        if m.max(c) > MAX_CHANNELS || w.len() != m * c * 9 {
             return None;
         }
         // u[k][i·c + j]: position k = 4ξ + ν of output i, input j.
@@ -182,8 +188,8 @@ impl ConvWinograd {
         check_f32(xt, OP)?;
         check_f32(wt, OP)?;
         let x = nchw(&xt.shape, OP)?;
-        let want = [16, self.m.next_multiple_of(A_PANEL), x.c];
-        if x.one_d || wt.shape.dims() != want.as_slice() {
+        let mp = self.m.checked_next_multiple_of(A_PANEL);
+        if x.one_d || mp.is_none_or(|mp| wt.shape.dims() != [16, mp, x.c].as_slice()) {
             return Err(KernelError::Shape {
                 op: OP,
                 msg: "Winograd weight does not match the input channels",
@@ -285,7 +291,8 @@ impl Plan {
         let (tw, th) = (g.ow.div_ceil(2), g.oh.div_ceil(2));
         let tiles = (tw * th).max(1);
         let mut blocks = tiles.div_ceil(block_tiles(g.cg, g.m));
-        if threads > 1 && 16 * tiles * g.cg * g.m >= PARALLEL_MIN_MACS {
+        let macs = tiles.saturating_mul(16 * g.cg).saturating_mul(g.m);
+        if threads > 1 && macs >= PARALLEL_MIN_MACS {
             blocks = blocks.next_multiple_of(threads).min(tiles);
         }
         Plan {

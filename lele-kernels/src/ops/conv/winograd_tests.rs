@@ -184,6 +184,10 @@ fn only_dense_unit_stride_3x3_convolutions_qualify() {
     assert!(ConvWinograd::applies(&op, &[8, 32, 3, 3]));
     assert!(!ConvWinograd::applies(&op, &[64, 16, 3, 3]));
     assert!(!ConvWinograd::applies(&op, &[0, 64, 3, 3]));
+    // Absurd channel counts from a model file are refused, not overflowed.
+    assert!(!ConvWinograd::applies(&op, &[64, usize::MAX / 4, 3, 3]));
+    assert!(!ConvWinograd::applies(&op, &[usize::MAX, 64, 3, 3]));
+    assert!(ConvWinograd::pack(&[usize::MAX, 64, 3, 3], &[0.0; 9]).is_none());
     assert!(!ConvWinograd::applies(&op, &[64, 64, 1, 1]));
     assert!(!ConvWinograd::applies(&op, &[64, 64, 3]));
     for changed in [
