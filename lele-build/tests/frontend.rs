@@ -955,6 +955,25 @@ fn constant_matmul_weights_are_stored_packed_on_real_models() {
     assert!(p.iter().any(|x| (x.2, x.3) == (120, 18710)), "{p:?}");
 }
 
+/// Each main-block kernel node of `g` (for downcasting) with the dims of
+/// its input 1 when that is a constant (a weight).
+fn kernels_with_weight_dims(
+    g: &lele_build::ir::Graph,
+) -> Vec<(&dyn std::any::Any, Option<Vec<usize>>)> {
+    use lele_build::ir::Op;
+    let mut out = Vec::new();
+    for n in &g.main.nodes {
+        let Op::Kernel(k) = &n.op else { continue };
+        let any: &dyn std::any::Any = k.as_ref();
+        let w = n.inputs.get(1).copied().flatten();
+        let dims = w
+            .and_then(|w| g.values[w].constant.as_ref())
+            .map(|t| t.dims.clone());
+        out.push((any, dims));
+    }
+    out
+}
+
 /// Every convolution with more than 128 output channels (per group, in
 /// whole panels of 8: those always run on the GEMM) reads its weight
 /// packed for the GEMM's left operand, still shaped as the weight; the
@@ -962,7 +981,6 @@ fn constant_matmul_weights_are_stored_packed_on_real_models() {
 /// of YOLOv8n's).
 #[test]
 fn wide_convolution_weights_are_stored_packed_on_real_models() {
-    use lele_build::ir::Op;
     use lele_kernels::ops::conv::{Conv, ConvPackedWeights};
     for (file, inputs, want) in [
         ("ppocr_v6_rec_small.onnx", "x = [1, 3, 48, 320]", 27),
@@ -970,13 +988,7 @@ fn wide_convolution_weights_are_stored_packed_on_real_models() {
     ] {
         let g = optimized_zoo(file, inputs);
         let (mut packed, mut plain_wide) = (0, 0);
-        for n in &g.main.nodes {
-            let Op::Kernel(k) = &n.op else { continue };
-            let any: &dyn std::any::Any = k.as_ref();
-            let w = n.inputs.get(1).copied().flatten();
-            let dims = w
-                .and_then(|w| g.values[w].constant.as_ref())
-                .map(|t| t.dims.clone());
+        for (any, dims) in kernels_with_weight_dims(&g) {
             if let Some(p) = any.downcast_ref::<ConvPackedWeights>() {
                 let dims = dims.expect("a packed weight is a constant");
                 assert!(ConvPackedWeights::applies(p.conv.group, &dims), "{dims:?}");
@@ -998,7 +1010,6 @@ fn wide_convolution_weights_are_stored_packed_on_real_models() {
 /// YOLOv8n's convolutions, 6 of ddddocr's, 1 of PP-OCRv6 det's).
 #[test]
 fn dense_3x3_convolutions_run_as_winograd_on_real_models() {
-    use lele_build::ir::Op;
     use lele_kernels::ops::conv::{Conv, ConvWinograd};
     for (file, inputs, want) in [
         ("yolov8n_320n.onnx", "images = [1, 3, 640, 640]", 30),
@@ -1007,13 +1018,7 @@ fn dense_3x3_convolutions_run_as_winograd_on_real_models() {
     ] {
         let g = optimized_zoo(file, inputs);
         let (mut winograd, mut plain) = (0, 0);
-        for n in &g.main.nodes {
-            let Op::Kernel(k) = &n.op else { continue };
-            let any: &dyn std::any::Any = k.as_ref();
-            let w = n.inputs.get(1).copied().flatten();
-            let dims = w
-                .and_then(|w| g.values[w].constant.as_ref())
-                .map(|t| t.dims.clone());
+        for (any, dims) in kernels_with_weight_dims(&g) {
             if let Some(k) = any.downcast_ref::<ConvWinograd>() {
                 let dims = dims.expect("a transformed weight is a constant");
                 assert_eq!(dims[..2], [16, k.m.next_multiple_of(8)], "{file}");

@@ -98,6 +98,22 @@ pub(crate) fn nchw(s: &Shape, op: &'static str) -> Result<Nchw, KernelError> {
     }
 }
 
+/// `infer` of a convolution of geometry `g`: its output shape, the fused
+/// residual (input 3, if any) checked against it.
+fn infer_output(
+    g: &ConvGeom,
+    inputs: &[Option<TensorRef<'_>>],
+    outputs: &mut [Shape],
+) -> Result<(), KernelError> {
+    let y = out_shape(g.x, g.m, g.oh, g.ow)?;
+    check_residual(inputs, 3, &y, "Conv")?;
+    *outputs.first_mut().ok_or(KernelError::Invalid {
+        op: "Conv",
+        msg: "no output",
+    })? = y;
+    Ok(())
+}
+
 /// The output shape `[N, C, (H,) W]` matching `x`'s rank.
 pub(crate) fn out_shape(x: Nchw, c: usize, h: usize, w: usize) -> Result<Shape, KernelError> {
     if x.one_d {
@@ -547,14 +563,7 @@ impl Kernel for Conv {
         inputs: &[Option<TensorRef<'_>>],
         outputs: &mut [Shape],
     ) -> Result<(), KernelError> {
-        let g = self.geom(inputs)?;
-        let y = out_shape(g.x, g.m, g.oh, g.ow)?;
-        check_residual(inputs, 3, &y, "Conv")?;
-        *outputs.first_mut().ok_or(KernelError::Invalid {
-            op: "Conv",
-            msg: "no output",
-        })? = y;
-        Ok(())
+        infer_output(&self.geom(inputs)?, inputs, outputs)
     }
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {

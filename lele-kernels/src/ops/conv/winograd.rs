@@ -26,13 +26,13 @@
 //! would give an infinity.
 use alloc::vec::Vec;
 
-use super::{Conv, ConvGeom, Operands, nchw, out_shape};
+use super::{Conv, ConvGeom, Operands, infer_output, nchw};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input};
 use crate::ops::gemm::prepacked::{PANEL, Prepacked, packed_len};
 use crate::ops::gemm::{
-    A_PANEL, MatRef, PanelsA, check_f32, check_residual, pack_a_panels, panels_a_len, scratch_f32,
-    sgemm_panels_a, sgemm_scratch_len,
+    A_PANEL, MatRef, PanelsA, check_f32, pack_a_panels, panels_a_len, scratch_f32, sgemm_panels_a,
+    sgemm_scratch_len,
 };
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
@@ -589,14 +589,7 @@ impl Kernel for ConvWinograd {
         inputs: &[Option<TensorRef<'_>>],
         outputs: &mut [Shape],
     ) -> Result<(), KernelError> {
-        let g = self.geom(inputs)?;
-        let y = out_shape(g.x, g.m, g.oh, g.ow)?;
-        check_residual(inputs, 3, &y, "Conv")?;
-        *outputs.first_mut().ok_or(KernelError::Invalid {
-            op: "Conv",
-            msg: "no output",
-        })? = y;
-        Ok(())
+        infer_output(&self.geom(inputs)?, inputs, outputs)
     }
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
