@@ -1,0 +1,125 @@
+//! Builders of small ONNX models in code, and the compiler steps the tests run on them.
+use std::path::Path;
+
+use lele_build::compile::{optimize, resolve_input_dims};
+use lele_build::config::ModelToml;
+use lele_build::ir::Graph;
+use lele_build::onnx::{Limits, from_proto, proto};
+
+pub(crate) fn s(v: &str) -> Option<String> {
+    Some(v.to_string())
+}
+
+pub(crate) fn value_info(name: &str, elem: i32, dims: &[i64]) -> proto::ValueInfoProto {
+    use proto::tensor_shape_proto::{Dimension, dimension};
+    proto::ValueInfoProto {
+        name: s(name),
+        r#type: Some(proto::TypeProto {
+            value: Some(proto::type_proto::Value::TensorType(
+                proto::type_proto::Tensor {
+                    elem_type: Some(elem),
+                    shape: Some(proto::TensorShapeProto {
+                        dim: dims
+                            .iter()
+                            .map(|&d| Dimension {
+                                value: Some(dimension::Value::DimValue(d)),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    }),
+                },
+            )),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+pub(crate) fn node(
+    op: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attrs: Vec<proto::AttributeProto>,
+) -> proto::NodeProto {
+    proto::NodeProto {
+        op_type: s(op),
+        name: s(&format!("{op}_{}", outputs[0])),
+        input: inputs.iter().map(|x| x.to_string()).collect(),
+        output: outputs.iter().map(|x| x.to_string()).collect(),
+        attribute: attrs,
+        ..Default::default()
+    }
+}
+
+pub(crate) fn int_attr(name: &str, v: i64) -> proto::AttributeProto {
+    proto::AttributeProto {
+        name: s(name),
+        i: Some(v),
+        r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
+        ..Default::default()
+    }
+}
+
+pub(crate) fn i64_init(name: &str, vals: &[i64]) -> proto::TensorProto {
+    proto::TensorProto {
+        name: s(name),
+        data_type: Some(7),
+        dims: vec![vals.len() as i64],
+        int64_data: vals.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// A scalar f32 initializer.
+pub(crate) fn f32_init(name: &str, v: f32) -> proto::TensorProto {
+    proto::TensorProto {
+        name: s(name),
+        data_type: Some(1),
+        dims: vec![],
+        float_data: vec![v],
+        ..Default::default()
+    }
+}
+
+pub(crate) fn model(
+    nodes: Vec<proto::NodeProto>,
+    inits: Vec<proto::TensorProto>,
+    inputs: Vec<proto::ValueInfoProto>,
+    outputs: Vec<proto::ValueInfoProto>,
+) -> proto::ModelProto {
+    proto::ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![proto::OperatorSetIdProto {
+            domain: s(""),
+            version: Some(17),
+        }],
+        graph: Some(proto::GraphProto {
+            node: nodes,
+            initializer: inits,
+            input: inputs,
+            output: outputs,
+            name: s("g"),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+pub(crate) fn load(m: &proto::ModelProto) -> lele_build::Result<Graph> {
+    from_proto(m, Path::new("."), &Limits::default())
+}
+
+/// Loads a test model (no `[inputs]` needed) and runs the compiler's passes.
+pub(crate) fn optimized(m: &proto::ModelProto) -> Graph {
+    let mut g = load(m).unwrap();
+    let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+    let dims = resolve_input_dims(&g, &toml).unwrap();
+    optimize(&mut g, &dims, true, &Default::default()).unwrap();
+    g
+}
+
+pub(crate) fn op_types(g: &Graph) -> Vec<String> {
+    let mut v = Vec::new();
+    g.for_each_node(&mut |n| v.push(n.op_type.clone()));
+    v
+}

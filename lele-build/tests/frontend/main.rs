@@ -1,0 +1,5 @@
+//! Front end and passes: small models built in code, and the real models.
+mod builders;
+mod fusions;
+mod loading;
+mod real_models;

@@ -1,0 +1,272 @@
+//! The compiler's passes on the real models of the zoo (`cargo xtask models`).
+use lele_build::compile::{optimize, resolve_input_dims};
+use lele_build::config::ModelToml;
+
+use crate::builders::*;
+
+/// Op types of a zoo model after the compiler's passes.
+fn optimized_zoo_ops(file: &str, inputs: &str) -> Vec<String> {
+    op_types(&optimized_zoo(file, inputs))
+}
+
+/// A zoo model after the compiler's passes.
+fn optimized_zoo(file: &str, inputs: &str) -> lele_build::ir::Graph {
+    let path = lele_build::config::zoo_dir().join(file);
+    let mut g = lele_build::onnx::load(&path)
+        .unwrap_or_else(|e| panic!("{} (run `cargo xtask models`): {e}", path.display()));
+    let toml = ModelToml::parse(&format!(
+        "[model]\npath = {:?}\n[inputs]\n{inputs}\n",
+        path.display().to_string()
+    ))
+    .unwrap();
+    let dims = resolve_input_dims(&g, &toml).unwrap();
+    optimize(&mut g, &dims, true, &Default::default()).unwrap();
+    g
+}
+
+/// Every Linear layer's constant weight is stored packed for the GEMM
+/// (`MatMulPacked`), fused bias and residual kept.
+#[test]
+fn constant_matmul_weights_are_stored_packed_on_real_models() {
+    use lele_build::ir::Op;
+    use lele_kernels::ops::matmul_packed::MatMulPacked;
+    let packed = |g: &lele_build::ir::Graph| -> Vec<(String, usize, usize, usize)> {
+        g.main
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                let Op::Kernel(k) = &n.op else { return None };
+                let any: &dyn std::any::Any = k.as_ref();
+                let p = any.downcast_ref::<MatMulPacked>()?;
+                Some((n.op_type.clone(), n.inputs.len(), p.k, p.n))
+            })
+            .collect()
+    };
+    // MiniLM-L3: Q, K, V, attention output and the two FFN layers of each
+    // of its 3 layers; the output and second FFN layer keep their residual.
+    let minilm = optimized_zoo(
+        "minilm_l3.onnx",
+        "input_ids = [1, 128]\nattention_mask = [1, 128]",
+    );
+    let p = packed(&minilm);
+    assert_eq!(p.len(), 18, "{p:?}");
+    let with_residual = p.iter().filter(|x| x.0 == "MatMul+Add+Add" && x.1 == 4);
+    assert_eq!(with_residual.count(), 6, "{p:?}");
+    assert_eq!(p.iter().filter(|x| (x.2, x.3) == (384, 1536)).count(), 3);
+    // No MatMul with a constant weight is left (the attention products
+    // multiply two activations).
+    let left = minilm.main.nodes.iter().filter(|n| {
+        let packed = match &n.op {
+            Op::Kernel(k) => {
+                let any: &dyn std::any::Any = k.as_ref();
+                any.downcast_ref::<MatMulPacked>().is_some()
+            }
+            _ => false,
+        };
+        n.op_type.starts_with("MatMul")
+            && !packed
+            && n.inputs
+                .get(1)
+                .copied()
+                .flatten()
+                .is_some_and(|w| minilm.values[w].constant.is_some())
+    });
+    assert_eq!(left.count(), 0);
+    // PP-OCRv6 rec: the neck's Linear layers and the 18710-class head.
+    let rec = optimized_zoo("ppocr_v6_rec_small.onnx", "x = [1, 3, 48, 320]");
+    let p = packed(&rec);
+    assert_eq!(p.len(), 9, "{p:?}");
+    assert!(p.iter().any(|x| (x.2, x.3) == (120, 18710)), "{p:?}");
+}
+
+/// Each main-block kernel node of `g` (for downcasting) with the dims of
+/// its input 1 when that is a constant (a weight).
+fn kernels_with_weight_dims(
+    g: &lele_build::ir::Graph,
+) -> Vec<(&dyn std::any::Any, Option<Vec<usize>>)> {
+    use lele_build::ir::Op;
+    let mut out = Vec::new();
+    for n in &g.main.nodes {
+        let Op::Kernel(k) = &n.op else { continue };
+        let any: &dyn std::any::Any = k.as_ref();
+        let w = n.inputs.get(1).copied().flatten();
+        let dims = w
+            .and_then(|w| g.values[w].constant.as_ref())
+            .map(|t| t.dims.clone());
+        out.push((any, dims));
+    }
+    out
+}
+
+/// Every convolution with more than 128 output channels (per group, in
+/// whole panels of 8: those always run on the GEMM) reads its weight
+/// packed for the GEMM's left operand, still shaped as the weight; the
+/// counts are the ONNX files' own (27 of PP-OCRv6 rec's convolutions, 6
+/// of YOLOv8n's).
+#[test]
+fn wide_convolution_weights_are_stored_packed_on_real_models() {
+    use lele_kernels::ops::conv::{Conv, ConvPackedWeights};
+    for (file, inputs, want) in [
+        ("ppocr_v6_rec_small.onnx", "x = [1, 3, 48, 320]", 27),
+        ("yolov8n_320n.onnx", "images = [1, 3, 640, 640]", 6),
+    ] {
+        let g = optimized_zoo(file, inputs);
+        let (mut packed, mut plain_wide) = (0, 0);
+        for (any, dims) in kernels_with_weight_dims(&g) {
+            if let Some(p) = any.downcast_ref::<ConvPackedWeights>() {
+                let dims = dims.expect("a packed weight is a constant");
+                assert!(ConvPackedWeights::applies(p.conv.group, &dims), "{dims:?}");
+                packed += 1;
+            } else if let (Some(c), Some(dims)) = (any.downcast_ref::<Conv>(), dims)
+                && ConvPackedWeights::applies(c.group, &dims)
+            {
+                plain_wide += 1;
+            }
+        }
+        assert_eq!((packed, plain_wide), (want, 0), "{file}");
+    }
+}
+
+/// Every dense 3×3 convolution of unit strides and dilations with at least
+/// 32 input channels runs as Winograd `F(2×2, 3×3)` from a weight
+/// transformed at build time (`[16, M rounded up to 8, C]`), and no plain
+/// one that qualifies is left; the counts are the ONNX files' own (30 of
+/// YOLOv8n's convolutions, 6 of ddddocr's, 1 of PP-OCRv6 det's).
+#[test]
+fn dense_3x3_convolutions_run_as_winograd_on_real_models() {
+    use lele_kernels::ops::conv::{Conv, ConvWinograd};
+    for (file, inputs, want) in [
+        ("yolov8n_320n.onnx", "images = [1, 3, 640, 640]", 30),
+        ("ddddocr_common.onnx", "input1 = [1, 1, 64, 160]", 6),
+        ("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]", 1),
+    ] {
+        let g = optimized_zoo(file, inputs);
+        let (mut winograd, mut plain) = (0, 0);
+        for (any, dims) in kernels_with_weight_dims(&g) {
+            if let Some(k) = any.downcast_ref::<ConvWinograd>() {
+                let dims = dims.expect("a transformed weight is a constant");
+                assert_eq!(dims[..2], [16, k.m.next_multiple_of(8)], "{file}");
+                winograd += 1;
+            } else if let (Some(c), Some(dims)) = (any.downcast_ref::<Conv>(), dims)
+                && ConvWinograd::applies(c, &dims)
+            {
+                plain += 1;
+            }
+        }
+        assert_eq!((winograd, plain), (want, 0), "{file}");
+    }
+}
+
+#[test]
+fn built_in_fusions_fire_on_real_models() {
+    let count = |ops: &[String], op: &str| ops.iter().filter(|o| *o == op).count();
+    let convs = |ops: &[String]| {
+        ops.iter()
+            .filter(|o| *o == "Conv" || o.starts_with("Conv+"))
+            .count()
+    };
+    // YOLOv8n: every SiLU (57) becomes one Swish, and each of them, following
+    // a conv, that conv's epilogue; the head's lone Sigmoid stays.
+    let yolo = optimized_zoo_ops("yolov8n_320n.onnx", "images = [1, 3, 640, 640]");
+    assert_eq!(
+        count(&yolo, "Conv+Swish") + count(&yolo, "Conv+Swish+Add"),
+        57,
+        "{yolo:?}"
+    );
+    // The 6 bottleneck shortcuts add onto such a conv's output.
+    assert_eq!(count(&yolo, "Conv+Swish+Add"), 6, "{yolo:?}");
+    assert_eq!(
+        (count(&yolo, "Swish"), count(&yolo, "Mul")),
+        (0, 1),
+        "{yolo:?}"
+    );
+    assert_eq!(count(&yolo, "Sigmoid"), 1, "{yolo:?}");
+    // PP-OCRv4 det: all 24 decomposed HardSwish chains fuse (then into the
+    // conv before them, with the scalar Mul/Add that follows each); no Clip
+    // is left.
+    let det = optimized_zoo_ops("ppocr_v4_det.onnx", "x = [1, 3, 640, 640]");
+    assert_eq!(count(&det, "Conv+HardSwish+Affine"), 24, "{det:?}");
+    assert_eq!(
+        (count(&det, "HardSwish"), count(&det, "Clip")),
+        (0, 0),
+        "{det:?}"
+    );
+    // The Relus of the SE branches and the head fuse into their convs.
+    assert!(count(&det, "Conv+Relu") >= 10, "{det:?}");
+    // GELU (erf form): MiniLM-L3 has one per layer.
+    let minilm = optimized_zoo_ops(
+        "minilm_l3.onnx",
+        "input_ids = [1, 128]\nattention_mask = [1, 128]",
+    );
+    assert_eq!(count(&minilm, "Gelu"), 3, "{minilm:?}");
+    assert_eq!(count(&minilm, "Erf"), 0, "{minilm:?}");
+    // Attention: each layer's Transposes, Q·Kᵀ, Div, mask Add, Softmax,
+    // ·V and output Transpose are one node; no Softmax or Transpose is
+    // left, and the only MatMuls left carry a weight.
+    assert_eq!(count(&minilm, "Attention"), 3, "{minilm:?}");
+    assert_eq!(
+        (
+            count(&minilm, "Softmax"),
+            count(&minilm, "Transpose"),
+            count(&minilm, "MatMul")
+        ),
+        (0, 0, 0),
+        "{minilm:?}"
+    );
+    // PP-OCRv6 det: its 13 GELUs fuse, then into the convolution before
+    // each, and 19 of its 20 Relus into theirs, through the `Identity`
+    // Paddle puts after each bias `Add` (the last Relu follows a
+    // ConvTranspose).
+    let v6 = optimized_zoo_ops("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]");
+    assert_eq!(
+        (
+            count(&v6, "Conv+Gelu"),
+            count(&v6, "Gelu"),
+            count(&v6, "Erf")
+        ),
+        (13, 0, 0),
+        "{v6:?}"
+    );
+    assert_eq!(
+        (count(&v6, "Conv+Relu"), count(&v6, "Relu")),
+        (19, 1),
+        "{v6:?}"
+    );
+    assert_eq!(count(&v6, "Identity"), 0, "{v6:?}");
+    // Residual adds: 10 onto a convolution's output in PP-OCRv6 det (the
+    // other 13 join two shared values), and in MiniLM the attention
+    // output and FFN projections (MatMul + bias) of all 3 layers.
+    assert_eq!(count(&v6, "Conv+Add"), 10, "{v6:?}");
+    assert_eq!(
+        (
+            count(&minilm, "MatMul+Add+Add"),
+            count(&minilm, "MatMul+Add")
+        ),
+        (6, 12),
+        "{minilm:?}"
+    );
+    // Decomposed LayerNorms (ReduceMean … Sqrt, Div, Mul, Add): the SVTR
+    // neck of PP-OCRv4 rec has 5, no ReduceMean is left.
+    let rec = optimized_zoo_ops("ppocr_v4_rec.onnx", "x = [1, 3, 48, 320]");
+    assert_eq!(
+        (count(&rec, "LayerNormalization"), count(&rec, "ReduceMean")),
+        (5, 0),
+        "{rec:?}"
+    );
+    // ... and the per-channel Mul/Add pair Paddle emits for each of the 52
+    // batch norms folds into the conv before it (86 Mul and 89 Add before,
+    // 34 and 37 after that step, 10 and 13 after the scalar ones): the
+    // Mul/Add left scale an SE branch or join branches.
+    assert_eq!(convs(&det), 62, "{det:?}");
+    assert_eq!(
+        (count(&det, "Mul"), count(&det, "Add")),
+        (10, 13),
+        "{det:?}"
+    );
+    // PP-OCR cls exports its 35 batch norms as BatchNormalization nodes
+    // after a convolution: all fold into it (and the HardSwish or Relu
+    // after them then into its epilogue).
+    let cls = optimized_zoo_ops("ppocr_cls.onnx", "x = [1, 3, 48, 192]");
+    assert_eq!(count(&cls, "BatchNormalization"), 0, "{cls:?}");
+    assert_eq!(count(&cls, "HardSwish"), 0, "{cls:?}");
+}
