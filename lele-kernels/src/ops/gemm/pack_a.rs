@@ -123,7 +123,7 @@ pub fn pack_a_panels(a: MatRef<'_>, m: usize, k: usize, dst: &mut [f32]) -> bool
 
 /// Packs rows `i0..i0 + h` (depth `pc..pc + kc`) of a [`PanelsA`] of depth
 /// `k` into an `mr`-interleaved panel, zero-filling rows `h..mr` (for
-/// micro-kernels whose `MR` is not [`A_PANEL`]).
+/// micro-kernels whose `MR` is not [`A_PANEL`]: AVX2's 6, the scalar 4).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn repack_panels(
     a: &[f32],
@@ -135,11 +135,70 @@ pub(super) fn repack_panels(
     kc: usize,
     panel: &mut [f32],
 ) {
-    for ii in 0..mr {
-        let i = i0 + ii;
-        let src = (i / A_PANEL) * A_PANEL * k + pc * A_PANEL + i % A_PANEL;
-        for p in 0..kc {
-            panel[p * mr + ii] = if ii < h { a[src + p * A_PANEL] } else { 0.0 };
+    let done = match mr {
+        6 if h == mr => repack_whole::<6>(a, k, i0, pc, kc, panel),
+        4 if h == mr => repack_whole::<4>(a, k, i0, pc, kc, panel),
+        _ => false,
+    };
+    if !done {
+        for ii in 0..mr {
+            let i = i0 + ii;
+            let src = (i / A_PANEL) * A_PANEL * k + pc * A_PANEL + i % A_PANEL;
+            for p in 0..kc {
+                panel[p * mr + ii] = if ii < h { a[src + p * A_PANEL] } else { 0.0 };
+            }
+        }
+    }
+}
+
+/// [`repack_panels`] of `MR` (at most [`A_PANEL`]) rows that all exist,
+/// depth by depth from the one or two source panels holding them, with
+/// the rows' offset in their first panel a constant so each depth's copy
+/// is a few fixed moves (a float-by-float gather at stride 8, or a copy
+/// through a stack buffer, took 3–4 times as long). Returns false for an
+/// offset without a specialization.
+#[inline(always)]
+fn repack_whole<const MR: usize>(
+    a: &[f32],
+    k: usize,
+    i0: usize,
+    pc: usize,
+    kc: usize,
+    panel: &mut [f32],
+) -> bool {
+    let (q, r) = (i0 / A_PANEL, i0 % A_PANEL);
+    let depth = |q: usize| &a[q * A_PANEL * k + pc * A_PANEL..][..kc * A_PANEL];
+    let first = depth(q);
+    // The rows reach into the next panel only when they do not fit this one.
+    let second = if r + MR > A_PANEL {
+        depth(q + 1)
+    } else {
+        first
+    };
+    let panel = &mut panel[..kc * MR];
+    match r {
+        0 => repack_from::<MR, 0>(first, second, panel),
+        2 => repack_from::<MR, 2>(first, second, panel),
+        4 => repack_from::<MR, 4>(first, second, panel),
+        6 => repack_from::<MR, 6>(first, second, panel),
+        _ => return false,
+    }
+    true
+}
+
+/// The copies of [`repack_whole`] for rows from offset `R` of `first`'s
+/// panel on, continuing into `second`'s.
+#[inline(always)]
+fn repack_from<const MR: usize, const R: usize>(first: &[f32], second: &[f32], panel: &mut [f32]) {
+    let sources = first
+        .chunks_exact(A_PANEL)
+        .zip(second.chunks_exact(A_PANEL));
+    for (d, (s0, s1)) in panel.chunks_exact_mut(MR).zip(sources) {
+        if R + MR <= A_PANEL {
+            d.copy_from_slice(&s0[R..R + MR]);
+        } else {
+            d[..A_PANEL - R].copy_from_slice(&s0[R..]);
+            d[A_PANEL - R..].copy_from_slice(&s1[..R + MR - A_PANEL]);
         }
     }
 }
