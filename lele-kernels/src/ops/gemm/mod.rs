@@ -488,29 +488,28 @@ pub(crate) fn sgemm_core<B: PackB>(
         // packing only its rows of A and reading B in place, so no work is
         // repeated (a column split makes every task pack all of A: MiniLM's
         // 128×384×384 products went only 1.3–1.4 times as fast on two).
-        let prepacked_rows =
-            b.prepacked().is_some() && n.div_ceil(threads) <= NC && m >= 2 * A_PANEL;
+        // Whole panels of the micro-kernel and of a left operand packed
+        // ahead of time, so every tile is where one thread puts it (an
+        // edge tile rounds `beta` differently); at least two ranges.
+        let mr = micro::micro_for(isa).mr;
+        let unit = if A_PANEL.is_multiple_of(mr) {
+            A_PANEL
+        } else {
+            MR_LCM
+        };
+        let prepacked_height =
+            (threads > 1 && b.prepacked().is_some() && n.div_ceil(threads) <= NC)
+                .then(|| m.div_ceil(threads).next_multiple_of(unit))
+                .filter(|&h| h < m);
         let rows = m > n && m >= 2 * MR_LCM;
-        if threads > 1 && m * n * k >= PARALLEL_MIN_MACS && (prepacked_rows || rows) {
+        if threads > 1 && m * n * k >= PARALLEL_MIN_MACS && (prepacked_height.is_some() || rows) {
             // Taller than wide (a 1×1 convolution with many channels at a
             // low resolution): row ranges, so each task packs only its
             // share of A (a column split makes every task pack all of it)
             // and all of the narrower B. Row ranges start on whole panels
             // of a left operand packed ahead of time.
-            let height = if prepacked_rows {
-                // Whole panels of the micro-kernel and of a left operand
-                // packed ahead of time, so every tile is where one thread
-                // puts it (an edge tile rounds `beta` differently).
-                let mr = micro::micro_for(isa).mr;
-                let unit = if A_PANEL.is_multiple_of(mr) {
-                    A_PANEL
-                } else {
-                    MR_LCM
-                };
-                m.div_ceil(threads).next_multiple_of(unit)
-            } else {
-                m.div_ceil(2 * threads).next_multiple_of(MR_LCM)
-            };
+            let height = prepacked_height
+                .unwrap_or_else(|| m.div_ceil(2 * threads).next_multiple_of(MR_LCM));
             let tasks = m.div_ceil(height);
             crate::threads::run(tasks, scratch, &|t, s| {
                 let i0 = t * height;
