@@ -1,5 +1,6 @@
 //! Tests of the depthwise kernels: the plane-at-a-time paths (staged
-//! rows, the row loop, the row kernels) and the sixteen-channel blocked one.
+//! rows, the row loop, the row kernels) and the blocked ones (sixteen and
+//! eight channels at a time).
 use super::tests::{conv, naive_conv};
 use super::*;
 use crate::ops::gemm::testutil::*;
@@ -120,24 +121,41 @@ fn depthwise_row_kernels_match_scalar_over_lengths() {
     }
 }
 
-/// The sixteen-channel blocked kernel (AVX-512) through `Conv::run`
-/// against the naive convolution: channel counts around 16 (the zero
-/// lanes of a last partial block), output widths around the 16-pixel
-/// groups, kernels from 1×1 to 7×7 and 1×7, strides 1–3, dilations,
-/// asymmetric pads, batches, with and without bias, and on two threads
-/// (blocks split by rows when there are few), with an activation and a
-/// residual added in the row tail.
+/// The blocked kernels through `Conv::run` against the naive convolution,
+/// sixteen lanes (AVX-512, where the CPU has it) and eight (AVX2, forced
+/// on an AVX-512 CPU): channel counts around 8 and 16 (the zero lanes of a
+/// last partial block), output widths around the 8- and 16-pixel groups,
+/// kernels from 1×1 to 7×7 and 1×7, strides 1–3, dilations, asymmetric
+/// pads, batches, with and without bias, and on two threads (blocks split
+/// by rows when there are few), with an activation and a residual added in
+/// the row tail.
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 #[test]
 fn depthwise_blocked_matches_naive() {
     use crate::ops::gemm::{Isa, isa_available};
-    if !isa_available(Isa::Avx512) {
-        std::eprintln!("no AVX-512 here: the blocked depthwise kernel is not run");
-        return;
-    }
+    assert!(
+        isa_available(Isa::Avx2),
+        "the blocked depthwise kernels need at least AVX2 and FMA"
+    );
     let _serial = crate::threads::TEST_LOCK
         .lock()
         .unwrap_or_else(|e| e.into_inner());
+    let mut widths = vec![8];
+    if isa_available(Isa::Avx512) {
+        widths.push(16);
+    } else {
+        std::eprintln!("no AVX-512 here: only the eight-lane blocked kernel is run");
+    }
+    for lanes in widths {
+        depthwise_interleaved::LANES8.with(|f| f.set(lanes == 8));
+        blocked_cases(lanes);
+    }
+    depthwise_interleaved::LANES8.with(|f| f.set(false));
+}
+
+/// [`depthwise_blocked_matches_naive`] with the `lanes`-wide kernel.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+fn blocked_cases(lanes: usize) {
     // (n, c, h, w, kh, kw, strides, pads, dilations)
     type Case = (
         usize,
@@ -161,6 +179,8 @@ fn depthwise_blocked_matches_naive() {
         (1, 20, 1, 40, 1, 7, [1, 1], [0, 3, 0, 3], [1, 1]),
         (2, 18, 3, 9, 2, 2, [1, 1], [0, 0, 0, 0], [1, 1]),
         (1, 16, 1, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
+        (1, 9, 5, 8, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
+        (1, 7, 6, 23, 5, 5, [2, 2], [2, 2, 2, 2], [1, 1]),
         (1, 32, 10, 10, 3, 3, [3, 3], [0, 0, 2, 2], [1, 1]),
         // Enough work to split over threads: one block, split by rows.
         (1, 16, 70, 66, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
@@ -180,8 +200,8 @@ fn depthwise_blocked_matches_naive() {
             let g = op.geom(&inputs).unwrap();
             assert!(
                 depthwise_interleaved::Ring::new(&op, &g).is_some()
-                    && depthwise_interleaved::preferred(&g),
-                "case {ci} does not take the blocked kernel"
+                    && depthwise_interleaved::preferred(&g, lanes),
+                "case {ci} does not take the {lanes}-lane blocked kernel"
             );
             let naive = |bias: Option<&[f32]>| {
                 naive_conv(
@@ -199,7 +219,7 @@ fn depthwise_blocked_matches_naive() {
             };
             let want = naive(Some(&b));
             let got = run(&op, &inputs, 1).unwrap();
-            assert_eq!(got[0].0, vec![n, c, g.oh, g.ow], "case {ci}");
+            assert_eq!(got[0].0, vec![n, c, g.oh, g.ow], "case {ci} lanes {lanes}");
             assert_close(&got[0].1, &want, 1e-5);
             // Without bias.
             inputs[2] = None;

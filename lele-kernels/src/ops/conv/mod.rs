@@ -604,11 +604,11 @@ impl Kernel for Conv {
         if ohw == 0 {
             return Ok(());
         }
-        // Depthwise with AVX-512: sixteen channels at a time.
+        // Depthwise with AVX-512 or AVX2: a vector of channels at a time.
         #[cfg(target_arch = "x86_64")]
         if self.is_depthwise(&g)
-            && crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512
-            && depthwise_interleaved::preferred(&g)
+            && let Some(kernel) = depthwise_interleaved::Blocked::detect()
+            && kernel.preferred(&g)
             && let Some(ring) = depthwise_interleaved::Ring::new(self, &g)
             && let Ok(own) = scratch_f32(scratch, ring.scratch_len(), OP)
         {
@@ -616,9 +616,11 @@ impl Kernel for Conv {
                 self.tail(residual, plane * ohw)(seg, at)
             };
             let tail: Option<depthwise_interleaved::RowTail<'_>> = fused_tail.then_some(&row_tail);
-            // SAFETY: AVX-512F was detected; the buffers' lengths were
-            // checked against the shapes above (the bias's in `geom`).
-            unsafe { depthwise_interleaved::run(self, &g, &ring, x, w, bias, y, own, tail) };
+            // SAFETY: the kernel was detected here; the buffers' lengths
+            // were checked against the shapes above (the bias's in `geom`).
+            unsafe {
+                depthwise_interleaved::run(kernel, self, &g, &ring, x, w, bias, y, own, tail)
+            };
             return Ok(());
         }
         // The scratch was planned at a few input sizes; at others (dynamic

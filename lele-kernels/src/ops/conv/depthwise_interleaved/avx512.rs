@@ -1,164 +1,12 @@
-//! Depthwise convolution sixteen channels at a time (AVX-512).
-//!
-//! The plane-at-a-time kernel ([`super::depthwise`]) vectorizes along a
-//! row, so every tap but one in sixteen reads a vector that straddles two
-//! cache lines. Here a block of sixteen channel planes is read row by row
-//! and transposed so that each input pixel's sixteen channels are one
-//! vector (one cache line) in a small ring of staged rows, zero padded at
-//! both ends. Every tap of an output pixel is then one aligned load and one
-//! FMA, whatever the kernel width, stride or dilation. Sixteen output
-//! pixels are accumulated in registers at a time and transposed back into
-//! the sixteen planes. The last block of a layer whose channel count is not
-//! a multiple of sixteen runs with its missing lanes zero.
+//! The sixteen-lane (AVX-512) block kernel: sixteen channels per vector,
+//! sixteen output pixels accumulated at a time.
 
-use super::{Conv, ConvGeom};
+use super::{Block, MAX_RING_ROWS, MAX_TAPS, Ring, RowTail};
+use crate::ops::conv::{Conv, ConvGeom};
 
 /// Channels per block, and output pixels accumulated at a time: one
 /// AVX-512 vector.
 const LANES: usize = 16;
-/// Most input rows one output row reads ([`Ring::rows`]).
-const MAX_RING_ROWS: usize = 64;
-/// Most kernel taps.
-const MAX_TAPS: usize = 128;
-
-/// The ring of staged rows one block uses. It depends only on the shapes,
-/// so the scratch planned on the build machine fits on every target.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Ring {
-    /// Staged rows held at once: the span of input rows one output row
-    /// reads, so input row `r` lives in slot `r % rows`.
-    rows: usize,
-    /// Pixels per staged row: the left padding, the input row, and zeros
-    /// up to the last column the last (whole) group of sixteen outputs
-    /// reads.
-    width: usize,
-    taps: usize,
-}
-
-impl Ring {
-    /// The ring for these shapes, or `None` when the blocked kernel does
-    /// not take them (no outputs, too many taps or rows, or a ring larger
-    /// than a worker's scratch).
-    pub(super) fn new(conv: &Conv, g: &ConvGeom) -> Option<Ring> {
-        let [_, sw] = conv.strides;
-        let [dh, dw] = conv.dilations;
-        let taps = g.kh * g.kw;
-        if g.ohw() == 0 || taps == 0 || taps > MAX_TAPS {
-            return None;
-        }
-        let rows = (g.kh - 1) * dh + 1;
-        let reach = (g.ow.div_ceil(LANES) * LANES - 1) * sw + (g.kw - 1) * dw + 1;
-        let ring = Ring {
-            rows,
-            width: reach.max(g.pl + g.x.w),
-            taps,
-        };
-        (rows <= MAX_RING_ROWS && ring.scratch_len() <= crate::ops::gemm::MAX_SCRATCH)
-            .then_some(ring)
-    }
-
-    /// Floats of scratch one block needs: the ring, a zero row (the
-    /// padding rows), the interleaved weights and bias, and room to align
-    /// them all to 64 bytes.
-    pub(super) fn scratch_len(&self) -> usize {
-        (self.rows + 1) * self.width * LANES + (self.taps + 1) * LANES + LANES
-    }
-}
-
-/// Whether a layer runs faster blocked than plane by plane (when it can
-/// run blocked). Measured with `kernel_bench`: blocked wins for planes up to
-/// 120×120 (1.1–3.5×) and for kernels larger than 3×3 at any size, but a
-/// 3×3 layer whose input is far larger than the L2 cache (64 channels of
-/// 160×160) reads sixteen planes at once slower than one at a time.
-pub(super) fn preferred(g: &ConvGeom) -> bool {
-    g.kh * g.kw > 9 || g.x.c * g.x.h * g.x.w <= 1 << 20
-}
-
-/// The fused tail of one output row: `(plane, row, offset of the row in
-/// its plane)`, planes counted over the whole output.
-pub(super) type RowTail<'a> = &'a (dyn Fn(usize, &mut [f32], usize) + Sync);
-
-/// One block of channels, the planes `p0..p0 + nch` of the output.
-#[derive(Clone, Copy)]
-pub(super) struct Block<'a> {
-    /// First plane (batch item × channels + first channel).
-    pub p0: usize,
-    /// Channels in the block, `1..=16`.
-    pub nch: usize,
-    /// The block's input planes, `nch · H · W` floats.
-    pub x: &'a [f32],
-    /// The block's kernels, `nch · taps` floats.
-    pub w: &'a [f32],
-    /// The block's biases (`nch`), if any.
-    pub bias: Option<&'a [f32]>,
-}
-
-/// The whole convolution with [`block_rows`]: blocks of sixteen channels
-/// (each batch item's channels counted from zero), split by rows as well
-/// when threads would otherwise go idle. `own` is the caller's scratch
-/// ([`Ring::scratch_len`] floats; workers use their own).
-///
-/// # Safety
-/// The CPU supports AVX-512F; `x`, `w`, `bias` and `y` hold what the
-/// shapes `g` say (`bias` one per channel), `own` at least
-/// [`Ring::scratch_len`] floats.
-#[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn run(
-    conv: &Conv,
-    g: &ConvGeom,
-    ring: &Ring,
-    x: &[f32],
-    w: &[f32],
-    bias: Option<&[f32]>,
-    y: &mut [f32],
-    own: &mut [f32],
-    tail: Option<RowTail<'_>>,
-) {
-    let per_item = g.m.div_ceil(LANES);
-    let blocks = g.x.n * per_item;
-    let (ihw, taps) = (g.x.h * g.x.w, ring.taps);
-    let block = |b: usize| {
-        let c0 = (b % per_item) * LANES;
-        let nch = LANES.min(g.m - c0);
-        let p0 = (b / per_item) * g.m + c0;
-        Block {
-            p0,
-            nch,
-            x: &x[p0 * ihw..][..nch * ihw],
-            w: &w[c0 * taps..][..nch * taps],
-            bias: bias.map(|b| &b[c0..c0 + nch]),
-        }
-    };
-    #[cfg(feature = "std")]
-    {
-        let threads = crate::threads::num_threads();
-        let work = g.x.n * g.m * g.ohw() * taps;
-        // Enough tasks for two per thread: rows split when blocks are few.
-        let strips = if threads > 1 && work >= 1 << 18 {
-            (2 * threads).div_ceil(blocks).min(g.oh)
-        } else {
-            1
-        };
-        let shared = crate::threads::SharedMut::new(y);
-        crate::threads::run(blocks * strips, own, &|t, buf| {
-            let (b, s) = (t / strips, t % strips);
-            let rows = s * g.oh / strips..(s + 1) * g.oh / strips;
-            // SAFETY: the caller's contract; task t alone writes these
-            // rows of its block's planes, and `run` returns after every
-            // task. Workers' buffers hold MAX_SCRATCH floats, at least the
-            // ring's (`Ring::new`).
-            unsafe {
-                block_rows(conv, g, ring, block(b), rows, shared.as_ptr(), buf, tail);
-            }
-        });
-    }
-    #[cfg(not(feature = "std"))]
-    for b in 0..blocks {
-        // SAFETY: the caller's contract; one block at a time.
-        unsafe { block_rows(conv, g, ring, block(b), 0..g.oh, y.as_mut_ptr(), own, tail) };
-    }
-}
 
 /// Output rows `rows` of `block`, written to `y` (the whole output, planes
 /// of `oh · ow` floats), each row's fused tail applied once it is written.
@@ -167,7 +15,6 @@ pub(super) unsafe fn run(
 /// The CPU supports AVX-512F; `y` addresses the whole output and no one
 /// else accesses these rows of these planes meanwhile; `buf` holds
 /// [`Ring::scratch_len`] floats; `block` holds what its fields say.
-#[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn block_rows(
@@ -285,7 +132,6 @@ pub(super) unsafe fn block_rows(
 /// The CPU supports AVX-512F; `rows` are 64-byte aligned staged rows that
 /// hold pixel `(ow0 + 15)·sw + (kw − 1)·dw`, `w` the aligned interleaved
 /// weights of `rows.len() · kw` taps.
-#[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn group_any(
@@ -321,7 +167,6 @@ unsafe fn group_any(
 ///
 /// # Safety
 /// As [`group_any`] with `sw = dw = 1`, `kw = KW ≤ 7`.
-#[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn group_unit<const KW: usize>(
@@ -364,7 +209,6 @@ unsafe fn group_unit<const KW: usize>(
 /// The CPU supports AVX-512F; `block.x` holds `nch` planes of `plane`
 /// floats with rows of `iw` and `r` is one of those rows; `dst` is 64-byte
 /// aligned and holds at least `(pl + iw) · 16` floats.
-#[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn stage_row(
     block: Block<'_>,
@@ -408,7 +252,6 @@ unsafe fn stage_row(
 /// Four rounds of shuffles: 32-bit interleaves of row pairs, 64-bit
 /// interleaves of those (each 128-bit lane then holds a transposed 4×4
 /// block), and two rounds moving whole 128-bit lanes.
-#[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn transpose16(v: &mut [core::arch::x86_64::__m512; LANES]) {
