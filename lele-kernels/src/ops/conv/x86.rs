@@ -197,6 +197,34 @@ unsafe fn depthwise_chunk512<const N: usize>(
     }
 }
 
+/// `dst[t] = src[2t]` eight outputs at a time: two loads, one shuffle
+/// that takes the even lanes of each 128-bit half of both, and one
+/// permute that puts the four 64-bit pieces in order.
+///
+/// # Safety
+/// The CPU supports AVX2; `src` holds at least `2·dst.len() - 1` floats
+/// (checked by the caller).
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn evens_avx2(src: &[f32], dst: &mut [f32]) {
+    // Whole vectors while all 16 inputs are inside `src`.
+    let whole = (src.len() / 16).min(dst.len() / 8);
+    for (i, d) in dst[..8 * whole].chunks_exact_mut(8).enumerate() {
+        // SAFETY: inputs 16i..16i + 16 are inside `src` (i < whole), and
+        // `d` holds 8 floats.
+        unsafe {
+            let lo = _mm256_loadu_ps(src.as_ptr().add(16 * i));
+            let hi = _mm256_loadu_ps(src.as_ptr().add(16 * i + 8));
+            // [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6], then 64-bit pieces 0 2 1 3.
+            let even = _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi);
+            let ordered = _mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(even));
+            _mm256_storeu_ps(d.as_mut_ptr(), _mm256_castpd_ps(ordered));
+        }
+    }
+    for (t, d) in dst.iter_mut().enumerate().skip(8 * whole) {
+        *d = src[2 * t];
+    }
+}
+
 /// `dst[t] = src[2t]` sixteen outputs at a time: two loads and one
 /// two-source permute per vector (the even lanes of 32 inputs).
 ///
