@@ -56,12 +56,19 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
         ],
         &[],
     )?;
-    // The kernel layer must build for the other targets lele serves
-    // (`.ci/run` installs them with rustup).
+    // The kernel layer, its tests and examples included, must build for
+    // the other targets lele serves (`.ci/run` installs them with rustup).
     for target in ["aarch64-unknown-linux-gnu", "wasm32-unknown-unknown"] {
         cargo_step(
-            &format!("cargo check -p lele-kernels --target {target}"),
-            &["check", "-p", "lele-kernels", "--target", target],
+            &format!("cargo check -p lele-kernels --all-targets --target {target}"),
+            &[
+                "check",
+                "-p",
+                "lele-kernels",
+                "--all-targets",
+                "--target",
+                target,
+            ],
             &[],
         )?;
     }

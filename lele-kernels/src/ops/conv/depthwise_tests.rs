@@ -5,6 +5,7 @@ use super::tests::{conv, naive_conv};
 use super::*;
 use crate::ops::gemm::testutil::*;
 use alloc::vec;
+#[cfg(target_arch = "x86_64")]
 use alloc::vec::Vec;
 
 /// The staged depthwise path and the row loop against the naive

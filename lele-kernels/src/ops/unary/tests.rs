@@ -570,6 +570,7 @@ fn relu_and_bias_add_in_place_match_scalar() {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
 #[test]
 fn avx512_softmax_pieces_match_scalar() {
     use crate::ops::gemm::{Isa, isa_available};
@@ -641,6 +642,7 @@ fn avx512_softmax_pieces_match_scalar() {
 /// Checks a vector `exp_shifted` against the portable one at `shift`: each
 /// element `close` to it, and the sum (taken in another order) within a
 /// few ulp of the total of magnitudes (NaN and inf propagate alike).
+#[cfg(target_arch = "x86_64")]
 fn check_exp_shifted(
     x: &[f32],
     shift: f32,
