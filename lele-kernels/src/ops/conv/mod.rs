@@ -29,6 +29,9 @@ mod packed;
 #[allow(clippy::excessive_precision)]
 mod tests;
 mod transpose;
+#[cfg(test)]
+#[allow(clippy::excessive_precision)]
+mod transpose_tests;
 mod winograd;
 #[cfg(all(test, feature = "std"))]
 mod winograd_tests;

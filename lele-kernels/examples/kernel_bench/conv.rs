@@ -1,0 +1,448 @@
+//! Convolution cases: the benchmark models' layers on each path (direct,
+//! GEMM, packed weights, Winograd, depthwise).
+use super::*;
+
+/// One `Conv` call: `c` → `m` channels, `k`×`k` kernel, stride `s`, pad
+/// `k / 2`, on an `h`×`h` input, with bias; `group` groups; a fused
+/// `activation`.
+#[allow(clippy::too_many_arguments)]
+fn conv_case(
+    name: &str,
+    c: usize,
+    m: usize,
+    k: usize,
+    s: usize,
+    h: usize,
+    group: usize,
+    activation: Activation,
+    budget: f64,
+) {
+    if !selected("conv", name) {
+        return;
+    }
+    let conv = Conv {
+        group,
+        kernel: [k, k],
+        strides: [s, s],
+        pads: [k / 2; 4],
+        dilations: [1, 1],
+        auto_pad: AutoPad::NotSet,
+        activation,
+        post_mul: 1.0,
+        post_add: 0.0,
+    };
+    let x = fill(c * h * h, 4);
+    let mut w = fill(m * (c / group) * k * k, 5);
+    // A name ending in "packed": the weight stored packed at build time;
+    // in "winograd": transformed for Winograd F(2x2, 3x3).
+    let packed = ConvPackedWeights { conv };
+    let winograd = ConvWinograd { conv, m };
+    let mut ws = Shape::new(&[m, c / group, k, k]).expect("rank 4");
+    let kernel: &dyn Kernel = if name.ends_with(" packed") {
+        w = ConvPackedWeights::pack(group, &[m, c / group, k, k], &w)
+            .expect("the weight qualifies for packing");
+        &packed
+    } else if name.ends_with(" winograd") {
+        let dims = [m, c / group, k, k];
+        w = ConvWinograd::pack(&dims, &w).expect("a 3x3 weight");
+        let pd = ConvWinograd::packed_dims(&dims).expect("a 3x3 weight");
+        ws = Shape::new(&pd).expect("rank 3");
+        &winograd
+    } else {
+        &conv
+    };
+    let b = fill(m, 6);
+    let xs = Shape::new(&[1, c, h, h]).expect("rank 4");
+    let bs = Shape::new(&[m]).expect("rank 1");
+    let ins = [
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: xs,
+            data: bytemuck_bytes(&x),
+        }),
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: ws,
+            data: bytemuck_bytes(&w),
+        }),
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: bs,
+            data: bytemuck_bytes(&b),
+        }),
+    ];
+    let mut out_shape = [Shape::SCALAR];
+    kernel
+        .infer(&ins, &mut out_shape)
+        .expect("conv shapes are consistent");
+    let mut y = vec![0f32; out_shape[0].numel()];
+    let mut scratch = vec![0u8; kernel.scratch_bytes(&ins, &out_shape)];
+    let secs = time(budget, || {
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: out_shape[0],
+            data: bytemuck_bytes_mut(&mut y),
+        }];
+        kernel
+            .run(&ins, &mut outs, &mut scratch)
+            .expect("conv arguments are consistent");
+        black_box(&y);
+    });
+    let ohw = out_shape[0].numel() / m;
+    let flops = 2.0 * (m * ohw * (c / group) * k * k) as f64;
+    println!(
+        "{{\"kernel\":\"conv\",\"case\":\"{name}\",\"ms\":{:.4},\"gflops\":{:.2}}}",
+        secs * 1e3,
+        flops / secs / 1e9
+    );
+}
+
+/// Every convolution case.
+pub(crate) fn cases(budget: f64) {
+    // Convolutions of the benchmark models (YOLOv8n stem and a C2f block,
+    // a PP-OCR depthwise layer).
+    conv_case(
+        "yolo 3->16 3x3 s2 640",
+        3,
+        16,
+        3,
+        2,
+        640,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 16->32 3x3 s2 320",
+        16,
+        32,
+        3,
+        2,
+        320,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 32->32 3x3 s1 160",
+        32,
+        32,
+        3,
+        1,
+        160,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 64->64 3x3 s1 80",
+        64,
+        64,
+        3,
+        1,
+        80,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 64->64 3x3 s1 80 +swish",
+        64,
+        64,
+        3,
+        1,
+        80,
+        1,
+        Activation::Swish,
+        budget,
+    );
+    conv_case(
+        "yolo 32->32 3x3 s1 160 +swish",
+        32,
+        32,
+        3,
+        1,
+        160,
+        1,
+        Activation::Swish,
+        budget,
+    );
+    conv_case(
+        "yolo 128->128 1x1 40",
+        128,
+        128,
+        1,
+        1,
+        40,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 128->128 3x3 s1 40",
+        128,
+        128,
+        3,
+        1,
+        40,
+        1,
+        Activation::None,
+        budget,
+    );
+    // Rows narrower than a multiple of 16 (flat tiles).
+    conv_case(
+        "yolo 64->64 3x3 s1 40",
+        64,
+        64,
+        3,
+        1,
+        40,
+        1,
+        Activation::None,
+        budget,
+    );
+    // YOLOv8n's downsampling convolutions (stride 2; input size given).
+    for (name, c, m, h) in [
+        ("yolo 32->64 3x3 s2 160", 32, 64, 160),
+        ("yolo 64->128 3x3 s2 80", 64, 128, 80),
+        ("yolo 64->64 3x3 s2 80", 64, 64, 80),
+        ("yolo 128->128 3x3 s2 40", 128, 128, 40),
+    ] {
+        conv_case(name, c, m, 3, 2, h, 1, Activation::Swish, budget);
+    }
+    conv_case(
+        "yolo 128->128 3x3 s1 20",
+        128,
+        128,
+        3,
+        1,
+        20,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "v6det 96->96 3x3 s1 30",
+        96,
+        96,
+        3,
+        1,
+        30,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 256->256 3x3 s1 20",
+        256,
+        256,
+        3,
+        1,
+        20,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "yolo 256->256 1x1 20",
+        256,
+        256,
+        1,
+        1,
+        20,
+        1,
+        Activation::None,
+        budget,
+    );
+    // Many channels over small planes: PP-OCRv6 rec's widest 1x1 convs
+    // (384->768 over 3x80, 192->384 over 6x80; here over 16² and 22²) and
+    // det's 384->768 over 15².
+    for (name, c, m, h) in [
+        ("v6 384->768 1x1 16", 384, 768, 16),
+        ("v6 192->384 1x1 22", 192, 384, 22),
+        ("v6 768->384 1x1 16", 768, 384, 16),
+        ("v6det 384->768 1x1 15", 384, 768, 15),
+        ("v6det 48->96 1x1 60", 48, 96, 60),
+        ("v6det 96->192 1x1 30", 96, 192, 30),
+        ("v6det 192->384 1x1 15", 192, 384, 15),
+        ("v6det 384->384 1x1 15", 384, 384, 15),
+        ("v6det 192->192 1x1 30", 192, 192, 30),
+        ("v6det 96->48 1x1 120", 96, 48, 120),
+    ] {
+        conv_case(name, c, m, 1, 1, h, 1, Activation::None, budget);
+        if m > 128 {
+            let packed = format!("{name} packed");
+            conv_case(&packed, c, m, 1, 1, h, 1, Activation::None, budget);
+        }
+    }
+    // Winograd F(2x2, 3x3) on the dense stride-1 3x3 convs of YOLOv8n and
+    // ddddocr (each also timed above or here on the direct/GEMM path).
+    for (c, m, h) in [
+        (16, 16, 160),
+        (32, 32, 80),
+        (64, 64, 80),
+        (64, 64, 40),
+        (128, 128, 20),
+        (128, 64, 40),
+        (256, 64, 20),
+        (48, 192, 25),
+        (64, 256, 13),
+        (24, 24, 40),
+    ] {
+        for path in ["", " winograd"] {
+            let name = format!("wino {c}->{m} 3x3 {h}{path}");
+            conv_case(&name, c, m, 3, 1, h, 1, Activation::Swish, budget);
+        }
+    }
+    // YOLOv8n's 3x3 convs at 20x20 (256 channels, the GEMM's im2col path).
+    for name in ["yolo 256->256 3x3 20", "yolo 256->256 3x3 20 packed"] {
+        conv_case(name, 256, 256, 3, 1, 20, 1, Activation::Swish, budget);
+    }
+    // ddddocr's widest 3x3 convs (48->192 over 16x40, 64->256 over 8x20;
+    // here over 25² and 13²), weights packed as the compiler stores them.
+    for (name, c, m, h) in [
+        ("dddd 48->192 3x3 25", 48, 192, 25),
+        ("dddd 64->256 3x3 13", 64, 256, 13),
+    ] {
+        conv_case(name, c, m, 3, 1, h, 1, Activation::Swish, budget);
+        let packed = format!("{name} packed");
+        conv_case(&packed, c, m, 3, 1, h, 1, Activation::Swish, budget);
+    }
+    // PP-OCRv6 det at 480x480: few output channels over large planes.
+    conv_case(
+        "ppocr 48->24 3x3 s2 240",
+        48,
+        24,
+        3,
+        2,
+        240,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "ppocr 96->24 3x3 s1 120",
+        96,
+        24,
+        3,
+        1,
+        120,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "ppocr 96->48 1x1 120",
+        96,
+        48,
+        1,
+        1,
+        120,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "depthwise 96 7x7 s1 120",
+        96,
+        96,
+        7,
+        1,
+        120,
+        96,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "v6det 48->96 1x1 120",
+        48,
+        96,
+        1,
+        1,
+        120,
+        1,
+        Activation::None,
+        budget,
+    );
+    // The same with GELU fused (PP-OCRv6 det's Conv+Gelu blocks).
+    conv_case(
+        "v6det 48->96 1x1 120 gelu",
+        48,
+        96,
+        1,
+        1,
+        120,
+        1,
+        Activation::Gelu,
+        budget,
+    );
+    conv_case(
+        "v6det 96->96 3x3 s1 60",
+        96,
+        96,
+        3,
+        1,
+        60,
+        1,
+        Activation::None,
+        budget,
+    );
+    // PP-OCRv6 det's stem: 2x2 convolutions with few channels.
+    conv_case(
+        "v6det 24->12 2x2 s1 240",
+        24,
+        12,
+        2,
+        1,
+        240,
+        1,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "v6det 12->24 2x2 s1 240",
+        12,
+        24,
+        2,
+        1,
+        240,
+        1,
+        Activation::None,
+        budget,
+    );
+    // Depthwise layers over small planes (PP-OCRv6 det's later stages).
+    for (name, c, k, s, h) in [
+        ("depthwise 384 3x3 s1 15", 384, 3, 1, 15),
+        ("depthwise 192 3x3 s1 30", 192, 3, 1, 30),
+        ("depthwise 96 3x3 s1 60", 96, 3, 1, 60),
+        ("depthwise 96 7x7 s1 60", 96, 7, 1, 60),
+        ("depthwise 48 3x3 s1 120", 48, 3, 1, 120),
+        ("depthwise 48 3x3 s2 120", 48, 3, 2, 120),
+        ("depthwise 96 3x3 s2 60", 96, 3, 2, 60),
+        ("depthwise 192 3x3 s2 30", 192, 3, 2, 30),
+    ] {
+        conv_case(name, c, c, k, s, h, c, Activation::None, budget);
+    }
+    conv_case(
+        "depthwise 64 3x3 s1 160",
+        64,
+        64,
+        3,
+        1,
+        160,
+        64,
+        Activation::None,
+        budget,
+    );
+    conv_case(
+        "depthwise 64 3x3 s2 160",
+        64,
+        64,
+        3,
+        2,
+        160,
+        64,
+        Activation::None,
+        budget,
+    );
+}

@@ -1,0 +1,106 @@
+//! Pooling and element-wise cases.
+use super::*;
+
+fn unary_case(name: &str, kernel: &dyn Kernel, len: usize, budget: f64) {
+    if !selected(name, name) {
+        return;
+    }
+    let x = fill(len, 3);
+    let mut y = vec![0f32; len];
+    let shape = Shape::new(&[len]).expect("rank 1");
+    let secs = time(budget, || {
+        let ins = [Some(TensorRef {
+            dtype: DType::F32,
+            shape,
+            data: bytemuck_bytes(&x),
+        })];
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape,
+            data: bytemuck_bytes_mut(&mut y),
+        }];
+        kernel
+            .run(&ins, &mut outs, &mut [])
+            .expect("unary arguments are consistent");
+        black_box(&y);
+    });
+    println!(
+        "{{\"kernel\":\"{name}\",\"case\":\"{len}\",\"len\":{len},\"ms\":{:.4},\"ns_per_elem\":{:.3}}}",
+        secs * 1e3,
+        secs * 1e9 / len as f64
+    );
+}
+
+/// One call of a single-input kernel on an input of `dims` (the output
+/// shape inferred).
+fn shaped_case(name: &str, kernel: &dyn Kernel, dims: &[usize], budget: f64) {
+    if !selected(name, name) {
+        return;
+    }
+    let shape = Shape::new(dims).expect("rank within limits");
+    let x = fill(shape.numel(), 3);
+    let ins = [Some(TensorRef {
+        dtype: DType::F32,
+        shape,
+        data: bytemuck_bytes(&x),
+    })];
+    let mut out_shape = [Shape::SCALAR];
+    kernel
+        .infer(&ins, &mut out_shape)
+        .expect("shapes are consistent");
+    let mut y = vec![0f32; out_shape[0].numel()];
+    let mut scratch = vec![0f32; kernel.scratch_bytes(&ins, &out_shape).div_ceil(4)];
+    let secs = time(budget, || {
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: out_shape[0],
+            data: bytemuck_bytes_mut(&mut y),
+        }];
+        kernel
+            .run(&ins, &mut outs, bytemuck_bytes_mut(&mut scratch))
+            .expect("arguments are consistent");
+        black_box(&y);
+    });
+    println!(
+        "{{\"kernel\":\"{name}\",\"case\":\"{dims:?}\",\"ms\":{:.4},\"ns_per_elem\":{:.3}}}",
+        secs * 1e3,
+        secs * 1e9 / y.len() as f64
+    );
+}
+
+/// The pooling and element-wise cases.
+pub(crate) fn cases(budget: f64) {
+    // PP-OCRv6 det's stem pool: 2x2, stride 1, SAME_UPPER.
+    let mut window = Window::new(2, [1, 2, 2]);
+    window.auto_pad = AutoPad::SameUpper;
+    shaped_case(
+        "maxpool 2x2 s1",
+        &MaxPool {
+            window,
+            column_major: false,
+        },
+        &[1, 24, 240, 240],
+        budget,
+    );
+    let n = 1 << 20;
+    unary_case("swish", &Swish { alpha: 1.0 }, n, budget);
+    unary_case(
+        "swish 32x160x160",
+        &Swish { alpha: 1.0 },
+        32 * 160 * 160,
+        budget,
+    );
+    unary_case(
+        "sigmoid",
+        &Unary {
+            op: UnaryOp::Sigmoid,
+        },
+        n,
+        budget,
+    );
+    unary_case("exp", &Unary { op: UnaryOp::Exp }, n, budget);
+    unary_case("relu", &Unary { op: UnaryOp::Relu }, n, budget);
+    unary_case("erf", &Unary { op: UnaryOp::Erf }, n, budget);
+    unary_case("gelu (erf) 96x120x16", &GeluErf {}, 96 * 120 * 16, budget);
+    unary_case("tanh", &Unary { op: UnaryOp::Tanh }, n, budget);
+}
