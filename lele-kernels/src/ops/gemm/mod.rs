@@ -21,7 +21,7 @@ mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;
 #[cfg(target_arch = "x86_64")]
-mod x86;
+pub(crate) mod x86;
 
 use blocks::{CPtr, gemm_blocks};
 #[cfg(test)]

@@ -4,8 +4,9 @@
 
 use core::arch::x86_64::*;
 
-use super::{Block, MAX_RING_ROWS, MAX_TAPS, Ring, RowTail};
+use super::{Block, Ring, RowInputs, RowTail, walk_rows};
 use crate::ops::conv::{Conv, ConvGeom};
+use crate::ops::gemm::x86::transpose8x8;
 
 /// Channels per block, and output pixels accumulated at a time: one AVX2
 /// vector.
@@ -41,69 +42,26 @@ pub(super) unsafe fn block_rows(
     buf: &mut [f32],
     tail: Option<RowTail<'_>>,
 ) {
-    let [sh, sw] = conv.strides;
-    let [dh, dw] = conv.dilations;
+    let [_, sw] = conv.strides;
+    let [_, dw] = conv.dilations;
     let (ih, iw, ohw) = (g.x.h, g.x.w, g.ohw());
-    debug_assert!(block.nch <= LANES);
-    let row_len = ring.width * LANES;
-    // 32-byte aligned storage: the ring, the zero row, weights, bias
-    // (the ring was sized for sixteen lanes, so eight fit).
-    let start = buf.as_ptr().align_offset(32);
-    let buf = &mut buf[start..];
-    let (ring_buf, rest) = buf.split_at_mut(ring.rows * row_len);
-    let (zero_row, rest) = rest.split_at_mut(row_len);
-    let (wt, rest) = rest.split_at_mut(ring.taps * LANES);
-    let bias = &mut rest[..LANES];
-    ring_buf.fill(0.0);
-    zero_row.fill(0.0);
-    for (t, lanes) in wt.chunks_exact_mut(LANES).enumerate() {
-        for (l, v) in lanes.iter_mut().enumerate() {
-            *v = if l < block.nch {
-                block.w[l * ring.taps + t]
-            } else {
-                0.0
-            };
-        }
-    }
-    for (l, v) in bias.iter_mut().enumerate() {
-        *v = match block.bias {
-            Some(b) if l < block.nch => b[l],
-            _ => 0.0,
-        };
-    }
-    // Which input row each ring slot holds (none yet).
-    let mut held = [usize::MAX; MAX_RING_ROWS];
-    let mut src = [core::ptr::null::<f32>(); MAX_TAPS];
-    for oh in rows {
-        // The input row of each kernel row, staged if it is not yet.
-        for (ki, row) in src.iter_mut().enumerate().take(g.kh) {
-            let r = (oh * sh + ki * dh).checked_sub(g.pt).filter(|&r| r < ih);
-            *row = match r {
-                Some(r) => {
-                    let slot = r % ring.rows;
-                    let dst = &mut ring_buf[slot * row_len..][..row_len];
-                    if held[slot] != r {
-                        // SAFETY: AVX2 (this function's contract); the
-                        // block holds nch planes of ih·iw floats, r < ih.
-                        unsafe { stage_row(block, r, iw, ih * iw, g.pl, dst) };
-                        held[slot] = r;
-                    }
-                    dst.as_ptr()
-                }
-                None => zero_row.as_ptr(),
-            };
-        }
+    let stage = |r: usize, dst: &mut [f32]| {
+        // SAFETY: AVX2 and FMA (this function's contract); the block holds
+        // nch planes of ih·iw floats, r < ih; `dst` is a vector-aligned
+        // staged row of `ring.width` pixels.
+        unsafe { stage_row(block, r, iw, ih * iw, g.pl, dst) };
+    };
+    let row = |oh: usize, inputs: RowInputs<'_>| {
         for ow0 in (0..g.ow).step_by(LANES) {
             // SAFETY: AVX2 and FMA. `bias` and every weight vector are
             // 32-byte aligned (8 floats at an aligned start). Pixel
             // `(ow0 + p)·sw + kj·dw` of a staged row is below
             // `ring.width` for p < 8 (the width covers the last whole
-            // group of sixteen outputs, so of eight), and each row starts
-            // aligned.
+            // group of sixteen outputs), and each row starts aligned.
             unsafe {
-                let b = _mm256_load_ps(bias.as_ptr());
-                let rows = &src[..g.kh];
-                let w = wt.as_ptr();
+                let b = _mm256_load_ps(inputs.bias.as_ptr());
+                let rows = inputs.src;
+                let w = inputs.wt.as_ptr();
                 let mut acc = match (sw, dw, g.kw) {
                     (1, 1, 1) => group_unit::<1>(rows, w, ow0, b),
                     (1, 1, 2) => group_unit::<2>(rows, w, ow0, b),
@@ -114,7 +72,7 @@ pub(super) unsafe fn block_rows(
                     (1, 1, 7) => group_unit::<7>(rows, w, ow0, b),
                     _ => group_any(rows, w, g.kw, sw, dw, ow0, b),
                 };
-                transpose8(&mut acc);
+                transpose8x8(&mut acc);
                 let n = LANES.min(g.ow - ow0);
                 let whole = n == LANES;
                 let mask = first_lanes(n);
@@ -131,18 +89,10 @@ pub(super) unsafe fn block_rows(
                 }
             }
         }
-        if let Some(tail) = tail {
-            for l in 0..block.nch {
-                let plane = block.p0 + l;
-                // SAFETY: row oh of this plane belongs to this call (the
-                // caller's contract) and was just written.
-                let seg = unsafe {
-                    core::slice::from_raw_parts_mut(y.add(plane * ohw + oh * g.ow), g.ow)
-                };
-                tail(plane, seg, oh * g.ow);
-            }
-        }
-    }
+    };
+    // SAFETY: the caller's contract; `row` writes row oh of the block's
+    // planes only.
+    unsafe { walk_rows(conv, g, ring, block, rows, y, buf, tail, LANES, stage, row) };
 }
 
 /// Eight output pixels from `ow0` on: `acc[p]` is pixel `ow0 + p`'s eight
@@ -260,46 +210,11 @@ unsafe fn stage_row(
                     _mm_prefetch::<_MM_HINT_T1>(s.wrapping_add(iw).cast());
                 }
             }
-            transpose8(&mut v);
+            transpose8x8(&mut v);
             let d = dst.as_mut_ptr().add((pl + j0) * LANES);
             for (p, v) in v.iter().take(n).enumerate() {
                 _mm256_store_ps(d.add(p * LANES), *v);
             }
         }
     }
-}
-
-/// Transposes an 8×8 block held as eight row vectors: afterwards `v[c]`
-/// holds what was column `c`.
-///
-/// Three rounds: 32-bit interleaves of row pairs, 64-bit shuffles of those
-/// (each 128-bit half then holds a transposed 4×4 block), and the halves
-/// exchanged.
-#[inline]
-#[target_feature(enable = "avx")]
-fn transpose8(v: &mut [__m256; LANES]) {
-    let t0 = _mm256_unpacklo_ps(v[0], v[1]);
-    let t1 = _mm256_unpackhi_ps(v[0], v[1]);
-    let t2 = _mm256_unpacklo_ps(v[2], v[3]);
-    let t3 = _mm256_unpackhi_ps(v[2], v[3]);
-    let t4 = _mm256_unpacklo_ps(v[4], v[5]);
-    let t5 = _mm256_unpackhi_ps(v[4], v[5]);
-    let t6 = _mm256_unpacklo_ps(v[6], v[7]);
-    let t7 = _mm256_unpackhi_ps(v[6], v[7]);
-    let q0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-    let q1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-    let q2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-    let q3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-    let q4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-    let q5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-    let q6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-    let q7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-    v[0] = _mm256_permute2f128_ps::<0x20>(q0, q4);
-    v[1] = _mm256_permute2f128_ps::<0x20>(q1, q5);
-    v[2] = _mm256_permute2f128_ps::<0x20>(q2, q6);
-    v[3] = _mm256_permute2f128_ps::<0x20>(q3, q7);
-    v[4] = _mm256_permute2f128_ps::<0x31>(q0, q4);
-    v[5] = _mm256_permute2f128_ps::<0x31>(q1, q5);
-    v[6] = _mm256_permute2f128_ps::<0x31>(q2, q6);
-    v[7] = _mm256_permute2f128_ps::<0x31>(q3, q7);
 }

@@ -1,7 +1,7 @@
 //! The sixteen-lane (AVX-512) block kernel: sixteen channels per vector,
 //! sixteen output pixels accumulated at a time.
 
-use super::{Block, MAX_RING_ROWS, MAX_TAPS, Ring, RowTail};
+use super::{Block, Ring, RowInputs, RowTail, walk_rows};
 use crate::ops::conv::{Conv, ConvGeom};
 
 /// Channels per block, and output pixels accumulated at a time: one
@@ -28,66 +28,26 @@ pub(super) unsafe fn block_rows(
     tail: Option<RowTail<'_>>,
 ) {
     use core::arch::x86_64::*;
-    let [sh, sw] = conv.strides;
-    let [dh, dw] = conv.dilations;
+    let [_, sw] = conv.strides;
+    let [_, dw] = conv.dilations;
     let (ih, iw, ohw) = (g.x.h, g.x.w, g.ohw());
-    let row_len = ring.width * LANES;
-    // 64-byte aligned storage: the ring, the zero row, weights, bias.
-    let start = buf.as_ptr().align_offset(64);
-    let buf = &mut buf[start..];
-    let (ring_buf, rest) = buf.split_at_mut(ring.rows * row_len);
-    let (zero_row, rest) = rest.split_at_mut(row_len);
-    let (wt, rest) = rest.split_at_mut(ring.taps * LANES);
-    let bias = &mut rest[..LANES];
-    ring_buf.fill(0.0);
-    zero_row.fill(0.0);
-    for (t, lanes) in wt.chunks_exact_mut(LANES).enumerate() {
-        for (l, v) in lanes.iter_mut().enumerate() {
-            *v = if l < block.nch {
-                block.w[l * ring.taps + t]
-            } else {
-                0.0
-            };
-        }
-    }
-    for (l, v) in bias.iter_mut().enumerate() {
-        *v = match block.bias {
-            Some(b) if l < block.nch => b[l],
-            _ => 0.0,
-        };
-    }
-    // Which input row each ring slot holds (none yet).
-    let mut held = [usize::MAX; MAX_RING_ROWS];
-    let mut src = [core::ptr::null::<f32>(); MAX_TAPS];
-    for oh in rows {
-        // The input row of each kernel row, staged if it is not yet.
-        for (ki, row) in src.iter_mut().enumerate().take(g.kh) {
-            let r = (oh * sh + ki * dh).checked_sub(g.pt).filter(|&r| r < ih);
-            *row = match r {
-                Some(r) => {
-                    let slot = r % ring.rows;
-                    let dst = &mut ring_buf[slot * row_len..][..row_len];
-                    if held[slot] != r {
-                        // SAFETY: AVX-512F (this function's contract); the
-                        // block holds nch planes of ih·iw floats, r < ih.
-                        unsafe { stage_row(block, r, iw, ih * iw, g.pl, dst) };
-                        held[slot] = r;
-                    }
-                    dst.as_ptr()
-                }
-                None => zero_row.as_ptr(),
-            };
-        }
+    let stage = |r: usize, dst: &mut [f32]| {
+        // SAFETY: AVX-512F (this function's contract); the block holds
+        // nch planes of ih·iw floats, r < ih; `dst` is a vector-aligned
+        // staged row of `ring.width` pixels.
+        unsafe { stage_row(block, r, iw, ih * iw, g.pl, dst) };
+    };
+    let row = |oh: usize, inputs: RowInputs<'_>| {
         for ow0 in (0..g.ow).step_by(LANES) {
-            // SAFETY: AVX-512F. `bias` and every weight vector are 64-byte
-            // aligned (16 floats at an aligned start). Pixel
+            // SAFETY: AVX-512F. `bias` and every weight vector are
+            // 64-byte aligned (16 floats at an aligned start). Pixel
             // `(ow0 + p)·sw + kj·dw` of a staged row is below
             // `ring.width` for p < 16 (the width covers the last whole
             // group of sixteen outputs), and each row starts aligned.
             unsafe {
-                let b = _mm512_load_ps(bias.as_ptr());
-                let rows = &src[..g.kh];
-                let w = wt.as_ptr();
+                let b = _mm512_load_ps(inputs.bias.as_ptr());
+                let rows = inputs.src;
+                let w = inputs.wt.as_ptr();
                 let mut acc = match (sw, dw, g.kw) {
                     (1, 1, 1) => group_unit::<1>(rows, w, ow0, b),
                     (1, 1, 2) => group_unit::<2>(rows, w, ow0, b),
@@ -110,18 +70,10 @@ pub(super) unsafe fn block_rows(
                 }
             }
         }
-        if let Some(tail) = tail {
-            for l in 0..block.nch {
-                let plane = block.p0 + l;
-                // SAFETY: row oh of this plane belongs to this call (the
-                // caller's contract) and was just written.
-                let seg = unsafe {
-                    core::slice::from_raw_parts_mut(y.add(plane * ohw + oh * g.ow), g.ow)
-                };
-                tail(plane, seg, oh * g.ow);
-            }
-        }
-    }
+    };
+    // SAFETY: the caller's contract; `row` writes row oh of the block's
+    // planes only.
+    unsafe { walk_rows(conv, g, ring, block, rows, y, buf, tail, LANES, stage, row) };
 }
 
 /// Sixteen output pixels from `ow0` on: `acc[p]` is pixel `ow0 + p`'s

@@ -23,6 +23,7 @@ use super::{Conv, ConvGeom};
 /// for it, so it also fits the eight-lane AVX2 blocks.
 const LANES: usize = 16;
 /// Most input rows one output row reads ([`Ring::rows`]).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const MAX_RING_ROWS: usize = 64;
 /// Most kernel taps.
 const MAX_TAPS: usize = 128;
@@ -227,5 +228,113 @@ pub(super) unsafe fn run(
     for b in 0..blocks {
         // SAFETY: the caller's contract; one block at a time.
         unsafe { (kernel.block_rows)(conv, g, ring, block(b), 0..g.oh, y.as_mut_ptr(), own, tail) };
+    }
+}
+
+/// What a block kernel computes per output row, handed to it by
+/// [`walk_rows`]: the staged input row of each kernel row, the
+/// interleaved weights (`taps` vectors of `lanes`) and the bias vector,
+/// all aligned to a vector.
+#[cfg(target_arch = "x86_64")]
+pub(super) struct RowInputs<'r> {
+    pub src: &'r [*const f32],
+    pub wt: &'r [f32],
+    pub bias: &'r [f32],
+}
+
+/// The part of a block kernel that does not depend on its lanes: carves
+/// `buf` (aligned to one `lanes`-float vector) into the ring, a zero row,
+/// the block's weights interleaved `lanes` wide and its bias (zero lanes
+/// past its channels); then for each output row of `rows` stages the input
+/// rows it reads that the ring does not hold yet (`stage(r, dst)` writes
+/// input row `r` interleaved into `dst`), computes the row (`row(oh,
+/// inputs)`) and runs the fused tail on each of its planes.
+///
+/// # Safety
+/// `y` addresses the whole output and no one else accesses these rows of
+/// these planes meanwhile; `row` writes only row `oh` of the block's
+/// planes; `buf` holds [`Ring::scratch_len`] floats; `lanes` ≤ 16.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn walk_rows(
+    conv: &Conv,
+    g: &ConvGeom,
+    ring: &Ring,
+    block: Block<'_>,
+    rows: core::ops::Range<usize>,
+    y: *mut f32,
+    buf: &mut [f32],
+    tail: Option<RowTail<'_>>,
+    lanes: usize,
+    mut stage: impl FnMut(usize, &mut [f32]),
+    mut row: impl FnMut(usize, RowInputs<'_>),
+) {
+    let [sh, _] = conv.strides;
+    let [dh, _] = conv.dilations;
+    let (ih, ohw) = (g.x.h, g.ohw());
+    let row_len = ring.width * lanes;
+    let start = buf.as_ptr().align_offset(4 * lanes);
+    let buf = &mut buf[start..];
+    let (ring_buf, rest) = buf.split_at_mut(ring.rows * row_len);
+    let (zero_row, rest) = rest.split_at_mut(row_len);
+    let (wt, rest) = rest.split_at_mut(ring.taps * lanes);
+    let bias = &mut rest[..lanes];
+    ring_buf.fill(0.0);
+    zero_row.fill(0.0);
+    for (t, vector) in wt.chunks_exact_mut(lanes).enumerate() {
+        for (l, v) in vector.iter_mut().enumerate() {
+            *v = if l < block.nch {
+                block.w[l * ring.taps + t]
+            } else {
+                0.0
+            };
+        }
+    }
+    for (l, v) in bias.iter_mut().enumerate() {
+        *v = match block.bias {
+            Some(b) if l < block.nch => b[l],
+            _ => 0.0,
+        };
+    }
+    // Which input row each ring slot holds (none yet).
+    let mut held = [usize::MAX; MAX_RING_ROWS];
+    let mut src = [core::ptr::null::<f32>(); MAX_TAPS];
+    for oh in rows {
+        // The input row of each kernel row, staged if it is not yet.
+        for (ki, p) in src.iter_mut().enumerate().take(g.kh) {
+            let r = (oh * sh + ki * dh).checked_sub(g.pt).filter(|&r| r < ih);
+            *p = match r {
+                Some(r) => {
+                    let slot = r % ring.rows;
+                    let dst = &mut ring_buf[slot * row_len..][..row_len];
+                    if held[slot] != r {
+                        stage(r, dst);
+                        held[slot] = r;
+                    }
+                    dst.as_ptr()
+                }
+                None => zero_row.as_ptr(),
+            };
+        }
+        row(
+            oh,
+            RowInputs {
+                src: &src[..g.kh],
+                wt,
+                bias,
+            },
+        );
+        if let Some(tail) = tail {
+            for l in 0..block.nch {
+                let plane = block.p0 + l;
+                // SAFETY: row oh of this plane belongs to this call (the
+                // caller's contract) and was just written.
+                let seg = unsafe {
+                    core::slice::from_raw_parts_mut(y.add(plane * ohw + oh * g.ow), g.ow)
+                };
+                tail(plane, seg, oh * g.ow);
+            }
+        }
     }
 }
