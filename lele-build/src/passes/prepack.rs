@@ -194,11 +194,15 @@ mod tests {
                 assert_eq!(*p, MatMulPacked { k: 3, n: 40 });
                 let wp = g.values[node.inputs[1].unwrap()].constant.as_ref().unwrap();
                 let vals = wp.to_f64s().unwrap();
-                assert_eq!(vals.len(), 3 * 64);
-                // Row 1 of panel 1 holds columns 32..40 of row 1, then zeros.
-                assert_eq!(vals[3 * 32 + 32], 40.0 + 32.0);
-                assert_eq!(vals[3 * 32 + 32 + 7], 40.0 + 39.0);
-                assert_eq!(vals[3 * 32 + 32 + 8], 0.0);
+                // Three panels of 16 columns, 3 rows each.
+                assert_eq!(vals.len(), 3 * 3 * 16);
+                // Row 1 of panel 1 holds columns 16..32 of row 1.
+                assert_eq!(vals[3 * 16 + 16], 40.0 + 16.0);
+                assert_eq!(vals[3 * 16 + 16 + 15], 40.0 + 31.0);
+                // Row 1 of panel 2 holds columns 32..40 of row 1, then zeros.
+                assert_eq!(vals[2 * 3 * 16 + 16], 40.0 + 32.0);
+                assert_eq!(vals[2 * 3 * 16 + 16 + 7], 40.0 + 39.0);
+                assert_eq!(vals[2 * 3 * 16 + 16 + 8], 0.0);
             }
         }
         assert_eq!(g.main.nodes[1].inputs.len(), 3);

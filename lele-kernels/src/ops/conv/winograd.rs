@@ -42,8 +42,11 @@ pub const MIN_CHANNELS: usize = 32;
 /// Most input or output channels taken (a block of one run needs about
 /// `512·(C + M)` floats, which must fit a worker's scratch well before).
 const MAX_CHANNELS: usize = 1 << 12;
-/// Tiles per transform run (one panel of the GEMM's right operand).
-const RUN: usize = PANEL;
+/// Tiles per transform run: whole panels of the GEMM's right operand (a
+/// run never straddles a panel), 32 so the transforms work on four AVX2
+/// vectors at a time.
+const RUN: usize = 32;
+const _: () = assert!(RUN.is_multiple_of(PANEL));
 /// Floats a staged input row holds: a segment's columns (two per tile plus
 /// two) and a run of slack for lanes past its end.
 const STAGE: usize = 2 * MAX_BLOCK + 2 * RUN + 2;
@@ -408,10 +411,16 @@ fn input_body(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32]) {
                 } else {
                     transform_inputs::<RUN>(&rows, 2 * off, &mut out);
                 }
-                let u = s.u + off;
-                let at = (u / RUN) * RUN * c + ci * RUN + u % RUN;
-                for (k, o) in out.iter().enumerate() {
-                    copy_short(&mut v[k * vs + at..][..n], &o[..n]);
+                // Tiles u..u + n, panel by panel (row ci of each).
+                let mut done = 0;
+                while done < n {
+                    let u = s.u + off + done;
+                    let len = (PANEL - u % PANEL).min(n - done);
+                    let at = (u / PANEL) * PANEL * c + ci * PANEL + u % PANEL;
+                    for (k, o) in out.iter().enumerate() {
+                        copy_short(&mut v[k * vs + at..][..len], &o[done..done + len]);
+                    }
+                    done += len;
                 }
             }
         }

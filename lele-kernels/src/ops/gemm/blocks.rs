@@ -120,12 +120,22 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                 }
                 for jr in (0..nc).step_by(nr) {
                     let w = nr.min(nc - jr);
-                    // The micro-panel and its row stride: in place in a
-                    // weight packed ahead of time (column j_off + jc + jr,
-                    // a multiple of nr), else in this block's packing.
-                    let (bp, ldb) = match ready {
-                        Some(r) => (r.micro_panel(pc, kc, j_off + jc + jr, nr), prepacked::PANEL),
-                        None => (&pack_b[(jr / nr) * nr * kc..][..nr * kc], nr),
+                    // An edge panel of at most nr/2 columns takes the
+                    // half-width kernel where there is one.
+                    let (kernel, reads) = match micro.half {
+                        Some(half) if 2 * w <= nr => (half, nr / 2),
+                        _ => (micro.f, nr),
+                    };
+                    // The micro-panel, its row stride and where a row's
+                    // columns 16.. start: in place in a weight packed ahead
+                    // of time (column j_off + jc + jr, a multiple of nr),
+                    // else in this block's packing.
+                    let (bp, ldb, b_hi) = match ready {
+                        Some(r) => {
+                            let (bp, hi) = r.micro_panel(pc, kc, j_off + jc + jr, reads);
+                            (bp, prepacked::PANEL, hi)
+                        }
+                        None => (&pack_b[(jr / nr) * nr * kc..][..nr * kc], nr, 16),
                     };
                     for ir in (0..mc).step_by(mr) {
                         let h = mr.min(mc - ir);
@@ -140,14 +150,16 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                             // SAFETY: the full tile (rows c0 + i·ldc, nr
                             // columns each) lies in this call's block of C
                             // (the caller's contract); `ap` holds mr·kc
-                            // floats, `bp` kc rows of nr at stride ldb;
-                            // `isa` was detected (or is scalar).
+                            // floats, `bp` kc rows of nr at stride ldb
+                            // (columns 16.. at b_hi); `isa` was detected
+                            // (or is scalar).
                             unsafe {
-                                (micro.f)(
+                                kernel(
                                     kc,
                                     ap.as_ptr(),
                                     bp.as_ptr(),
                                     ldb,
+                                    b_hi,
                                     c.add(c0),
                                     ldc,
                                     alpha,
@@ -155,22 +167,17 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                                 );
                             }
                         } else {
-                            // An edge panel of at most nr/2 columns takes
-                            // the half-width kernel where there is one.
-                            let f = match micro.half {
-                                Some(half) if 2 * w <= nr => half,
-                                _ => micro.f,
-                            };
                             // SAFETY: as above, with the stack tile of
                             // MAX_TILE >= mr*nr floats and row stride nr
-                            // (the half kernel writes its first nr/2
-                            // columns, all that is read back).
+                            // (the half kernel reads and writes its first
+                            // nr/2 columns, all that is read back).
                             unsafe {
-                                f(
+                                kernel(
                                     kc,
                                     ap.as_ptr(),
                                     bp.as_ptr(),
                                     ldb,
+                                    b_hi,
                                     tile.as_mut_ptr(),
                                     nr,
                                     alpha,

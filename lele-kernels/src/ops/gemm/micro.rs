@@ -70,11 +70,15 @@ pub(crate) fn isa_available(isa: Isa) -> bool {
 }
 
 /// A micro-kernel: multiplies a packed `MR × kc` panel of `A` by a packed
-/// `kc × NR` panel of `B` (rows `ldb` floats apart: `NR` when packed per
-/// call, wider inside a weight packed ahead of time) and stores
-/// `alpha·AB + beta·C` into the full tile at `c` (row stride `ldc`);
-/// `beta == 0` never reads `C`.
-type MicroFn = unsafe fn(usize, *const f32, *const f32, usize, *mut f32, usize, f32, f32);
+/// `kc × NR` panel of `B` and stores `alpha·AB + beta·C` into the full tile
+/// at `c` (row stride `ldc`); `beta == 0` never reads `C`.
+///
+/// `B`'s rows are `ldb` floats apart (`NR` when packed per call, the
+/// panel width inside a weight packed ahead of time). A kernel wider than
+/// 16 columns finds columns 16.. of a row `b_hi` floats after its column 0:
+/// 16 when packed per call, the next panel inside a packed weight
+/// (kernels of at most 16 columns do not read it).
+type MicroFn = unsafe fn(usize, *const f32, *const f32, usize, usize, *mut f32, usize, f32, f32);
 
 #[derive(Clone, Copy)]
 pub(super) struct Micro {
@@ -120,13 +124,14 @@ const SCALAR_NR: usize = 8;
 /// # Safety
 /// `a` holds `kc * 4` floats, `b` holds `kc` rows of 8 floats at stride
 /// `ldb >= 8`, and the `4 × 8` tile at `c` with row stride `ldc` is
-/// writable (and readable when `beta != 0`).
+/// writable (and readable when `beta != 0`); `_b_hi` is not read.
 #[allow(clippy::too_many_arguments)]
 unsafe fn kernel_scalar(
     kc: usize,
     a: *const f32,
     b: *const f32,
     ldb: usize,
+    _b_hi: usize,
     c: *mut f32,
     ldc: usize,
     alpha: f32,

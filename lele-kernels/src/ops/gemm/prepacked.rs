@@ -2,15 +2,17 @@
 //!
 //! A `k × n` matrix is stored as `n.div_ceil(PANEL)` column panels of
 //! `PANEL` columns, each `k` rows of `PANEL` floats (row `p` of panel `q`
-//! at `q·PANEL·k + p·PANEL`), the last panel zero padded. `PANEL` is a
-//! multiple of every micro-kernel's `NR`, so the blocked product reads a
-//! micro-panel straight out of it (rows `PANEL` floats apart) whatever
-//! micro-kernel the CPU picks: nothing is copied per call. The compiler
-//! writes weights in this layout into the weights blob.
+//! at `q·PANEL·k + p·PANEL`), the last panel zero padded. `PANEL` is the
+//! AVX2 micro-kernel's `NR`, so that kernel reads its micro-panel as one
+//! contiguous run (rows of a wider panel would be a cache line apart and
+//! fill only every other set of the L1 cache); a 32-column kernel reads
+//! two neighbouring panels, `PANEL·k` floats apart, and the scalar kernel
+//! half of one. Nothing is copied per call. The compiler writes weights in
+//! this layout into the weights blob.
 use super::{MatRef, PackB};
 
-/// Columns per panel (the widest micro-kernel's `NR`; the others divide it).
-pub const PANEL: usize = 32;
+/// Columns per panel (the AVX2 micro-kernel's `NR`).
+pub const PANEL: usize = 16;
 
 /// Length in floats of a `k × n` matrix packed by [`pack_into`].
 pub fn packed_len(k: usize, n: usize) -> usize {
@@ -63,15 +65,32 @@ impl<'a> Prepacked<'a> {
         self.n
     }
 
-    /// Rows `p0..p0 + kc` (`kc >= 1`, `p0 + kc <= k`) of columns
-    /// `j..j + nr` (`nr` divides `PANEL`, `j` a multiple of `nr` below the
-    /// padded width) as a micro-panel with rows [`PANEL`] floats apart.
-    pub(crate) fn micro_panel(self, p0: usize, kc: usize, j: usize, nr: usize) -> &'a [f32] {
+    /// Rows `p0..p0 + kc` (`kc >= 1`, `p0 + kc <= k`) of the `width`
+    /// columns from `j` that a micro-kernel reads, as a micro-panel with
+    /// rows [`PANEL`] floats apart, and the distance in floats from a
+    /// row's column `j` to its column `j + PANEL` (the next panel). The
+    /// columns lie inside one panel (`j % PANEL + width <= PANEL`), or
+    /// start one and span whole panels; all of them are below the padded
+    /// width.
+    pub(crate) fn micro_panel(
+        self,
+        p0: usize,
+        kc: usize,
+        j: usize,
+        width: usize,
+    ) -> (&'a [f32], usize) {
         debug_assert!(
-            kc >= 1 && p0 + kc <= self.k && PANEL.is_multiple_of(nr) && j.is_multiple_of(nr)
+            kc >= 1
+                && p0 + kc <= self.k
+                && width >= 1
+                && (j % PANEL + width <= PANEL
+                    || (j.is_multiple_of(PANEL) && width.is_multiple_of(PANEL)))
         );
-        let start = (j / PANEL) * PANEL * self.k + p0 * PANEL + j % PANEL;
-        &self.data[start..start + (kc - 1) * PANEL + nr]
+        let panel = PANEL * self.k;
+        let start = (j / PANEL) * panel + p0 * PANEL + j % PANEL;
+        let last = j + width - 1;
+        let end = (last / PANEL) * panel + (p0 + kc - 1) * PANEL + last % PANEL + 1;
+        (&self.data[start..end], panel)
     }
 
     /// Element `(p, j)` (zero in the padding columns).
@@ -103,6 +122,10 @@ impl PackB for Prepacked<'_> {
     }
 }
 
+/// How far ahead (in floats) [`gemv`] prefetches each of its streams.
+#[cfg(target_arch = "x86_64")]
+const GEMV_AHEAD: usize = 256;
+
 /// `c = alpha·a·B + beta·c` for one row `a` (`k` floats at stride `a.cs`)
 /// and a packed `B`: each panel's `k` rows are read front to back into
 /// `PANEL` accumulators.
@@ -133,44 +156,88 @@ fn gemv_body(alpha: f32, a: MatRef<'_>, b: Prepacked<'_>, beta: f32, c: &mut [f3
         c.iter_mut().for_each(|x| *x *= beta);
         return;
     }
-    for (panel, out) in b.data.chunks_exact(PANEL * k).zip(c.chunks_mut(PANEL)) {
-        // Four rows per step into one accumulator row, one from each
-        // quarter of the panel: four streams through memory (as
-        // `gemv_row_body` reads four rows of B), not one.
-        let mut acc = [0f32; PANEL];
-        let q = k / 4;
-        for t in 0..q {
-            let at = [0, 1, 2, 3].map(|i| i * q + t);
-            let s = at.map(|p| a.at(0, p));
-            let r = at.map(|p| row_of(panel, p));
-            #[cfg(target_arch = "x86_64")]
-            for row in r {
-                // Both cache lines of the row 8 rows (1 KiB) ahead in each
-                // stream.
-                for line in [8 * PANEL, 8 * PANEL + 16] {
-                    let ahead = row.as_ptr().wrapping_add(line) as *const i8;
-                    // SAFETY: a prefetch never faults, whatever the address.
-                    unsafe {
-                        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                            ahead,
-                        )
-                    };
-                }
-            }
+    // Two panels at a time (eight streams through memory), the last one
+    // alone when their number is odd.
+    for (pair, out) in b.data.chunks(2 * PANEL * k).zip(c.chunks_mut(2 * PANEL)) {
+        if pair.len() == 2 * PANEL * k {
+            gemv_panels::<2>(alpha, a, pair, k, beta, out);
+        } else {
+            gemv_panels::<1>(alpha, a, pair, k, beta, out);
+        }
+    }
+}
+
+/// [`gemv_body`] over `G` (1 or 2) neighbouring panels (`panels`,
+/// `G·PANEL·k` floats) into their columns `out` (at most `G·PANEL`).
+#[inline(always)]
+fn gemv_panels<const G: usize>(
+    alpha: f32,
+    a: MatRef<'_>,
+    panels: &[f32],
+    k: usize,
+    beta: f32,
+    out: &mut [f32],
+) {
+    // Four rows per step into each panel's accumulator row, one from each
+    // quarter of the panel: four streams per panel (as `gemv_row_body`
+    // reads four rows of B), not one.
+    let (first, second) = panels.split_at(PANEL * k);
+    let mut lo = [0f32; PANEL];
+    let mut hi = [0f32; PANEL];
+    let q = k / 4;
+    for t in 0..q {
+        let at = [t, q + t, 2 * q + t, 3 * q + t];
+        let s = at.map(|p| a.at(0, p));
+        let r = at.map(|p| row_of(first, p));
+        prefetch_ahead(r);
+        accumulate4(&mut lo, s, r);
+        if G == 2 {
+            let r = at.map(|p| row_of(second, p));
+            prefetch_ahead(r);
+            accumulate4(&mut hi, s, r);
+        }
+    }
+    for p in 4 * q..k {
+        let s = a.at(0, p);
+        let row = row_of(first, p);
+        for j in 0..PANEL {
+            lo[j] += s * row[j];
+        }
+        if G == 2 {
+            let row = row_of(second, p);
             for j in 0..PANEL {
-                acc[j] += s[0] * r[0][j] + s[1] * r[1][j] + s[2] * r[2][j] + s[3] * r[3][j];
+                hi[j] += s * row[j];
             }
         }
-        for p in 4 * q..k {
-            let (s, row) = (a.at(0, p), row_of(panel, p));
-            for j in 0..PANEL {
-                acc[j] += s * row[j];
-            }
+    }
+    for (j, x) in out.iter_mut().enumerate() {
+        let v = alpha * if j < PANEL { lo[j] } else { hi[j - PANEL] };
+        *x = if beta == 0.0 { v } else { v + beta * *x };
+    }
+}
+
+/// Prefetches each of four streams' row 1 KiB ahead.
+#[inline(always)]
+fn prefetch_ahead(rows: [&[f32; PANEL]; 4]) {
+    #[cfg(target_arch = "x86_64")]
+    for row in rows {
+        for line in (0..PANEL).step_by(16) {
+            let ahead = row.as_ptr().wrapping_add(GEMV_AHEAD + line) as *const i8;
+            // SAFETY: a prefetch never faults, whatever the address.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(ahead)
+            };
         }
-        for (j, x) in out.iter_mut().enumerate() {
-            let v = alpha * acc[j];
-            *x = if beta == 0.0 { v } else { v + beta * *x };
-        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = rows;
+}
+
+/// `acc += s[0]·r[0] + … + s[3]·r[3]`, lane by lane.
+#[inline(always)]
+fn accumulate4(acc: &mut [f32; PANEL], s: [f32; 4], r: [&[f32; PANEL]; 4]) {
+    for j in 0..PANEL {
+        acc[j] += s[0] * r[0][j] + s[1] * r[1][j] + s[2] * r[2][j] + s[3] * r[3][j];
     }
 }
 

@@ -378,7 +378,7 @@ fn prepacked_b_is_bit_identical_to_packing_per_call() {
 #[test]
 fn prepacked_gemv_matches_reference() {
     use super::prepacked::{Prepacked, pack_into, packed_len};
-    for n in [1, 5, 31, 32, 33, 70] {
+    for n in [1, 5, 16, 17, 31, 32, 33, 48, 70] {
         for k in [1, 2, 7, 64, 301] {
             let av = rand_vec(k, k as u64);
             let bv = rand_vec(k * n, (n * k) as u64);

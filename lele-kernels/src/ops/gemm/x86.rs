@@ -11,7 +11,8 @@ pub const AVX512_NR: usize = 32;
 /// # Safety
 /// The CPU supports AVX2 and FMA; `a` holds `kc * 6` floats, `b` holds
 /// `kc` rows of 16 floats at stride `ldb`, and the `6 × 16` tile at `c`
-/// (row stride `ldc`) is valid.
+/// (row stride `ldc`) is valid. `_b_hi` is unused (16 columns are one
+/// panel of a packed weight).
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn kernel_avx2(
@@ -19,6 +20,7 @@ pub unsafe fn kernel_avx2(
     a: *const f32,
     b: *const f32,
     ldb: usize,
+    _b_hi: usize,
     c: *mut f32,
     ldc: usize,
     alpha: f32,
@@ -26,14 +28,8 @@ pub unsafe fn kernel_avx2(
 ) {
     let mut acc = [[_mm256_setzero_ps(); 2]; AVX2_MR];
     for p in 0..kc {
-        // SAFETY: p < kc, so these reads stay inside the packed panels
-        // (a prefetch of any address is harmless).
+        // SAFETY: p < kc, so these reads stay inside the packed panels.
         unsafe {
-            if ldb != AVX2_NR {
-                // B in place in a prepacked weight (fetched from memory,
-                // not from this block's packing in L2): ask 16 rows ahead.
-                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((p + 16) * ldb) as *const i8);
-            }
             let b0 = _mm256_loadu_ps(b.add(p * ldb));
             let b1 = _mm256_loadu_ps(b.add(p * ldb + 8));
             let ap = a.add(p * AVX2_MR);
@@ -66,8 +62,9 @@ pub unsafe fn kernel_avx2(
 ///
 /// # Safety
 /// The CPU supports AVX-512F; `a` holds `kc * 8` floats, `b` holds `kc`
-/// rows of 32 floats at stride `ldb`, and the `8 × 32` tile at `c` (row
-/// stride `ldc`) is valid.
+/// rows of 32 floats at stride `ldb` (columns 16..32 of a row `b_hi`
+/// floats after its column 0), and the `8 × 32` tile at `c` (row stride
+/// `ldc`) is valid.
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn kernel_avx512(
@@ -75,13 +72,14 @@ pub unsafe fn kernel_avx512(
     a: *const f32,
     b: *const f32,
     ldb: usize,
+    b_hi: usize,
     c: *mut f32,
     ldc: usize,
     alpha: f32,
     beta: f32,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { kernel_avx512_vectors::<2>(kc, a, b, ldb, c, ldc, alpha, beta) }
+    unsafe { kernel_avx512_vectors::<2>(kc, a, b, ldb, b_hi, c, ldc, alpha, beta) }
 }
 
 /// AVX-512 `8 × 16` micro-kernel: [`kernel_avx512`] over the first 16
@@ -91,7 +89,7 @@ pub unsafe fn kernel_avx512(
 /// # Safety
 /// The CPU supports AVX-512F; `a` holds `kc * 8` floats, `b` holds `kc`
 /// rows of at least 16 floats at stride `ldb`, and the `8 × 16` tile at `c`
-/// (row stride `ldc`) is valid.
+/// (row stride `ldc`) is valid (`b_hi` is not read).
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn kernel_avx512_half(
@@ -99,13 +97,14 @@ pub unsafe fn kernel_avx512_half(
     a: *const f32,
     b: *const f32,
     ldb: usize,
+    b_hi: usize,
     c: *mut f32,
     ldc: usize,
     alpha: f32,
     beta: f32,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { kernel_avx512_vectors::<1>(kc, a, b, ldb, c, ldc, alpha, beta) }
+    unsafe { kernel_avx512_vectors::<1>(kc, a, b, ldb, b_hi, c, ldc, alpha, beta) }
 }
 
 /// The AVX-512 micro-kernel over `V` vectors (16·V columns) of each packed
@@ -121,6 +120,7 @@ unsafe fn kernel_avx512_vectors<const V: usize>(
     a: *const f32,
     b: *const f32,
     ldb: usize,
+    b_hi: usize,
     c: *mut f32,
     ldc: usize,
     alpha: f32,
@@ -136,8 +136,8 @@ unsafe fn kernel_avx512_vectors<const V: usize>(
                 // B a dozen rows ahead: a weight packed ahead of time
                 // streams from memory on its first pass (cold MiniLM QKV,
                 // 128×384×384: 99 → 103 GFLOP/s; no change in cache).
-                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((p + 12) * ldb + 16 * h) as *const i8);
-                *v = _mm512_loadu_ps(row_b.add(16 * h));
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add((p + 12) * ldb + h * b_hi) as *const i8);
+                *v = _mm512_loadu_ps(row_b.add(h * b_hi));
             }
             let ap = a.add(p * AVX512_MR);
             for (i, row) in acc.iter_mut().enumerate() {
