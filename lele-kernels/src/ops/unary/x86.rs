@@ -221,23 +221,25 @@ pub(super) unsafe fn tanh(x: &[f32], y: &mut [f32]) {
     blocks(x, y, |v| tanh8(v), super::math::tanh_f32);
 }
 
-/// `e^v` of eight lanes, with the lanes outside [-87, 88] (or NaN)
-/// flagged for the scalar path.
+/// `e^v` of eight lanes, with the lanes in [-104, -87] or at or above 88
+/// (or NaN) flagged for the scalar path. Below -104 the exact result rounds
+/// to zero (`e^-104` is under half the smallest subnormal), so those lanes
+/// are zero here, as `f32::exp` gives: masked attention scores (-10000)
+/// and the like stay in the vector.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 fn exp_lanes(v: __m256) -> (__m256, i32) {
-    let c = _mm256_min_ps(
-        _mm256_max_ps(v, _mm256_set1_ps(-87.0)),
-        _mm256_set1_ps(88.0),
-    );
+    let lo = _mm256_set1_ps(-87.0);
+    let c = _mm256_min_ps(_mm256_max_ps(v, lo), _mm256_set1_ps(88.0));
+    let zero = _mm256_cmp_ps::<_CMP_LT_OQ>(v, _mm256_set1_ps(-104.0));
     let out = _mm256_or_ps(
         _mm256_or_ps(
-            _mm256_cmp_ps::<_CMP_LE_OQ>(v, _mm256_set1_ps(-87.0)),
+            _mm256_andnot_ps(zero, _mm256_cmp_ps::<_CMP_LE_OQ>(v, lo)),
             _mm256_cmp_ps::<_CMP_GE_OQ>(v, _mm256_set1_ps(88.0)),
         ),
         _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
     );
-    (exp8(c), _mm256_movemask_ps(out))
+    (_mm256_andnot_ps(zero, exp8(c)), _mm256_movemask_ps(out))
 }
 
 /// `y = e^x`.
