@@ -77,6 +77,19 @@ fn constant_matmul_weights_are_stored_packed_on_real_models() {
     let p = packed(&rec);
     assert_eq!(p.len(), 9, "{p:?}");
     assert!(p.iter().any(|x| (x.2, x.3) == (120, 18710)), "{p:?}");
+    // ddddocr: its classifier is a Gemm with transB (`x·Wᵀ + b`, W stored
+    // 8210 × 1024), packed as the 1024 × 8210 product it is, bias kept.
+    let ocr = optimized_zoo("ddddocr_common.onnx", "input1 = [1, 1, 64, 160]");
+    let p = packed(&ocr);
+    assert_eq!(p, [("Gemm".to_string(), 3, 1024, 8210)]);
+    let gemm_left = kernels_with_weight_dims(&ocr)
+        .iter()
+        .filter(|(any, _)| {
+            any.downcast_ref::<lele_kernels::ops::matmul::Gemm>()
+                .is_some()
+        })
+        .count();
+    assert_eq!(gemm_left, 0);
 }
 
 /// Each main-block kernel node of `g` (for downcasting) with the dims of
