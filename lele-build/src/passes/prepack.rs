@@ -78,9 +78,9 @@ fn product(g: &Graph, i: usize) -> Option<Product> {
     if gemm.beta != 1.0 || ct.dtype != DType::F32 {
         return None;
     }
-    let bias_row = match ct.dims.as_slice() {
-        &[len] if len == cols => false,
-        &[1, len] if len == cols => true,
+    let bias_row = match *ct.dims.as_slice() {
+        [len] if len == cols => false,
+        [1, len] if len == cols => true,
         _ => return None,
     };
     Some(Product {
