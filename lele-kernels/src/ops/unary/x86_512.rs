@@ -104,9 +104,12 @@ fn sigmoid16(z: __m512) -> (__m512, u16) {
     (s, bad)
 }
 
-/// `y = lanes(x)` two vectors at a time; a pair with a flagged lane, and
-/// the last < 32 elements, go through `fallback` (the AVX2 loop, which
-/// computes the same per lane and fixes the flagged ones).
+/// `y = lanes(x)` two vectors at a time, then the last < 32 elements in at
+/// most two masked vectors; a pair or masked piece with a flagged lane goes
+/// through `fallback` (the AVX2 loop, which computes the same per lane and
+/// fixes the flagged ones). Epilogues call this on short rows (a Winograd
+/// output segment is 20 to 30 floats), where the masked pieces replace
+/// four 8-lane blocks.
 #[inline]
 #[target_feature(enable = "avx512f,avx2,fma")]
 fn pairs16(
@@ -135,7 +138,27 @@ fn pairs16(
             fallback(xb, yb);
         }
     }
-    fallback(&x[body..n], &mut y[body..n]);
+    let mut at = body;
+    while at < n {
+        let len = (n - at).min(16);
+        let keep = lane_mask(len);
+        // SAFETY: the masked load reads only lanes `..len`, all inside `x`
+        // (`at + len <= n <= x.len()`); the other lanes are zero.
+        let (v, bad) = lanes(unsafe { _mm512_maskz_loadu_ps(keep, x.as_ptr().add(at)) });
+        if bad & keep == 0 {
+            // SAFETY: the masked store writes only lanes `..len`, inside `y`.
+            unsafe { _mm512_mask_storeu_ps(y.as_mut_ptr().add(at), keep, v) };
+        } else {
+            fallback(&x[at..at + len], &mut y[at..at + len]);
+        }
+        at += len;
+    }
+}
+
+/// The mask of the first `len` (at most 16) lanes.
+#[inline(always)]
+fn lane_mask(len: usize) -> __mmask16 {
+    (((1u32 << len.min(16)) - 1) & 0xffff) as __mmask16
 }
 
 /// [`pairs16`] reading and writing the same slice (an epilogue's output).
@@ -163,7 +186,21 @@ fn pairs16_in_place(
             fallback(yb);
         }
     }
-    fallback(&mut y[body..]);
+    let mut at = body;
+    while at < n {
+        let len = (n - at).min(16);
+        let keep = lane_mask(len);
+        // SAFETY: the masked load reads only lanes `..len`, all inside `y`
+        // (`at + len <= n`); the other lanes are zero.
+        let (v, bad) = lanes(unsafe { _mm512_maskz_loadu_ps(keep, y.as_ptr().add(at)) });
+        if bad & keep == 0 {
+            // SAFETY: the masked store writes only lanes `..len`, inside `y`.
+            unsafe { _mm512_mask_storeu_ps(y.as_mut_ptr().add(at), keep, v) };
+        } else {
+            fallback(&mut y[at..at + len]);
+        }
+        at += len;
+    }
 }
 
 /// `y = GELU(x)` ([`super::math::gelu_f32`]).
