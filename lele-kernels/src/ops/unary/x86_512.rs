@@ -138,10 +138,7 @@ fn pairs16(
             fallback(xb, yb);
         }
     }
-    let mut at = body;
-    while at < n {
-        let len = (n - at).min(16);
-        let keep = lane_mask(len);
+    for (at, len, keep) in masked_pieces(body, n) {
         // SAFETY: the masked load reads only lanes `..len`, all inside `x`
         // (`at + len <= n <= x.len()`); the other lanes are zero.
         let (v, bad) = lanes(unsafe { _mm512_maskz_loadu_ps(keep, x.as_ptr().add(at)) });
@@ -151,14 +148,17 @@ fn pairs16(
         } else {
             fallback(&x[at..at + len], &mut y[at..at + len]);
         }
-        at += len;
     }
 }
 
-/// The mask of the first `len` (at most 16) lanes.
+/// Elements `from..n` in pieces of at most 16: `(start, length, mask of
+/// the piece's lanes)`.
 #[inline(always)]
-fn lane_mask(len: usize) -> __mmask16 {
-    (((1u32 << len.min(16)) - 1) & 0xffff) as __mmask16
+fn masked_pieces(from: usize, n: usize) -> impl Iterator<Item = (usize, usize, __mmask16)> {
+    (from..n).step_by(16).map(move |at| {
+        let len = (n - at).min(16);
+        (at, len, ((1u32 << len) - 1) as __mmask16)
+    })
 }
 
 /// [`pairs16`] reading and writing the same slice (an epilogue's output).
@@ -186,10 +186,7 @@ fn pairs16_in_place(
             fallback(yb);
         }
     }
-    let mut at = body;
-    while at < n {
-        let len = (n - at).min(16);
-        let keep = lane_mask(len);
+    for (at, len, keep) in masked_pieces(body, n) {
         // SAFETY: the masked load reads only lanes `..len`, all inside `y`
         // (`at + len <= n`); the other lanes are zero.
         let (v, bad) = lanes(unsafe { _mm512_maskz_loadu_ps(keep, y.as_ptr().add(at)) });
@@ -199,7 +196,6 @@ fn pairs16_in_place(
         } else {
             fallback(&mut y[at..at + len]);
         }
-        at += len;
     }
 }
 
