@@ -169,8 +169,9 @@ pub fn prepack_matmul_weights(g: &mut Graph) -> usize {
 /// - a dense 3×3 convolution of unit strides and dilations with enough
 ///   input channels ([`ConvWinograd::applies`]) runs as Winograd
 ///   `F(2×2, 3×3)`, its weight transformed here;
-/// - one the GEMM runs for any input (more than 128 output channels per
-///   group) reads its weight packed for the GEMM's left operand
+/// - one the GEMM runs for any input (more output channels per group than
+///   the direct path takes: 128 for a 1×1 kernel, 64 for larger ones)
+///   reads its weight packed for the GEMM's left operand
 ///   ([`ConvPackedWeights`]).
 ///
 /// Returns how many.

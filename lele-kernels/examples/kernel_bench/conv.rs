@@ -75,16 +75,16 @@ fn conv_case(
     kernel
         .infer(&ins, &mut out_shape)
         .expect("conv shapes are consistent");
-    let mut y = vec![0f32; out_shape[0].numel()];
-    let mut scratch = vec![0u8; kernel.scratch_bytes(&ins, &out_shape)];
+    let mut y = aligned_scratch(4 * out_shape[0].numel());
+    let mut scratch = aligned_scratch(kernel.scratch_bytes(&ins, &out_shape));
     let secs = time(budget, || {
         let mut outs = [TensorMut {
             dtype: DType::F32,
             shape: out_shape[0],
-            data: bytemuck_bytes_mut(&mut y),
+            data: &mut line_bytes(&mut y)[..4 * out_shape[0].numel()],
         }];
         kernel
-            .run(&ins, &mut outs, &mut scratch)
+            .run(&ins, &mut outs, line_bytes(&mut scratch))
             .expect("conv arguments are consistent");
         black_box(&y);
     });
@@ -201,6 +201,16 @@ pub(crate) fn cases(budget: f64) {
         Activation::None,
         budget,
     );
+    // YOLOv8n's pointwise convolutions (C2f's cv1 and cv2, with SiLU).
+    for (name, c, m, h) in [
+        ("yolo 32->32 1x1 160", 32, 32, 160),
+        ("yolo 48->32 1x1 160", 48, 32, 160),
+        ("yolo 64->64 1x1 80", 64, 64, 80),
+        ("yolo 192->64 1x1 80", 192, 64, 80),
+        ("yolo 256->128 1x1 40", 256, 128, 40),
+    ] {
+        conv_case(name, c, m, 1, 1, h, 1, Activation::Swish, budget);
+    }
     // YOLOv8n's downsampling convolutions (stride 2; input size given).
     for (name, c, m, h) in [
         ("yolo 32->64 3x3 s2 160", 32, 64, 160),

@@ -97,6 +97,24 @@ pub(crate) fn bytemuck_bytes_mut(x: &mut [f32]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast(), x.len() * 4) }
 }
 
+/// One cache line of scratch.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct Line([u8; 64]);
+
+/// Zeroed scratch of at least `bytes` bytes, 64-byte aligned like a
+/// model's workspace arena (a plain `Vec<u8>` is 16-byte aligned, which
+/// splits the kernels' 64-byte stores across cache lines).
+pub(crate) fn aligned_scratch(bytes: usize) -> Vec<Line> {
+    vec![Line([0; 64]); bytes.div_ceil(64)]
+}
+
+/// The bytes of `lines`.
+pub(crate) fn line_bytes(lines: &mut [Line]) -> &mut [u8] {
+    // SAFETY: `Line` is 64 plain bytes without padding.
+    unsafe { std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast(), lines.len() * 64) }
+}
+
 mod conv;
 mod gemm;
 mod misc;

@@ -84,6 +84,8 @@ pub(crate) fn cases(budget: f64) {
     );
     let n = 1 << 20;
     unary_case("swish", &Swish { alpha: 1.0 }, n, budget);
+    // In L1 (64 KiB of input and output): the arithmetic alone.
+    unary_case("swish in cache", &Swish { alpha: 1.0 }, 8192, budget);
     unary_case(
         "swish 32x160x160",
         &Swish { alpha: 1.0 },

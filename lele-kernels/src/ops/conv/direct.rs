@@ -47,8 +47,28 @@ fn tile_rows(l: &Layout) -> usize {
     }
 }
 /// Convolutions with at most this many output channels per group run
-/// directly (see [`eligible`]).
-pub(super) const DIRECT_M_MAX: usize = 128;
+/// directly (see [`eligible`]) when their kernel is 1×1 ...
+const DIRECT_M_MAX: usize = 128;
+/// ... and this many when it is larger.
+const DIRECT_KXK_M_MAX: usize = 64;
+
+/// Most output channels per group the direct path takes for a `kh × kw`
+/// kernel. Above 64 channels a larger kernel runs faster as the im2col
+/// GEMM on the 2-core Sapphire Rapids machine (`kernel_bench`, fastest of
+/// interleaved runs, in cache / caches flushed): 64→128 3×3 s2 at 80²
+/// 3.89 → 2.92 / 4.62 → 3.20 ms, 128→128 3×3 s2 at 40² 1.84 → 1.48 /
+/// 2.07 → 1.64 ms, 128→128 3×3 at 40² 6.15 → 5.07 ms, 96→96 3×3 at 30²
+/// 2.67 → 1.79 ms. On the Zen 4 machine the direct path won the
+/// 128→128 3×3 case by 5% (6.3 → 6.0 ms). A 1×1 kernel keeps the direct
+/// path up to 128 channels on both (128→128 at 40²: 0.43 against 0.48 ms
+/// for the GEMM here).
+pub(super) fn direct_m_max(kh: usize, kw: usize) -> usize {
+    if kh * kw > 1 {
+        DIRECT_KXK_M_MAX
+    } else {
+        DIRECT_M_MAX
+    }
+}
 /// Columns per segment when the input is read in place.
 const FLAT_SEGMENT: usize = 16 * TILE_N;
 /// Floats of zeros after the staged planes: the last flat tile's lanes
@@ -244,7 +264,9 @@ impl Layout {
 /// ms; with banded staging 48→96 1×1 at 120²: 1.9 → 1.6 ms, 96→96 3×3 at
 /// 60²: 7.8 → 6.7 ms, 128→128 3×3 at 40²: 6.3 → 6.0 ms), while at 256
 /// channels the GEMM wins (3×3 at 20²: 6.2 vs 7.9 ms). (Shallow strided
-/// patches lost before the tile prefetched.)
+/// patches lost before the tile prefetched.) On the Sapphire Rapids
+/// machine the GEMM already wins above 64 channels for kernels larger than
+/// 1×1, so those stop at 64 ([`direct_m_max`]).
 pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> bool {
     if g.ohw() == 0 || g.k() == 0 {
         return false;
@@ -276,7 +298,7 @@ fn worthwhile(g: &ConvGeom, l: &Layout) -> bool {
     let rows_fill = g.ow >= 2 * TILE_N || 4 * g.ow.next_multiple_of(TILE_N) <= 5 * g.ow;
     let flat_fill = l.flat && 4 * l.phase_w <= 5 * g.ow;
     let plane_fill = (flat_fill || l.in_place) && g.ohw() >= 2 * TILE_N;
-    g.mg <= DIRECT_M_MAX && (rows_fill || plane_fill)
+    g.mg <= direct_m_max(g.kh, g.kw) && (rows_fill || plane_fill)
 }
 
 #[cfg(all(test, feature = "std"))]

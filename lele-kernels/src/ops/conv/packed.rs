@@ -30,10 +30,10 @@ impl ConvPackedWeights {
     /// output channels per group than the direct path takes, which also
     /// rules out depthwise), and whole panels keep the element count.
     pub fn applies(group: usize, dims: &[usize]) -> bool {
-        let &[m, _, _, _] = dims else { return false };
+        let &[m, _, kh, kw] = dims else { return false };
         group > 0
             && m % group == 0
-            && m / group > direct::DIRECT_M_MAX
+            && m / group > direct::direct_m_max(kh, kw)
             && (m / group).is_multiple_of(crate::ops::gemm::A_PANEL)
     }
 
@@ -113,14 +113,18 @@ mod tests {
         }
     }
 
-    /// Only weights of more than 128 output channels per group, in whole
+    /// Only weights of more output channels per group than the direct
+    /// path takes (128 for 1×1 kernels, 64 for larger ones), in whole
     /// panels of eight, are packed.
     #[test]
     fn only_gemm_only_convolutions_qualify() {
         assert!(ConvPackedWeights::applies(1, &[136, 3, 3, 3]));
+        assert!(ConvPackedWeights::applies(1, &[72, 3, 3, 3]));
+        assert!(ConvPackedWeights::applies(1, &[128, 3, 1, 3]));
         assert!(ConvPackedWeights::applies(2, &[272, 4, 1, 1]));
         for (group, dims) in [
-            (1, &[128, 3, 3, 3][..]),
+            (1, &[64, 3, 3, 3][..]),
+            (1, &[128, 3, 1, 1]),
             (1, &[132, 3, 1, 1]),
             (2, &[256, 3, 1, 1]),
             (136, &[136, 1, 3, 3]),
