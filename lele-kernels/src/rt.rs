@@ -283,6 +283,103 @@ pub fn view<K: Kernel>(
     Ok(())
 }
 
+/// A Concat (`joined`) or Split whose pieces the memory plan laid out back
+/// to back inside the whole (the Concat's output, the Split's input 0):
+/// infers the output shapes, checks that at these shapes every dimension
+/// before `axis` is 1 and each piece starts where the previous one ends, and
+/// moves no data. A layout that does not hold is an error, never a wrong
+/// result.
+pub fn pieces_in_place<K: Kernel>(
+    ctx: &mut Ctx<'_, '_>,
+    kernel: &K,
+    srcs: &[Src],
+    dsts: &[Dst],
+    axis: i64,
+    joined: bool,
+) -> Result<(), KernelError> {
+    let op = if joined { "Concat" } else { "Split" };
+    const MISPLACED: &str = "pieces are not where the memory plan put them";
+    let n_out = dsts.len();
+    if n_out > MAX_NODE_OUTPUTS {
+        return Err(KernelError::Buffer { op: "arena" });
+    }
+    let mut out_shapes = [Shape::SCALAR; MAX_NODE_OUTPUTS];
+    {
+        let mut ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
+        let mut outs: [&mut [u8]; MAX_NODE_OUTPUTS + 1] = Default::default();
+        let sources = Sources {
+            weights: ctx.weights,
+            shapes: ctx.shapes,
+            inputs: ctx.inputs,
+        };
+        prepare(&sources, ctx.arena, srcs, &[], &mut ins, &mut outs[..0])?;
+        kernel.infer(&ins[..srcs.len()], &mut out_shapes[..n_out])?;
+    }
+    for (d, s) in dsts.iter().zip(&out_shapes) {
+        let needed = s.numel() * d.dtype.size();
+        if needed > d.cap {
+            return Err(KernelError::CapacityExceeded {
+                value: d.name,
+                needed,
+                planned: d.cap,
+            });
+        }
+    }
+    let arena_piece = |s: &Src| match *s {
+        Src::Arena { off, slot, dtype } => Ok((off, ctx.shapes[slot].numel() * dtype.size())),
+        _ => Err(KernelError::Shape { op, msg: MISPLACED }),
+    };
+    let out_piece = |k: usize| (dsts[k].off, out_shapes[k].numel() * dsts[k].dtype.size());
+    let (whole_shape, (whole_off, whole_bytes)) = if joined {
+        let d = dsts
+            .first()
+            .ok_or(KernelError::Shape { op, msg: MISPLACED })?;
+        (
+            out_shapes[0],
+            (d.off, out_shapes[0].numel() * d.dtype.size()),
+        )
+    } else {
+        let s = srcs
+            .first()
+            .ok_or(KernelError::MissingInput { op, index: 0 })?;
+        let slot = match *s {
+            Src::Arena { slot, .. } => slot,
+            _ => return Err(KernelError::Shape { op, msg: MISPLACED }),
+        };
+        (ctx.shapes[slot], arena_piece(s)?)
+    };
+    let axis = whole_shape.axis(axis, op)?;
+    if whole_shape.dims()[..axis].iter().any(|&d| d != 1) {
+        return Err(KernelError::Shape { op, msg: MISPLACED });
+    }
+    // Each piece must start where the previous one ends.
+    let mut at = whole_off;
+    let mut next = |(off, bytes): (usize, usize)| {
+        let ok = off == at;
+        at += bytes;
+        ok
+    };
+    let in_order = if joined {
+        let mut ok = true;
+        for s in srcs {
+            ok = ok && next(arena_piece(s)?);
+        }
+        ok
+    } else {
+        (0..n_out).all(|k| next(out_piece(k)))
+    };
+    if !in_order {
+        return Err(KernelError::Shape { op, msg: MISPLACED });
+    }
+    if at != whole_off + whole_bytes {
+        return Err(KernelError::Shape { op, msg: MISPLACED });
+    }
+    for (d, s) in dsts.iter().zip(&out_shapes) {
+        ctx.shapes[d.slot] = *s;
+    }
+    Ok(())
+}
+
 /// Reads a boolean condition (the `If` operator).
 pub fn condition(ctx: &mut Ctx<'_, '_>, src: Src) -> Result<bool, KernelError> {
     let mut ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
@@ -572,6 +669,82 @@ mod tests {
     use super::*;
     use crate::ops::binary::{Binary, BinaryOp};
     use crate::ops::unary::{Unary, UnaryOp};
+
+    /// A Concat of two `[1, 2, 4]` f32 pieces at `a_off`/`b_off` into a
+    /// `[1, 4, 4]` whole at 0, then a Split of the whole back into pieces at
+    /// `split_offs`, through [`pieces_in_place`]: the shapes it records, or
+    /// the first error.
+    fn pieces_at(
+        a_off: usize,
+        b_off: usize,
+        split_offs: [usize; 2],
+        whole: [usize; 3],
+    ) -> Result<[Shape; 5], KernelError> {
+        use crate::ops::concat::{Concat, Split};
+        let mut arena = crate::Arena::new(256);
+        let mut shapes = [Shape::SCALAR; 5];
+        shapes[0] = Shape::new(&[1, 2, 4])?;
+        shapes[1] = Shape::new(&[1, 2, 4])?;
+        let arena_src = |off, slot| Src::Arena {
+            off,
+            slot,
+            dtype: DType::F32,
+        };
+        let dst = |off, slot| Dst {
+            off,
+            cap: 64,
+            slot,
+            dtype: DType::F32,
+            name: "piece",
+        };
+        let mut ctx = Ctx {
+            weights: &[],
+            arena: arena.bytes_mut(),
+            shapes: &mut shapes,
+            inputs: &[],
+            profiler: None,
+        };
+        let joined = Dst {
+            cap: 64,
+            ..dst(0, 2)
+        };
+        pieces_in_place(
+            &mut ctx,
+            &Concat { axis: 1 },
+            &[arena_src(a_off, 0), arena_src(b_off, 1)],
+            &[joined],
+            1,
+            true,
+        )?;
+        ctx.shapes[2] = Shape::new(&whole)?;
+        pieces_in_place(
+            &mut ctx,
+            &Split {
+                axis: 1,
+                num_outputs: 2,
+            },
+            &[arena_src(0, 2)],
+            &[dst(split_offs[0], 3), dst(split_offs[1], 4)],
+            1,
+            false,
+        )?;
+        Ok(shapes)
+    }
+
+    #[test]
+    fn pieces_in_place_checks_the_layout_and_moves_nothing() {
+        let half = Shape::new(&[1, 2, 4]).unwrap();
+        let shapes = pieces_at(0, 32, [0, 32], [1, 4, 4]).unwrap();
+        assert_eq!(shapes[2], Shape::new(&[1, 4, 4]).unwrap());
+        assert_eq!((shapes[3], shapes[4]), (half, half));
+        // A second piece that does not start where the first ends.
+        assert!(pieces_at(0, 64, [0, 32], [1, 4, 4]).is_err());
+        assert!(pieces_at(0, 32, [0, 64], [1, 4, 4]).is_err());
+        // Pieces in the wrong order.
+        assert!(pieces_at(32, 0, [0, 32], [1, 4, 4]).is_err());
+        // A whole of two images: its pieces would be strided.
+        assert!(pieces_at(0, 32, [0, 16], [2, 2, 4]).is_err());
+    }
 
     #[test]
     fn in_place_unary_and_binary_match_out_of_place() {

@@ -15,7 +15,7 @@ use quote::{format_ident, quote};
 
 use crate::config::Dim;
 use crate::ir::{Block, Graph, Node, Op, ValueId};
-use crate::plan::{Plan, Storage};
+use crate::plan::{PiecesInPlace, Plan, Storage};
 use crate::signature::{Layout, Port, Signature, dim_text};
 
 /// Most statements in one generated function.
@@ -158,6 +158,17 @@ impl Emitter<'_> {
                 } else {
                     quote!(::lele::kernels::rt::exec_in_place(ctx, &#k, &[#(#srcs),*], #dst)?;)
                 }
+            }
+            Op::Kernel(k)
+                if n.outputs
+                    .first()
+                    .is_some_and(|o| self.inp.plan.pieces_in_place.contains_key(o)) =>
+            {
+                let PiecesInPlace { axis, joined } = self.inp.plan.pieces_in_place[&n.outputs[0]];
+                let k = k.to_rust();
+                let srcs = n.inputs.iter().map(|i| self.src(*i)).collect::<Vec<_>>();
+                let dsts = n.outputs.iter().map(|o| self.dst(*o)).collect::<Vec<_>>();
+                quote!(::lele::kernels::rt::pieces_in_place(ctx, &#k, &[#(#srcs),*], &[#(#dsts),*], #axis, #joined)?;)
             }
             Op::Kernel(k) => {
                 let k = k.to_rust();

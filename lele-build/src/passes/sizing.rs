@@ -8,7 +8,7 @@
 //! are evaluated too, so `Shape → Gather → Concat → Reshape` chains resolve.
 //! A tensor that turns out larger at run time than planned makes `forward`
 //! return an error; it never overflows.
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use lele_kernels::{DType, Kernel, KernelError, Shape, TensorRef};
 
@@ -28,6 +28,10 @@ pub struct Sizes {
     pub max_bytes: HashMap<ValueId, usize>,
     /// Largest scratch need of each node, keyed by its first output.
     pub scratch: HashMap<ValueId, usize>,
+    /// Values whose shape was the same at every sizing point and never
+    /// depended on data unknown at build time (empty when a point failed):
+    /// their byte size is known when the code is generated.
+    pub fixed: HashSet<ValueId>,
 }
 
 #[derive(Default, Clone)]
@@ -44,6 +48,7 @@ struct Point {
 /// point must succeed; later points that fail are skipped.
 pub fn size_graph(g: &Graph, points: &[Vec<Vec<usize>>]) -> Result<Sizes> {
     let mut sizes = Sizes::default();
+    let mut all_points_sized = true;
     for (i, dims) in points.iter().enumerate() {
         let mut p = Point::default();
         for (&v, d) in g.inputs.iter().zip(dims) {
@@ -55,11 +60,18 @@ pub fn size_graph(g: &Graph, points: &[Vec<Vec<usize>>]) -> Result<Sizes> {
         match block(g, &g.main, &mut p) {
             Ok(()) => {}
             Err(e) if i == 0 => return Err(e),
-            Err(_) => continue,
+            Err(_) => {
+                all_points_sized = false;
+                continue;
+            }
         }
         if i == 0 {
             sizes.shapes = p.shapes.clone();
+            sizes.fixed = p.shapes.keys().copied().collect();
         }
+        sizes
+            .fixed
+            .retain(|v| !p.bounds.contains_key(v) && p.shapes.get(v) == sizes.shapes.get(v));
         let elems = p.shapes.iter().map(|(v, s)| (v, s.numel()));
         for (v, n) in elems.chain(p.bounds.iter().map(|(v, n)| (v, *n))) {
             let bytes = n * g.values[*v].dtype.unwrap_or(DType::F32).size();
@@ -70,6 +82,9 @@ pub fn size_graph(g: &Graph, points: &[Vec<Vec<usize>>]) -> Result<Sizes> {
             let e = sizes.scratch.entry(*v).or_insert(0);
             *e = (*e).max(*s);
         }
+    }
+    if !all_points_sized {
+        sizes.fixed.clear();
     }
     Ok(sizes)
 }

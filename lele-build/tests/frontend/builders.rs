@@ -1,10 +1,14 @@
 //! Builders of small ONNX models in code, and the compiler steps the tests run on them.
 use std::path::Path;
 
-use lele_build::compile::{optimize, resolve_input_dims};
+use lele_build::compile::{
+    copy_outputs_out_of_inputs_and_weights, optimize, resolve_input_dims, sizing_points,
+};
 use lele_build::config::ModelToml;
 use lele_build::ir::Graph;
 use lele_build::onnx::{Limits, from_proto, proto};
+use lele_build::passes::size_graph;
+use lele_build::plan::{Plan, plan};
 
 pub(crate) fn s(v: &str) -> Option<String> {
     Some(v.to_string())
@@ -116,6 +120,33 @@ pub(crate) fn optimized(m: &proto::ModelProto) -> Graph {
     let dims = resolve_input_dims(&g, &toml).unwrap();
     optimize(&mut g, &dims, true, &Default::default()).unwrap();
     g
+}
+
+/// Compiles a graph up to its memory plan, as `compile` does: passes,
+/// sizing at the dims of `[inputs]` lines `inputs` (empty: as declared),
+/// planning.
+pub(crate) fn planned_graph(mut g: Graph, inputs: &str) -> (Graph, Plan) {
+    let toml =
+        ModelToml::parse(&format!("[model]\npath = \"m.onnx\"\n[inputs]\n{inputs}\n")).unwrap();
+    let dims = resolve_input_dims(&g, &toml).unwrap();
+    optimize(&mut g, &dims, true, &Default::default()).unwrap();
+    copy_outputs_out_of_inputs_and_weights(&mut g);
+    let sizes = size_graph(&g, &sizing_points(&dims)).unwrap();
+    let p = plan(&g, &sizes);
+    (g, p)
+}
+
+/// [`planned_graph`] of a test model at its declared dims.
+pub(crate) fn planned(m: &proto::ModelProto) -> (Graph, Plan) {
+    planned_graph(load(m).unwrap(), "")
+}
+
+/// The value named `name`.
+pub(crate) fn value(g: &Graph, name: &str) -> usize {
+    g.values
+        .iter()
+        .position(|v| v.name == name)
+        .unwrap_or_else(|| panic!("no value {name}"))
 }
 
 pub(crate) fn op_types(g: &Graph) -> Vec<String> {

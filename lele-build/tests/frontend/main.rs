@@ -2,4 +2,5 @@
 mod builders;
 mod fusions;
 mod loading;
+mod pieces;
 mod real_models;

@@ -284,3 +284,37 @@ fn built_in_fusions_fire_on_real_models() {
     assert_eq!(count(&cls, "BatchNormalization"), 0, "{cls:?}");
     assert_eq!(count(&cls, "HardSwish"), 0, "{cls:?}");
 }
+
+/// YOLOv8n at a fixed size: every Split and every Concat moves nothing
+/// except the head's Concat along the anchors (of `[1, 144, n]` tensors,
+/// whose pieces are strided). At run-time sizes all of them copy.
+#[test]
+fn concat_and_split_pieces_live_in_the_whole_on_yolov8n() {
+    let path = lele_build::config::zoo_dir().join("yolov8n_320n.onnx");
+    let load = || {
+        lele_build::onnx::load(&path)
+            .unwrap_or_else(|e| panic!("{} (run `cargo xtask models`): {e}", path.display()))
+    };
+    let count = |g: &lele_build::ir::Graph, p: &lele_build::plan::Plan| {
+        let mut moved = Vec::new();
+        let mut kept = Vec::new();
+        g.for_each_node(&mut |n| {
+            if n.op_type == "Concat" || n.op_type == "Split" {
+                if p.pieces_in_place.contains_key(&n.outputs[0]) {
+                    moved.push(n.name.clone());
+                } else {
+                    kept.push(n.name.clone());
+                }
+            }
+        });
+        (moved, kept)
+    };
+    let (g, p) = planned_graph(load(), "images = [1, 3, 640, 640]");
+    let (moved, kept) = count(&g, &p);
+    assert_eq!(kept, vec!["/model.22/Concat_6".to_string()]);
+    assert_eq!(moved.iter().filter(|n| n.contains("Split")).count(), 9);
+    assert_eq!(moved.len(), 27, "{moved:?}");
+    let (g, p) = planned_graph(load(), "images = [1, 3, \"h <= 640\", \"w <= 640\"]");
+    let (moved, _) = count(&g, &p);
+    assert!(moved.is_empty(), "{moved:?}");
+}

@@ -1,7 +1,11 @@
 //! Memory planning: where every value lives at run time (a model input, the
 //! weights blob or an arena region), liveness over the linearized schedule,
 //! and offsets in one arena so that values whose lifetimes do not overlap
-//! share memory. Views (Reshape, Squeeze, …) share their input's storage.
+//! share memory. Views (Reshape, Squeeze, …) share their input's storage,
+//! and the pieces of a Concat or Split may live inside the whole (see
+//! [`pieces`]).
+mod pieces;
+
 use std::collections::HashMap;
 
 use crate::ir::{Block, Graph, Node, Op, ValueId};
@@ -38,6 +42,19 @@ pub struct Plan {
     pub slots: HashMap<ValueId, usize>,
     /// Outputs of elementwise nodes that overwrite their input 0 in place.
     pub in_place: std::collections::HashSet<ValueId>,
+    /// Concat and Split nodes whose pieces live inside the whole, so they
+    /// move nothing, by first output.
+    pub pieces_in_place: HashMap<ValueId, PiecesInPlace>,
+}
+
+/// A Concat or Split whose pieces the plan laid out back to back inside
+/// the whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PiecesInPlace {
+    /// The node's axis.
+    pub axis: i64,
+    /// A Concat (the output is the whole) rather than a Split (input 0 is).
+    pub joined: bool,
 }
 
 impl Plan {
@@ -56,6 +73,7 @@ struct Planner<'g> {
     g: &'g Graph,
     sizes: &'g Sizes,
     uses: Uses,
+    pieces: pieces::Pieces,
     plan: Plan,
     index: usize,
     live: HashMap<ValueId, Live>,
@@ -142,6 +160,10 @@ impl Planner<'_> {
         };
         let out = n.outputs[0];
         let group = self.uses.root(src);
+        if self.pieces.in_tree(group) || self.pieces.in_tree(out) {
+            // Overwriting a piece would change the whole, or the reverse.
+            return false;
+        }
         let g = self.g;
         let is_output = g.outputs.iter().any(|&o| self.uses.root(o) == group);
         let in_arena = matches!(self.plan.storage.get(&src), Some(Storage::Arena(_)));
@@ -318,10 +340,12 @@ impl Planner<'_> {
 pub fn plan(g: &Graph, sizes: &Sizes) -> Plan {
     let mut uses = Uses::default();
     uses.block(&g.main);
+    let pieces = pieces::find(g, sizes, &uses);
     let mut p = Planner {
         g,
         sizes,
         uses,
+        pieces,
         plan: Plan::default(),
         index: 0,
         live: HashMap::new(),
@@ -340,6 +364,19 @@ pub fn plan(g: &Graph, sizes: &Sizes) -> Plan {
             && let Some(l) = p.live.get_mut(&r)
         {
             l.last = end;
+        }
+    }
+    // A tree of pieces is placed as its root, live while any member is.
+    let members: Vec<ValueId> = p.pieces.parent.keys().copied().collect();
+    for &v in &members {
+        let (root, _) = p.pieces.top(v);
+        if let Some(l) = p.live.remove(&v) {
+            let r = p.live.entry(root).or_insert(Live {
+                def: l.def,
+                last: l.last,
+            });
+            r.def = r.def.min(l.def);
+            r.last = r.last.max(l.last);
         }
     }
     // Intervals to place: roots and scratch regions.
@@ -405,6 +442,13 @@ pub fn plan(g: &Graph, sizes: &Sizes) -> Plan {
             p.plan.regions.insert(it.key.1, (off, it.size));
         }
     }
+    for &v in &members {
+        let (root, off) = p.pieces.top(v);
+        let base = p.plan.regions.get(&root).map_or(0, |r| r.0);
+        let bytes = sizes.max_bytes.get(&v).copied().unwrap_or(0);
+        p.plan.regions.insert(v, (base + off, bytes));
+    }
+    p.plan.pieces_in_place = std::mem::take(&mut p.pieces.elided);
     p.plan.arena_bytes = total.max(ALIGN);
     p.plan
 }
