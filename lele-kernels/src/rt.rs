@@ -216,16 +216,7 @@ pub fn exec<K: Kernel>(
         )?;
         let ins = &ins[..srcs.len()];
         kernel.infer(ins, &mut out_shapes[..n_out])?;
-        for (d, s) in dsts.iter().zip(&out_shapes) {
-            let needed = s.numel() * d.dtype.size();
-            if needed > d.cap {
-                return Err(KernelError::CapacityExceeded {
-                    value: d.name,
-                    needed,
-                    planned: d.cap,
-                });
-            }
-        }
+        check_capacity(dsts, &out_shapes)?;
         let need_scratch = kernel.scratch_bytes(ins, &out_shapes[..n_out]);
         if need_scratch > scratch.1 {
             return Err(KernelError::CapacityExceeded {
@@ -267,19 +258,43 @@ pub fn view<K: Kernel>(
     srcs: &[Src],
     slot: usize,
 ) -> Result<(), KernelError> {
+    let mut out_shape = [Shape::SCALAR; 1];
+    infer_shapes(ctx, kernel, srcs, &mut out_shape)?;
+    ctx.shapes[slot] = out_shape[0];
+    Ok(())
+}
+
+/// Infers a node's output shapes from its inputs, without touching any
+/// output buffer.
+fn infer_shapes<K: Kernel>(
+    ctx: &mut Ctx<'_, '_>,
+    kernel: &K,
+    srcs: &[Src],
+    out_shapes: &mut [Shape],
+) -> Result<(), KernelError> {
     let mut ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
     let mut outs: [&mut [u8]; MAX_NODE_OUTPUTS + 1] = Default::default();
-    let mut out_shape = [Shape::SCALAR; 1];
-    {
-        let sources = Sources {
-            weights: ctx.weights,
-            shapes: ctx.shapes,
-            inputs: ctx.inputs,
-        };
-        prepare(&sources, ctx.arena, srcs, &[], &mut ins, &mut outs[..0])?;
-        kernel.infer(&ins[..srcs.len()], &mut out_shape)?;
+    let sources = Sources {
+        weights: ctx.weights,
+        shapes: ctx.shapes,
+        inputs: ctx.inputs,
+    };
+    prepare(&sources, ctx.arena, srcs, &[], &mut ins, &mut outs[..0])?;
+    kernel.infer(&ins[..srcs.len()], out_shapes)
+}
+
+/// Checks that each output of `shapes` fits the bytes planned for its `dsts`.
+fn check_capacity(dsts: &[Dst], shapes: &[Shape]) -> Result<(), KernelError> {
+    for (d, s) in dsts.iter().zip(shapes) {
+        let needed = s.numel() * d.dtype.size();
+        if needed > d.cap {
+            return Err(KernelError::CapacityExceeded {
+                value: d.name,
+                needed,
+                planned: d.cap,
+            });
+        }
     }
-    ctx.shapes[slot] = out_shape[0];
     Ok(())
 }
 
@@ -304,27 +319,8 @@ pub fn pieces_in_place<K: Kernel>(
         return Err(KernelError::Buffer { op: "arena" });
     }
     let mut out_shapes = [Shape::SCALAR; MAX_NODE_OUTPUTS];
-    {
-        let mut ins: [Option<TensorRef<'_>>; MAX_NODE_INPUTS] = [None; MAX_NODE_INPUTS];
-        let mut outs: [&mut [u8]; MAX_NODE_OUTPUTS + 1] = Default::default();
-        let sources = Sources {
-            weights: ctx.weights,
-            shapes: ctx.shapes,
-            inputs: ctx.inputs,
-        };
-        prepare(&sources, ctx.arena, srcs, &[], &mut ins, &mut outs[..0])?;
-        kernel.infer(&ins[..srcs.len()], &mut out_shapes[..n_out])?;
-    }
-    for (d, s) in dsts.iter().zip(&out_shapes) {
-        let needed = s.numel() * d.dtype.size();
-        if needed > d.cap {
-            return Err(KernelError::CapacityExceeded {
-                value: d.name,
-                needed,
-                planned: d.cap,
-            });
-        }
-    }
+    infer_shapes(ctx, kernel, srcs, &mut out_shapes[..n_out])?;
+    check_capacity(dsts, &out_shapes)?;
     let arena_piece = |s: &Src| match *s {
         Src::Arena { off, slot, dtype } => Ok((off, ctx.shapes[slot].numel() * dtype.size())),
         _ => Err(KernelError::Shape { op, msg: MISPLACED }),

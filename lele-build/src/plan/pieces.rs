@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use lele_kernels::DType;
 use lele_kernels::ops::concat::{Concat, Split};
 
-use super::{ALIGN, Uses};
+use super::{ALIGN, PiecesInPlace, Uses};
 use crate::ir::{Graph, Op, ValueId};
 use crate::passes::Sizes;
 
@@ -34,7 +34,7 @@ pub(super) struct Pieces {
     /// Values that contain others.
     pub(super) containers: HashSet<ValueId>,
     /// Concat and Split nodes that move nothing, by first output.
-    pub(super) elided: HashMap<ValueId, super::PiecesInPlace>,
+    pub(super) elided: HashMap<ValueId, PiecesInPlace>,
 }
 
 impl Pieces {
@@ -124,31 +124,29 @@ pub(super) fn find(g: &Graph, sizes: &Sizes, uses: &Uses) -> Pieces {
     for n in &g.main.nodes {
         let Op::Kernel(k) = &n.op else { continue };
         let any: &dyn Any = k.as_ref();
-        if let Some(c) = any.downcast_ref::<Concat>() {
+        let elided = if let Some(c) = any.downcast_ref::<Concat>() {
             let inputs: Option<Vec<ValueId>> = n.inputs.iter().copied().collect();
-            if let (Some(inputs), [out]) = (inputs, n.outputs.as_slice())
-                && join(&facts, &mut pieces, &inputs, *out, c.axis)
-            {
-                pieces.elided.insert(
-                    *out,
-                    super::PiecesInPlace {
-                        axis: c.axis,
-                        joined: true,
-                    },
-                );
-            }
+            let joined = match (inputs, n.outputs.as_slice()) {
+                (Some(inputs), [out]) => join(&facts, &mut pieces, &inputs, *out, c.axis),
+                _ => false,
+            };
+            joined.then_some(PiecesInPlace {
+                axis: c.axis,
+                joined: true,
+            })
         } else if let Some(s) = any.downcast_ref::<Split>()
             && let Some(Some(input)) = n.inputs.first()
             && split(&facts, &mut pieces, *input, &n.outputs, s.axis)
-            && let Some(&first) = n.outputs.first()
         {
-            pieces.elided.insert(
-                first,
-                super::PiecesInPlace {
-                    axis: s.axis,
-                    joined: false,
-                },
-            );
+            Some(PiecesInPlace {
+                axis: s.axis,
+                joined: false,
+            })
+        } else {
+            None
+        };
+        if let (Some(e), Some(&first)) = (elided, n.outputs.first()) {
+            pieces.elided.insert(first, e);
         }
     }
     pieces

@@ -20,6 +20,39 @@ fn f32s(name: &str, dims: &[i64]) -> proto::ValueInfoProto {
     value_info(name, 1, dims)
 }
 
+/// `out = Relu(Concat(concat_inputs, axis))` over `a = Relu(x)` and
+/// `b = Neg(x)`, `x` of `dims`; `a` is also a model output when
+/// `a_is_output`.
+fn concat_model(
+    dims: &[i64],
+    concat_inputs: &[&str],
+    axis: usize,
+    a_is_output: bool,
+) -> proto::ModelProto {
+    let mut out_dims = dims.to_vec();
+    out_dims[axis] *= concat_inputs.len() as i64;
+    let mut outputs = vec![f32s("out", &out_dims)];
+    if a_is_output {
+        outputs.push(f32s("a", dims));
+    }
+    model(
+        vec![
+            node("Relu", &["x"], &["a"], vec![]),
+            node("Neg", &["x"], &["b"], vec![]),
+            node(
+                "Concat",
+                concat_inputs,
+                &["c"],
+                vec![int_attr("axis", axis as i64)],
+            ),
+            node("Relu", &["c"], &["out"], vec![]),
+        ],
+        vec![],
+        vec![f32s("x", dims)],
+        outputs,
+    )
+}
+
 /// A C2f block in small: a Split of a conv-like output, a layer on one
 /// half, and a Concat of both halves and that layer.
 #[test]
@@ -64,17 +97,7 @@ fn split_and_concat_of_a_c2f_block_move_nothing() {
 /// A Concat along a later axis moves nothing when the dims before it are 1.
 #[test]
 fn a_concat_along_rows_of_a_single_plane_moves_nothing() {
-    let m = model(
-        vec![
-            node("Relu", &["x"], &["a"], vec![]),
-            node("Neg", &["x"], &["b"], vec![]),
-            node("Concat", &["a", "b"], &["c"], vec![int_attr("axis", 2)]),
-            node("Relu", &["c"], &["out"], vec![]),
-        ],
-        vec![],
-        vec![f32s("x", &[1, 1, 4, 16])],
-        vec![f32s("out", &[1, 1, 8, 16])],
-    );
+    let m = concat_model(&[1, 1, 4, 16], &["a", "b"], 2, false);
     let (g, p) = planned(&m);
     assert!(moves_nothing(&g, &p, "c"));
     assert_eq!(at(&g, &p, "b"), at(&g, &p, "c") + 256);
@@ -84,24 +107,8 @@ fn a_concat_along_rows_of_a_single_plane_moves_nothing() {
 /// whole: the Concat copies as before.
 #[test]
 fn concats_that_cannot_share_bytes_still_copy() {
-    let case = |dims: &[i64], concat_inputs: &[&str], extra_output: bool| {
-        let mut out_dims = dims.to_vec();
-        out_dims[1] *= concat_inputs.len() as i64;
-        let mut outputs = vec![f32s("out", &out_dims)];
-        if extra_output {
-            outputs.push(f32s("a", dims));
-        }
-        let m = model(
-            vec![
-                node("Relu", &["x"], &["a"], vec![]),
-                node("Neg", &["x"], &["b"], vec![]),
-                node("Concat", concat_inputs, &["c"], vec![int_attr("axis", 1)]),
-                node("Relu", &["c"], &["out"], vec![]),
-            ],
-            vec![],
-            vec![f32s("x", dims)],
-            outputs,
-        );
+    let case = |dims: &[i64], concat_inputs: &[&str], a_is_output: bool| {
+        let m = concat_model(dims, concat_inputs, 1, a_is_output);
         let (g, p) = planned(&m);
         moves_nothing(&g, &p, "c")
     };
@@ -122,17 +129,7 @@ fn concats_that_cannot_share_bytes_still_copy() {
 /// Shapes that depend on the input dims give offsets unknown at build time.
 #[test]
 fn concats_of_run_time_sized_values_still_copy() {
-    let m = model(
-        vec![
-            node("Relu", &["x"], &["a"], vec![]),
-            node("Neg", &["x"], &["b"], vec![]),
-            node("Concat", &["a", "b"], &["c"], vec![int_attr("axis", 1)]),
-            node("Relu", &["c"], &["out"], vec![]),
-        ],
-        vec![],
-        vec![f32s("x", &[1, 2, 8, 8])],
-        vec![f32s("out", &[1, 4, 8, 8])],
-    );
+    let m = concat_model(&[1, 2, 8, 8], &["a", "b"], 1, false);
     let (g, p) = planned_graph(load(&m).unwrap(), "x = [1, 2, \"h <= 8\", 8]");
     assert!(!moves_nothing(&g, &p, "c"));
     let (g, p) = planned_graph(load(&m).unwrap(), "x = [1, 2, 8, 8]");
