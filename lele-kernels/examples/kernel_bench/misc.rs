@@ -82,6 +82,30 @@ pub(crate) fn cases(budget: f64) {
         &[1, 24, 240, 240],
         budget,
     );
+    // PP-OCR cls's last pool: 2x2, stride 2, on short planes.
+    let mut window = Window::new(2, [1, 2, 2]);
+    window.strides = [1, 2, 2];
+    shaped_case(
+        "maxpool 2x2 s2 200x2x96",
+        &MaxPool {
+            window,
+            column_major: false,
+        },
+        &[1, 200, 2, 96],
+        budget,
+    );
+    // YOLOv8n's SPPF pools at 640x640: 5x5, stride 1, pads 2.
+    let mut window = Window::new(2, [1, 5, 5]);
+    window.pads = [0, 2, 2, 0, 2, 2];
+    shaped_case(
+        "maxpool 5x5 s1 p2 128x20x20",
+        &MaxPool {
+            window,
+            column_major: false,
+        },
+        &[1, 128, 20, 20],
+        budget,
+    );
     let n = 1 << 20;
     unary_case("swish", &Swish { alpha: 1.0 }, n, budget);
     // In L1 (64 KiB of input and output): the arithmetic alone.

@@ -116,14 +116,33 @@ const PARALLEL_MIN_OUTPUTS: usize = 1 << 14;
 /// [`max`] on the caller's thread, over whole planes of `x` and `y`.
 fn max_planes(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if matches!(
-        crate::ops::gemm::best_isa(),
-        crate::ops::gemm::Isa::Avx2 | crate::ops::gemm::Isa::Avx512
-    ) {
+    match crate::ops::gemm::best_isa() {
+        // SAFETY: AVX-512F was detected.
+        crate::ops::gemm::Isa::Avx512 => return unsafe { max_avx512(g, x, y, scratch) },
         // SAFETY: AVX2 and FMA were detected.
-        return unsafe { max_avx2(g, x, y, scratch) };
+        crate::ops::gemm::Isa::Avx2 => return unsafe { max_avx2(g, x, y, scratch) },
+        crate::ops::gemm::Isa::Scalar => {}
     }
-    max_body(g, x, y, scratch, fold_max)
+    max_body(g, x, y, scratch, fold_max, deinterleave)
+}
+
+/// [`max_body`] compiled with AVX-512: sixteen-lane folds whose last
+/// partial vector is masked, and stride-2 rows split by permutes.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn max_avx512(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
+    max_body(
+        g,
+        x,
+        y,
+        scratch,
+        // SAFETY (both): this function's own contract (AVX-512F).
+        |d, b, o, i| unsafe { fold_max_avx512(d, b, o, i) },
+        |r, s, e, o| unsafe { deinterleave_avx512(r, s, e, o) },
+    )
 }
 
 /// [`max_body`] compiled with AVX2.
@@ -134,9 +153,14 @@ fn max_planes(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn max_avx2(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
     // SAFETY: this function's own contract (AVX2).
-    max_body(g, x, y, scratch, |d, b, o, i| unsafe {
-        fold_max_avx2(d, b, o, i)
-    })
+    max_body(
+        g,
+        x,
+        y,
+        scratch,
+        |d, b, o, i| unsafe { fold_max_avx2(d, b, o, i) },
+        deinterleave,
+    )
 }
 
 /// Taps one [`fold_max`] call takes (more are folded in groups).
@@ -173,6 +197,7 @@ fn max_body(
     y: &mut [f32],
     scratch: &mut [f32],
     fold: impl Fn(&mut [f32], &[f32], &[usize], bool),
+    split2: impl Fn(&[f32], &mut [f32], usize, usize),
 ) {
     let p = Plane::of(g);
     let lay = MaxLayout::of(&p);
@@ -209,6 +234,9 @@ fn max_body(
                 let row = &xp[h * p.w..(h + 1) * p.w];
                 if sw == 1 {
                     stage[p.pad0[1]..p.pad0[1] + p.w].copy_from_slice(row);
+                } else if sw == 2 {
+                    // Even input columns into one phase, odd into the other.
+                    split2(row, stage, staged(p.pad0[1]), staged(p.pad0[1] + 1));
                 } else {
                     // Phase by phase: the columns of one phase are every
                     // `sw`-th input column and land side by side (no
@@ -302,6 +330,115 @@ unsafe fn fold_max_avx2(dst: &mut [f32], base: &[f32], offs: &[usize], init: boo
     fold_tail(dst, base, offs, init, body);
 }
 
+/// `stage[e + i] = row[2i]` and `stage[o + i] = row[2i + 1]`: a stride-2
+/// row split into its two phases (the two ranges do not overlap).
+#[inline(always)]
+fn deinterleave(row: &[f32], stage: &mut [f32], e: usize, o: usize) {
+    for (i, pair) in row.chunks(2).enumerate() {
+        stage[e + i] = pair[0];
+        if let Some(&v) = pair.get(1) {
+            stage[o + i] = v;
+        }
+    }
+}
+
+/// [`deinterleave`] 32 columns at a time by two-source permutes, the last
+/// < 32 through masked loads and stores.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn deinterleave_avx512(row: &[f32], stage: &mut [f32], e: usize, o: usize) {
+    use core::arch::x86_64::*;
+    let n = row.len();
+    let (evens, odds) = (n.div_ceil(2), n / 2);
+    if e + evens > stage.len() || o + odds > stage.len() {
+        // Outside the contract; the checked scalar loop reports it.
+        return deinterleave(row, stage, e, o);
+    }
+    let even_idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd_idx = _mm512_add_epi32(even_idx, _mm512_set1_epi32(1));
+    let (src, dst) = (row.as_ptr(), stage.as_mut_ptr());
+    let mut i = 0;
+    while i + 32 <= n {
+        // SAFETY: columns i..i + 32 are in `row`; outputs i/2..i/2 + 16 are
+        // within both phases (checked above).
+        unsafe {
+            let (a, b) = (
+                _mm512_loadu_ps(src.add(i)),
+                _mm512_loadu_ps(src.add(i + 16)),
+            );
+            _mm512_storeu_ps(dst.add(e + i / 2), _mm512_permutex2var_ps(a, even_idx, b));
+            _mm512_storeu_ps(dst.add(o + i / 2), _mm512_permutex2var_ps(a, odd_idx, b));
+        }
+        i += 32;
+    }
+    let rest = n - i;
+    if rest > 0 {
+        let lanes = |k: usize| if k >= 16 { 0xffff } else { (1u16 << k) - 1 };
+        let (ma, mb) = (lanes(rest), lanes(rest.saturating_sub(16)));
+        // SAFETY: the masks select columns i..n only, and outputs up to the
+        // evens' and odds' counts (checked above); masked-off lanes are not
+        // accessed.
+        unsafe {
+            let a = _mm512_maskz_loadu_ps(ma, src.add(i));
+            let b = _mm512_maskz_loadu_ps(mb, src.add(i + 16));
+            let ev = _mm512_permutex2var_ps(a, even_idx, b);
+            let od = _mm512_permutex2var_ps(a, odd_idx, b);
+            _mm512_mask_storeu_ps(dst.add(e + i / 2), lanes(rest.div_ceil(2)), ev);
+            _mm512_mask_storeu_ps(dst.add(o + i / 2), lanes(rest / 2), od);
+        }
+    }
+}
+
+/// [`fold_max`] with sixteen-lane vectors, the last partial vector masked
+/// (no scalar tail); the same running maximum as [`fold_max_avx2`].
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fold_max_avx512(dst: &mut [f32], base: &[f32], offs: &[usize], init: bool) {
+    use core::arch::x86_64::*;
+    let n = dst.len();
+    if offs.iter().any(|&o| o + n > base.len()) {
+        // Outside the contract; the checked scalar loop reports it.
+        return fold_max(dst, base, offs, init);
+    }
+    let (first, rest) = match (init, offs.split_first()) {
+        (true, Some((&o, rest))) => (Some(o), rest),
+        _ => (None, offs),
+    };
+    let (bp, dp) = (base.as_ptr(), dst.as_mut_ptr());
+    let mut t = 0;
+    while t < n {
+        let mask: u16 = if n - t >= 16 {
+            0xffff
+        } else {
+            (1u16 << (n - t)) - 1
+        };
+        // SAFETY: the mask selects columns t..min(t + 16, n) < n, and every
+        // off + n is within `base` (checked above); masked-off lanes are
+        // not accessed.
+        unsafe {
+            let mut m = match first {
+                Some(o) => _mm512_maskz_loadu_ps(mask, bp.add(o + t)),
+                None => _mm512_maskz_loadu_ps(mask, dp.add(t)),
+            };
+            for &o in rest {
+                let v = _mm512_maskz_loadu_ps(mask, bp.add(o + t));
+                // `max` keeps `m` on ties and when either is NaN; a NaN tap
+                // then replaces it.
+                let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+                m = _mm512_mask_mov_ps(_mm512_max_ps(v, m), nan, v);
+            }
+            _mm512_mask_storeu_ps(dp.add(t), mask, m);
+        }
+        t += 16;
+    }
+}
+
 /// [`fold_max`] of the columns from `from` on.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -374,7 +511,10 @@ fn avg_planes(g: &Geom, x: &[f32], y: &mut [f32], include_pad: bool) {
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::{FOLD_TAPS, fold_max, fold_max_avx2, take_max};
+    use super::{
+        FOLD_TAPS, deinterleave, deinterleave_avx512, fold_max, fold_max_avx2, fold_max_avx512,
+        take_max,
+    };
     use alloc::vec::Vec;
 
     /// Same bits, or both NaN.
@@ -383,10 +523,9 @@ mod tests {
     }
 
     #[test]
-    fn avx2_fold_matches_scalar_and_sequential_max_with_nans_and_tails() {
-        if !std::is_x86_feature_detected!("avx2") {
-            return;
-        }
+    fn vector_folds_match_scalar_and_sequential_max_with_nans_and_tails() {
+        let avx2 = std::is_x86_feature_detected!("avx2");
+        let avx512 = std::is_x86_feature_detected!("avx512f");
         // NaNs, -inf and signed zeros mixed with a spread of finite values.
         let val = |i: usize| -> f32 {
             match (i * 2654435761) % 13 {
@@ -419,19 +558,55 @@ mod tests {
                         .collect();
                     let mut scalar = start.clone();
                     fold_max(&mut scalar, &base, &offs, init);
-                    let mut vector = start.clone();
-                    // SAFETY: AVX2 was detected above.
-                    unsafe { fold_max_avx2(&mut vector, &base, &offs, init) };
+                    let (mut v2, mut v512) = (start.clone(), start.clone());
+                    if avx2 {
+                        // SAFETY: AVX2 was detected above.
+                        unsafe { fold_max_avx2(&mut v2, &base, &offs, init) };
+                    } else {
+                        v2.clone_from(&want);
+                    }
+                    if avx512 {
+                        // SAFETY: AVX-512F was detected above.
+                        unsafe { fold_max_avx512(&mut v512, &base, &offs, init) };
+                    } else {
+                        v512.clone_from(&want);
+                    }
                     for t in 0..n {
                         assert!(
-                            same(scalar[t], want[t]) && same(vector[t], want[t]),
-                            "n {n} taps {taps} init {init} t {t}: {} {} vs {}",
+                            same(scalar[t], want[t])
+                                && same(v2[t], want[t])
+                                && same(v512[t], want[t]),
+                            "n {n} taps {taps} init {init} t {t}: {} {} {} vs {}",
                             scalar[t],
-                            vector[t],
+                            v2[t],
+                            v512[t],
                             want[t]
                         );
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn avx512_deinterleave_matches_scalar_over_every_tail() {
+        if !std::is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        for n in 0..100usize {
+            let row: Vec<f32> = (0..n).map(|i| i as f32 + 0.5).collect();
+            // Phases placed at odd offsets with a guard between them.
+            let (e, o) = (3, 3 + n.div_ceil(2) + 5);
+            let len = o + n / 2 + 7;
+            let mut want = vec![-1f32; len];
+            deinterleave(&row, &mut want, e, o);
+            let mut got = vec![-1f32; len];
+            // SAFETY: AVX-512F was detected above.
+            unsafe { deinterleave_avx512(&row, &mut got, e, o) };
+            assert_eq!(got, want, "n {n}");
+            for (i, &v) in row.iter().enumerate() {
+                let at = if i % 2 == 0 { e + i / 2 } else { o + i / 2 };
+                assert_eq!(want[at], v, "n {n} column {i}");
             }
         }
     }

@@ -269,6 +269,12 @@ fn pools_match_naive_2d() {
         (5, 5, [3, 3], [3, 3], [1, 1], [0, 0, 0, 0], true),
         (9, 11, [2, 3], [1, 2], [2, 3], [1, 0, 0, 2], true),
         (4, 4, [2, 2], [1, 1], [2, 2], [0, 0, 0, 0], true),
+        // Rows wider than the vectors: full sixteen- and 32-column steps
+        // plus tails (stride 2 splits rows into phases by permutes).
+        (3, 97, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], false),
+        (5, 70, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true),
+        (6, 45, [5, 5], [1, 1], [1, 1], [2, 2, 2, 2], false),
+        (4, 66, [3, 2], [2, 2], [1, 2], [0, 1, 1, 0], true),
     ];
     for (ci, &(h, wd, k, s, d, pads, ceil)) in cases.iter().enumerate() {
         let w = window(&k, &s, &d, &pads, ceil, AutoPad::NotSet);
