@@ -691,13 +691,14 @@ impl Kernel for ConvWinograd {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "std"))]
 mod padding_tests {
     use alloc::vec;
 
     use super::*;
     use crate::dtype::DType;
     use crate::ops::conv::AutoPad;
+    use crate::ops::conv::winograd_tests::conv;
     use crate::ops::gemm::testutil::{rand_vec, t};
     use crate::ops::unary::Activation;
 
@@ -712,17 +713,7 @@ mod padding_tests {
         crate::threads::set_num_threads(1);
         // 5×5 = 25 tiles in one block: one full panel and 9 columns.
         let (c, m, h, w) = (8, 8, 10, 10);
-        let conv = Conv {
-            group: 1,
-            kernel: [3, 3],
-            strides: [1, 1],
-            pads: [1; 4],
-            dilations: [1, 1],
-            auto_pad: AutoPad::NotSet,
-            activation: Activation::None,
-            post_mul: 1.0,
-            post_add: 0.0,
-        };
+        let conv = conv([1; 4], AutoPad::NotSet, Activation::None, 1.0);
         let dims = [m, c, 3, 3];
         let (xv, wv) = (rand_vec(c * h * w, 1), rand_vec(m * c * 9, 2));
         let packed = ConvWinograd::pack(&dims, &wv).unwrap();

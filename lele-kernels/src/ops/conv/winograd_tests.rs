@@ -5,7 +5,13 @@ use super::{AutoPad, Conv, ConvWinograd};
 use crate::ops::gemm::testutil::{assert_close, rand_vec, run, t};
 use crate::ops::unary::Activation;
 
-fn conv(pads: [usize; 4], auto_pad: AutoPad, activation: Activation, post_mul: f32) -> Conv {
+/// A 3×3, unit-stride, one-group convolution with these pads and epilogue.
+pub(super) fn conv(
+    pads: [usize; 4],
+    auto_pad: AutoPad,
+    activation: Activation,
+    post_mul: f32,
+) -> Conv {
     Conv {
         group: 1,
         kernel: [3, 3],
