@@ -17,6 +17,22 @@ fn conv_case(
     activation: Activation,
     budget: f64,
 ) {
+    conv_case_hw(name, c, m, k, s, [h, h], group, activation, budget)
+}
+
+/// [`conv_case`] on an `hw[0]`×`hw[1]` input.
+#[allow(clippy::too_many_arguments)]
+fn conv_case_hw(
+    name: &str,
+    c: usize,
+    m: usize,
+    k: usize,
+    s: usize,
+    hw: [usize; 2],
+    group: usize,
+    activation: Activation,
+    budget: f64,
+) {
     if !selected("conv", name) {
         return;
     }
@@ -31,7 +47,7 @@ fn conv_case(
         post_mul: 1.0,
         post_add: 0.0,
     };
-    let x = fill(c * h * h, 4);
+    let x = fill(c * hw[0] * hw[1], 4);
     let mut w = fill(m * (c / group) * k * k, 5);
     // A name ending in "packed": the weight stored packed at build time;
     // in "winograd": transformed for Winograd F(2x2, 3x3).
@@ -52,7 +68,7 @@ fn conv_case(
         &conv
     };
     let b = fill(m, 6);
-    let xs = Shape::new(&[1, c, h, h]).expect("rank 4");
+    let xs = Shape::new(&[1, c, hw[0], hw[1]]).expect("rank 4");
     let bs = Shape::new(&[m]).expect("rank 1");
     let ins = [
         Some(TensorRef {
@@ -318,6 +334,18 @@ pub(crate) fn cases(budget: f64) {
         let packed = format!("{name} packed");
         conv_case(&packed, c, m, 3, 1, h, 1, Activation::Swish, budget);
     }
+    // PP-OCRv6 rec at 48x320: the stem's stride-2 3x3 on a 24x160 plane.
+    conv_case_hw(
+        "v6rec 96->48 3x3 s2 24x160",
+        96,
+        48,
+        3,
+        2,
+        [24, 160],
+        1,
+        Activation::Relu,
+        budget,
+    );
     // PP-OCRv6 det at 480x480: few output channels over large planes.
     conv_case(
         "ppocr 48->24 3x3 s2 240",

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use lele_kernels::ops::conv::{AutoPad, Conv, ConvPackedWeights, ConvWinograd};
 use lele_kernels::ops::gemm::{MatRef, prepacked, sgemm, sgemm_packed_b, sgemm_scratch_len};
-use lele_kernels::ops::pool::{MaxPool, Window};
+use lele_kernels::ops::pool::{AveragePool, MaxPool, Window};
 use lele_kernels::ops::rnn::{Direction, Lstm};
 use lele_kernels::ops::unary::{Activation, GeluErf, Swish, Unary, UnaryOp};
 use lele_kernels::{DType, Kernel, Shape, TensorMut, TensorRef};

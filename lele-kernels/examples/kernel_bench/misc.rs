@@ -106,6 +106,18 @@ pub(crate) fn cases(budget: f64) {
         &[1, 128, 20, 20],
         budget,
     );
+    // PP-OCR rec's pool (v4 and v6): 3x2, strides 3 and 2, no padding.
+    let mut window = Window::new(2, [1, 3, 2]);
+    window.strides = [1, 3, 2];
+    shaped_case(
+        "avgpool 3x2 s3x2 384x3x80",
+        &AveragePool {
+            window,
+            count_include_pad: false,
+        },
+        &[1, 384, 3, 80],
+        budget,
+    );
     let n = 1 << 20;
     unary_case("swish", &Swish { alpha: 1.0 }, n, budget);
     // In L1 (64 KiB of input and output): the arithmetic alone.

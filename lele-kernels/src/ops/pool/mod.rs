@@ -20,6 +20,7 @@ use crate::ops::gemm::{check_f32, f32_in, f32_out};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
+mod fold;
 mod nd;
 mod plane2d;
 mod unpool;
@@ -359,6 +360,14 @@ crate::to_rust_struct!(ops::pool::AveragePool {
     count_include_pad
 });
 
+impl AveragePool {
+    /// Whether the float32 plane loops take this geometry: at most two
+    /// spatial dims, undilated.
+    fn plane_path(g: &Geom) -> bool {
+        g.lead > 0 && g.d == [1; MAX_SPATIAL]
+    }
+}
+
 impl Kernel for AveragePool {
     fn infer(
         &self,
@@ -373,11 +382,24 @@ impl Kernel for AveragePool {
         Ok(())
     }
 
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+        // The plane path stages rows and keeps a row of divisors.
+        match inputs.first() {
+            Some(Some(x)) if x.dtype == DType::F32 => self
+                .window
+                .geom(&x.shape, "AveragePool")
+                .ok()
+                .filter(Self::plane_path)
+                .map_or(0, |g| 4 * plane2d::avg_scratch_len(&g)),
+            _ => 0,
+        }
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],
         outputs: &mut [TensorMut<'_>],
-        _scratch: &mut [u8],
+        scratch: &mut [u8],
     ) -> Result<(), KernelError> {
         const OP: &str = "AveragePool";
         check_outputs(outputs.len(), 1, OP)?;
@@ -388,8 +410,12 @@ impl Kernel for AveragePool {
         if !g.check_buffers(x.len(), y.len(), OP)? {
             return Ok(());
         }
-        if g.lead > 0 && g.d == [1; MAX_SPATIAL] {
-            plane2d::avg(&g, x, y, self.count_include_pad);
+        if Self::plane_path(&g) {
+            let rows = scratch
+                .get_mut(..4 * plane2d::avg_scratch_len(&g))
+                .and_then(|b| bytemuck::try_cast_slice_mut(b).ok())
+                .ok_or(KernelError::Buffer { op: OP })?;
+            plane2d::avg(&g, x, y, rows, self.count_include_pad);
         } else {
             nd::avg(&g, x, y, self.count_include_pad);
         }

@@ -275,6 +275,10 @@ fn pools_match_naive_2d() {
         (5, 70, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], true),
         (6, 45, [5, 5], [1, 1], [1, 1], [2, 2, 2, 2], false),
         (4, 66, [3, 2], [2, 2], [1, 2], [0, 1, 1, 0], true),
+        // PP-OCR rec's average pool (3×2, strides 3 and 2) and a wide
+        // stride-3 row (phases staged one column at a time).
+        (3, 80, [3, 2], [3, 2], [1, 1], [0, 0, 0, 0], false),
+        (4, 50, [2, 3], [1, 3], [1, 1], [1, 1, 1, 1], true),
     ];
     for (ci, &(h, wd, k, s, d, pads, ceil)) in cases.iter().enumerate() {
         let w = window(&k, &s, &d, &pads, ceil, AutoPad::NotSet);
