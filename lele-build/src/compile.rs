@@ -239,6 +239,9 @@ pub fn compile_artifact(
     drop(proto);
     let dims = resolve_input_dims(&g, toml)?;
     optimize(&mut g, &dims, toml.codegen.constant_folding, ext)?;
+    if toml.codegen.flush_subnormal_weights && passes::flush_subnormal_weights(&mut g) > 0 {
+        passes::eliminate_dead_code(&mut g);
+    }
     copy_outputs_out_of_inputs_and_weights(&mut g);
     let sizes = passes::size_graph(&g, &sizing_points(&dims))?;
     check_legacy_softmax(&g, &sizes)?;

@@ -120,6 +120,11 @@ pub struct CodegenSection {
     /// Evaluate constant subgraphs at build time (default true).
     #[serde(default = "default_true")]
     pub constant_folding: bool,
+    /// Zero the subnormal values of the weights of convolutions, products
+    /// and recurrent layers (default true; see
+    /// [`crate::passes::subnormal`]).
+    #[serde(default = "default_true")]
+    pub flush_subnormal_weights: bool,
 }
 
 impl Default for CodegenSection {
@@ -129,6 +134,7 @@ impl Default for CodegenSection {
             weights_file: None,
             precision: default_precision(),
             constant_folding: true,
+            flush_subnormal_weights: true,
         }
     }
 }
@@ -497,6 +503,17 @@ mod tests {
         assert_eq!(parse_bound("7").unwrap(), Dim::Fixed(7));
         assert!(parse_bound("h").is_err());
         assert!(parse_bound("9 <= h <= 3").is_err());
+    }
+
+    #[test]
+    fn subnormal_weights_are_flushed_unless_turned_off() {
+        let on = ModelToml::parse("[model]\npath = \"a.onnx\"\n").unwrap();
+        assert!(on.codegen.flush_subnormal_weights);
+        let off = ModelToml::parse(
+            "[model]\npath = \"a.onnx\"\n[codegen]\nflush_subnormal_weights = false\n",
+        )
+        .unwrap();
+        assert!(!off.codegen.flush_subnormal_weights);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod fuse;
 pub mod fuse_attention;
 pub mod prepack;
 pub mod sizing;
+pub mod subnormal;
 pub mod widen;
 
 pub use dtypes::infer_dtypes;
@@ -19,4 +20,5 @@ pub use fuse::{
 pub use fuse_attention::fuse_attention;
 pub use prepack::{prepack_conv_weights, prepack_matmul_weights};
 pub use sizing::{Sizes, size_graph};
+pub use subnormal::flush_subnormal_weights;
 pub use widen::widen_half_precision;

@@ -24,6 +24,40 @@ fn optimized_zoo(file: &str, inputs: &str) -> lele_build::ir::Graph {
     g
 }
 
+/// PP-OCRv6 det's two 768→384 1×1 convolutions have weights that are
+/// largely subnormal (about a quarter and two thirds of them in the ONNX
+/// file): after the passes the flush zeroes them, and no weight of a
+/// convolution or product keeps a subnormal value.
+#[test]
+fn subnormal_weights_are_flushed_on_ppocr_v6_det() {
+    use lele_build::passes::flush_subnormal_weights;
+    let mut g = optimized_zoo("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]");
+    let subnormal_weights = |g: &lele_build::ir::Graph| -> usize {
+        g.main
+            .nodes
+            .iter()
+            .filter(|n| n.op_type.starts_with("Conv") || n.op_type.starts_with("MatMul"))
+            .filter_map(|n| n.inputs.get(1).copied().flatten())
+            .filter_map(|w| g.values[w].constant.as_deref())
+            .filter(|t| t.dtype == lele_kernels::DType::F32)
+            .map(|t| {
+                t.bytes()
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .filter(|v| *v != 0.0 && v.abs() < f32::MIN_POSITIVE)
+                    .count()
+            })
+            .sum()
+    };
+    let before = subnormal_weights(&g);
+    assert!(
+        before > 100_000,
+        "{before} subnormal weights before the flush"
+    );
+    assert_eq!(flush_subnormal_weights(&mut g), before);
+    assert_eq!(subnormal_weights(&g), 0);
+}
+
 /// Every Linear layer's constant weight is stored packed for the GEMM
 /// (`MatMulPacked`), fused bias and residual kept.
 #[test]

@@ -334,6 +334,13 @@ pub(crate) fn cases(budget: f64) {
         let packed = format!("{name} packed");
         conv_case(&packed, c, m, 3, 1, h, 1, Activation::Swish, budget);
     }
+    // ddddocr's 64->256 at its own 8x20 plane (40 Winograd tiles).
+    for name in [
+        "dddd 64->256 3x3 8x20 packed",
+        "dddd 64->256 3x3 8x20 winograd",
+    ] {
+        conv_case_hw(name, 64, 256, 3, 1, [8, 20], 1, Activation::Swish, budget);
+    }
     // PP-OCRv6 rec at 48x320: the stem's stride-2 3x3 on a 24x160 plane.
     conv_case_hw(
         "v6rec 96->48 3x3 s2 24x160",
