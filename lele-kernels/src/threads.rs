@@ -201,6 +201,34 @@ pub(crate) fn run(tasks: usize, own_scratch: &mut [f32], f: Job<'_>) {
         }
         return;
     };
+    run_on_pool(p, tasks, own_scratch, f);
+}
+
+/// Runs `f(i, scratch)` for every `i in 0..tasks`, each task on a thread of
+/// its own and all of them at once, so tasks may wait for one another
+/// (each call runs on the caller's thread or a distinct worker); returns
+/// `true` when done. Returns `false` without running anything when that
+/// cannot be promised: fewer threads than tasks, or the pool busy (a
+/// parallel region already running, e.g. the caller is itself a task).
+pub(crate) fn run_together(tasks: usize, own_scratch: &mut [f32], f: Job<'_>) -> bool {
+    if tasks < 2 || tasks > num_threads() {
+        return false;
+    }
+    let p = pool();
+    let Ok(_region) = p.region.try_lock() else {
+        return false;
+    };
+    // Every worker takes at most one task at a time and `num_threads() - 1`
+    // workers exist, idle (the previous region waited for them): the
+    // caller and `tasks - 1` of them each claim one, and none returns for
+    // another before all have started when tasks wait for each other.
+    run_on_pool(p, tasks, own_scratch, f);
+    true
+}
+
+/// The parallel part of [`run`]: publishes the job, takes tasks on the
+/// caller's thread, waits for the workers. The caller holds `p.region`.
+fn run_on_pool(p: &Pool, tasks: usize, own_scratch: &mut [f32], f: Job<'_>) {
     // SAFETY (lifetime erasure): the job is withdrawn and every worker has
     // left it (`active == 0`, checked under the lock) before this function
     // returns, so no worker dereferences it after `f`'s borrow ends.
@@ -361,6 +389,41 @@ mod tests {
                     "{threads} {tasks}"
                 );
             }
+        }
+        set_num_threads(1);
+    }
+
+    /// Tasks that wait for each other all finish (each on its own thread);
+    /// more tasks than threads, or a call from inside a task, run nothing.
+    #[test]
+    fn tasks_run_together_or_not_at_all() {
+        let _serial = lock(&TEST_LOCK);
+        let mut own = vec![0f32; 4];
+        assert!(!run_together(2, &mut own, &|_, _| unreachable!()));
+        for threads in [2, 3] {
+            assert_eq!(set_num_threads(threads), threads);
+            for _ in 0..50 {
+                // Every task waits until all have arrived, twice.
+                let arrived = AtomicUsize::new(0);
+                let ran = run_together(threads, &mut own, &|_, _| {
+                    for round in 1..=2 {
+                        arrived.fetch_add(1, Ordering::AcqRel);
+                        while arrived.load(Ordering::Acquire) < round * threads {
+                            core::hint::spin_loop();
+                        }
+                    }
+                });
+                assert!(ran);
+                assert_eq!(arrived.load(Ordering::Relaxed), 2 * threads);
+            }
+            assert!(!run_together(threads + 1, &mut own, &|_, _| unreachable!()));
+            let inner = AtomicUsize::new(0);
+            run(2, &mut own, &|_, s| {
+                if !run_together(2, s, &|_, _| unreachable!()) {
+                    inner.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            assert_eq!(inner.load(Ordering::Relaxed), 2);
         }
         set_num_threads(1);
     }

@@ -189,6 +189,14 @@ pub(crate) fn cases(budget: f64) {
         budget,
     );
     gemm_case(
+        "lstm half step hRt 1x1024x512",
+        1,
+        1024,
+        512,
+        BLayout::Transposed,
+        budget,
+    );
+    gemm_case(
         "ddddocr head 20x8210x1024 xWt",
         20,
         8210,

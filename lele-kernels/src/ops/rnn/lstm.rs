@@ -3,9 +3,10 @@
 //! The input projection of both directions is one GEMM before the time
 //! loop (biases folded in); each step adds `h·Rᵀ` to a copy of its row and
 //! applies the gates with the vectorized sigmoid and tanh. With more than
-//! one thread the two directions of a bidirectional layer run at once, one
-//! per thread: they are independent, and a step's product is too small to
-//! split.
+//! one thread and a large hidden size the steps are split over the threads
+//! by hidden units (`split.rs`: each thread's share of `R` stays in its
+//! L2); otherwise the two directions of a bidirectional layer run at once,
+//! one per thread.
 use super::{Dims, Direction, infer_rnn, prepare_outputs, rnn_dims, seq_len};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
@@ -46,6 +47,11 @@ crate::to_rust_struct!(ops::rnn::Lstm {
 
 const OP: &str = "LSTM";
 
+#[cfg(feature = "std")]
+pub(super) mod split;
+#[cfg(feature = "std")]
+use split::split_tasks;
+
 /// One direction's private buffers (carved from the kernel's scratch).
 struct DirState<'a> {
     /// Gate pre-activations of the current step, `[batch, 4H]`.
@@ -54,6 +60,11 @@ struct DirState<'a> {
     act: &'a mut [f32],
     /// Hidden state, `[batch, H]`.
     h: &'a mut [f32],
+    /// The next step's hidden state when steps are split over threads
+    /// (written while `h` is read), `[batch, H]`. Reserved without `std`
+    /// too, so the scratch size does not depend on the build.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    h_next: &'a mut [f32],
     /// Cell state, `[batch, H]`.
     c: &'a mut [f32],
     /// The hidden state after every step, `[seq, batch, H]` (zero where a
@@ -65,7 +76,7 @@ impl<'a> DirState<'a> {
     /// Floats one direction needs.
     fn len(d: &Dims) -> usize {
         let (g4, h) = (4 * d.hidden, d.hidden);
-        d.batch * g4 + g4 + 2 * d.batch * h + d.seq * d.batch * h
+        d.batch * g4 + g4 + 3 * d.batch * h + d.seq * d.batch * h
     }
 
     /// Splits `buf` (at least [`DirState::len`] floats).
@@ -74,12 +85,14 @@ impl<'a> DirState<'a> {
         let (pre, buf) = buf.split_at_mut(d.batch * g4);
         let (act, buf) = buf.split_at_mut(g4);
         let (hs, buf) = buf.split_at_mut(d.batch * h);
+        let (h_next, buf) = buf.split_at_mut(d.batch * h);
         let (c, buf) = buf.split_at_mut(d.batch * h);
         let hist = &mut buf[..d.seq * d.batch * h];
         DirState {
             pre,
             act,
             h: hs,
+            h_next,
             c,
             hist,
         }
@@ -131,6 +144,12 @@ impl Lstm {
         mut states: [Option<DirState<'a>>; 2],
         gs: &mut [f32],
     ) -> Result<[Option<DirState<'a>>; 2], KernelError> {
+        #[cfg(feature = "std")]
+        if let tasks @ 2.. = split_tasks(sh.d)
+            && let Some(res) = self.run_split(sh, &mut states, tasks, gs)
+        {
+            return res.map(|()| states);
+        }
         #[cfg(feature = "std")]
         if sh.d.dirs == 2 && crate::threads::num_threads() > 1 {
             use std::sync::Mutex;
@@ -236,13 +255,34 @@ impl Lstm {
         let (act_i, rest) = act.split_at_mut(h);
         let (act_o, rest) = rest.split_at_mut(h);
         let (act_f, act_g) = rest.split_at_mut(h);
+        let peep = peep.map(|p| [&p[..h], &p[h..2 * h], &p[2 * h..3 * h]]);
+        self.cell_gates(
+            peep,
+            [pre_i, pre_o, pre_f, pre_g],
+            [act_i, act_o, act_f, act_g],
+            hb,
+            cb,
+        );
+    }
+
+    /// [`Lstm::cell`] on hidden units given gate by gate (`i, o, f, c`;
+    /// peepholes `i, o, f`), each as long as `hb`.
+    fn cell_gates(
+        &self,
+        peep: Option<[&[f32]; 3]>,
+        pre: [&mut [f32]; 4],
+        act: [&mut [f32]; 4],
+        hb: &mut [f32],
+        cb: &mut [f32],
+    ) {
+        let [pre_i, pre_o, pre_f, pre_g] = pre;
+        let [act_i, act_o, act_f, act_g] = act;
         let clip = |v: &mut [f32]| {
             if let Some(c) = self.clip {
                 v.iter_mut().for_each(|x| *x = x.clamp(-c, c));
             }
         };
-        if let Some(p) = peep {
-            let (p_i, p_f) = (&p[..h], &p[2 * h..3 * h]);
+        if let Some([p_i, _, p_f]) = peep {
             for (k, &c) in cb.iter().enumerate() {
                 pre_i[k] += p_i[k] * c;
                 pre_f[k] += p_f[k] * c;
@@ -268,8 +308,8 @@ impl Lstm {
         {
             *c = f * *c + i * g;
         }
-        if let Some(p) = peep {
-            for ((o, &po), &c) in pre_o.iter_mut().zip(&p[h..2 * h]).zip(cb.iter()) {
+        if let Some([_, p_o, _]) = peep {
+            for ((o, &po), &c) in pre_o.iter_mut().zip(p_o).zip(cb.iter()) {
                 *o += po * c;
             }
         }

@@ -368,6 +368,66 @@ fn lstm_wide_hidden_any_thread_count() {
     assert_eq!(one, two);
 }
 
+/// Steps split over the threads by hidden units (forced at a small hidden
+/// size: 37 units in ranges of 32 and 5, or 16, 16 and 5), against the
+/// naive reference (inside `check_lstm_vs_naive`) and against one thread;
+/// sequences of different lengths, so states carry over past an entry's
+/// end. Not bit for bit: a step's product over fewer columns may take
+/// another of the GEMM's dot-product paths, which rounds differently.
+#[cfg(feature = "std")]
+#[test]
+fn lstm_steps_split_by_hidden_units_match_one_thread() {
+    use super::lstm::split::{FORCE_TASKS, SPLIT_RUNS};
+    use core::sync::atomic::Ordering;
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let runs = || SPLIT_RUNS.load(Ordering::Relaxed);
+    let one = check_lstm_vs_naive(4, 2, 19, 37, &[4, 3]);
+    assert_eq!(runs(), 0);
+    for threads in [2, 3] {
+        crate::threads::set_num_threads(threads);
+        FORCE_TASKS.with(|f| f.set(Some(threads)));
+        let before = runs();
+        let split = check_lstm_vs_naive(4, 2, 19, 37, &[4, 3]);
+        // Every case of the check (layouts, directions, options) split.
+        assert!(
+            runs() > before,
+            "{threads} threads: the split path did not run"
+        );
+        FORCE_TASKS.with(|f| f.set(None));
+        crate::threads::set_num_threads(1);
+        same_within(&one, &split, &format!("{threads} threads"));
+    }
+    // An odd number of steps leaves the last state in the second buffer.
+    let one = check_lstm_vs_naive(3, 1, 5, 40, &[3]);
+    crate::threads::set_num_threads(2);
+    FORCE_TASKS.with(|f| f.set(Some(2)));
+    let before = runs();
+    let split = check_lstm_vs_naive(3, 1, 5, 40, &[3]);
+    assert!(runs() > before, "odd steps: the split path did not run");
+    FORCE_TASKS.with(|f| f.set(None));
+    crate::threads::set_num_threads(1);
+    same_within(&one, &split, "odd steps");
+}
+
+/// Outputs of two runs equal within a few float32 roundings (and exactly
+/// where either is zero: padding past a sequence's end).
+#[cfg(feature = "std")]
+fn same_within(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.len(), y.len(), "{what}");
+        for (i, (&u, &v)) in x.iter().zip(y).enumerate() {
+            if u == 0.0 || v == 0.0 {
+                assert_eq!(u, v, "{what}: element {i}");
+            } else {
+                assert!((u - v).abs() <= 1e-6, "{what}: element {i}: {u} vs {v}");
+            }
+        }
+    }
+}
+
 /// Straightforward GRU over one direction and one batch entry.
 fn naive_gru_seq(
     xs: &[Vec<f32>],
