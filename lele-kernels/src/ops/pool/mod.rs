@@ -16,7 +16,7 @@ use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
 use crate::ops::broadcast::dispatch;
 use crate::ops::conv::{AutoPad, window_out};
-use crate::ops::gemm::{check_f32, f32_in, f32_out};
+use crate::ops::gemm::{check_f32, f32_in, f32_out, scratch_f32};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -319,10 +319,7 @@ impl Kernel for MaxPool {
             let x = f32_in(xt, OP)?;
             let y = f32_out(yt, OP)?;
             if g.check_buffers(x.len(), y.len(), OP)? {
-                let rows = scratch
-                    .get_mut(..4 * plane2d::max_scratch_len(&g))
-                    .and_then(|b| bytemuck::try_cast_slice_mut(b).ok())
-                    .ok_or(KernelError::Buffer { op: OP })?;
+                let rows = scratch_f32(scratch, plane2d::max_scratch_len(&g), OP)?;
                 plane2d::max(&g, x, y, rows);
             }
             return Ok(());
@@ -411,10 +408,7 @@ impl Kernel for AveragePool {
             return Ok(());
         }
         if Self::plane_path(&g) {
-            let rows = scratch
-                .get_mut(..4 * plane2d::avg_scratch_len(&g))
-                .and_then(|b| bytemuck::try_cast_slice_mut(b).ok())
-                .ok_or(KernelError::Buffer { op: OP })?;
+            let rows = scratch_f32(scratch, plane2d::avg_scratch_len(&g), OP)?;
             plane2d::avg(&g, x, y, rows, self.count_include_pad);
         } else {
             nd::avg(&g, x, y, self.count_include_pad);

@@ -85,18 +85,39 @@ pub(super) fn max_scratch_len(g: &Geom) -> usize {
 /// `scratch` holds [`max_scratch_len`] floats. Built for the baseline target
 /// and with AVX2 (chosen at run time).
 pub(super) fn max(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
+    let len = max_scratch_len(g);
+    by_planes(g, x, y, scratch, len, y.len(), &|x, y, s| {
+        max_planes(g, x, y, s)
+    });
+}
+
+/// A pool over whole planes: `(x, y, scratch)`.
+type PlanesFn<'a> = &'a (dyn Fn(&[f32], &mut [f32], &mut [f32]) + Sync);
+
+/// Runs `planes_fn(x, y, scratch)` over whole planes of `x` and `y`: split
+/// into one range of planes per thread when there are threads, more than
+/// one plane, at least [`PARALLEL_MIN_OUTPUTS`] of `work` and `len` floats
+/// of scratch fit a worker's (each plane is computed the same way whatever
+/// the split), else all of them on the caller's thread.
+fn by_planes(
+    g: &Geom,
+    x: &[f32],
+    y: &mut [f32],
+    scratch: &mut [f32],
+    len: usize,
+    work: usize,
+    planes_fn: PlanesFn<'_>,
+) {
     #[cfg(feature = "std")]
     {
         let threads = crate::threads::num_threads();
-        let (planes, len) = (g.planes(), max_scratch_len(g));
+        let planes = g.planes();
         let (ip, op) = (g.in_plane(), g.out_plane());
         if threads > 1
             && planes > 1
-            && y.len() >= PARALLEL_MIN_OUTPUTS
+            && work >= PARALLEL_MIN_OUTPUTS
             && len <= crate::threads::WORKER_SCRATCH
         {
-            // Whole planes per task; each plane is computed the same way
-            // whatever the split.
             let per = planes.div_ceil(threads);
             let tasks = planes.div_ceil(per);
             let ys = crate::threads::SharedMut::new(y);
@@ -106,12 +127,14 @@ pub(super) fn max(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
                 // no other task touches; `run` joins every task before `y`'s
                 // borrow ends.
                 let yt = unsafe { ys.range(p0 * op, n * op) };
-                max_planes(g, &x[p0 * ip..(p0 + n) * ip], yt, &mut s[..len]);
+                planes_fn(&x[p0 * ip..(p0 + n) * ip], yt, &mut s[..len]);
             });
             return;
         }
     }
-    max_planes(g, x, y, scratch)
+    #[cfg(not(feature = "std"))]
+    let _ = (g, len, work);
+    planes_fn(x, y, scratch)
 }
 
 /// Fewest outputs (inputs, for an average) worth splitting over threads.
@@ -310,36 +333,10 @@ pub(super) fn avg_scratch_len(g: &Geom) -> usize {
 /// plane is computed the same way whatever the split). `scratch` holds
 /// [`avg_scratch_len`] floats.
 pub(super) fn avg(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32], include_pad: bool) {
-    #[cfg(feature = "std")]
-    {
-        let threads = crate::threads::num_threads();
-        let (planes, len) = (g.planes(), avg_scratch_len(g));
-        let (ip, op) = (g.in_plane(), g.out_plane());
-        if threads > 1
-            && planes > 1
-            && x.len() >= PARALLEL_MIN_OUTPUTS
-            && len <= crate::threads::WORKER_SCRATCH
-        {
-            let per = planes.div_ceil(threads);
-            let ys = crate::threads::SharedMut::new(y);
-            crate::threads::run(planes.div_ceil(per), scratch, &|t, s| {
-                let (p0, n) = (t * per, per.min(planes - t * per));
-                // SAFETY: task t writes only planes p0..p0 + n of Y, which
-                // no other task touches; `run` joins every task before `y`'s
-                // borrow ends.
-                let yt = unsafe { ys.range(p0 * op, n * op) };
-                avg_planes(
-                    g,
-                    &x[p0 * ip..(p0 + n) * ip],
-                    yt,
-                    &mut s[..len],
-                    include_pad,
-                );
-            });
-            return;
-        }
-    }
-    avg_planes(g, x, y, scratch, include_pad)
+    let len = avg_scratch_len(g);
+    by_planes(g, x, y, scratch, len, x.len(), &|x, y, s| {
+        avg_planes(g, x, y, s, include_pad)
+    });
 }
 
 /// [`avg`] on the caller's thread, over whole planes of `x` and `y`.
