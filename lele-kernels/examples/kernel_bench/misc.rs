@@ -68,8 +68,70 @@ fn shaped_case(name: &str, kernel: &dyn Kernel, dims: &[usize], budget: f64) {
     );
 }
 
-/// The pooling and element-wise cases.
+/// Fused multi-head attention on `[1, s, heads, d]` operands with a
+/// `[1, 1, 1, s]` additive mask (MiniLM's layout) that hides the last
+/// `padded` keys (BERT's -10000 on padding tokens).
+fn attention_case(name: &str, s: usize, heads: usize, d: usize, padded: usize, budget: f64) {
+    if !selected("attention", name) {
+        return;
+    }
+    let kernel = lele_kernels::ops::mha::MultiHeadAttention {
+        scale: 1.0 / (d as f32).sqrt(),
+    };
+    let qkv_shape = Shape::new(&[1, s, heads, d]).expect("rank 4");
+    let mask_shape = Shape::new(&[1, 1, 1, s]).expect("rank 4");
+    let (q, k, v) = (
+        fill(s * heads * d, 1),
+        fill(s * heads * d, 2),
+        fill(s * heads * d, 3),
+    );
+    let mut mask = vec![0f32; s];
+    mask[s - padded..].fill(-10000.0);
+    fn t(x: &[f32], shape: Shape) -> Option<TensorRef<'_>> {
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape,
+            data: bytemuck_bytes(x),
+        })
+    }
+    let ins = [
+        t(&q, qkv_shape),
+        t(&k, qkv_shape),
+        t(&v, qkv_shape),
+        t(&mask, mask_shape),
+    ];
+    let mut y = vec![0f32; s * heads * d];
+    let mut scratch = aligned_scratch(kernel.scratch_bytes(&ins, &[qkv_shape]));
+    let secs = time(budget, || {
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: qkv_shape,
+            data: bytemuck_bytes_mut(&mut y),
+        }];
+        kernel
+            .run(&ins, &mut outs, line_bytes(&mut scratch))
+            .expect("arguments are consistent");
+        black_box(&y);
+    });
+    let flops = 4.0 * (s * s * heads * d) as f64;
+    println!(
+        "{{\"kernel\":\"attention\",\"case\":\"{name}\",\"ms\":{:.4},\"gflops\":{:.1}}}",
+        secs * 1e3,
+        flops / secs * 1e-9
+    );
+}
+
+/// The pooling, attention and element-wise cases.
 pub(crate) fn cases(budget: f64) {
+    attention_case("minilm 128 tokens 12x32", 128, 12, 32, 0, budget);
+    attention_case(
+        "minilm 123 tokens + 5 padding 12x32",
+        128,
+        12,
+        32,
+        5,
+        budget,
+    );
     // PP-OCRv6 det's stem pool: 2x2, stride 1, SAME_UPPER.
     let mut window = Window::new(2, [1, 2, 2]);
     window.auto_pad = AutoPad::SameUpper;

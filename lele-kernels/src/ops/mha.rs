@@ -100,16 +100,21 @@ impl MultiHeadAttention {
         Ok(d)
     }
 
-    /// Floats of scratch one head needs: its output, its scores, one row
-    /// of masked scores and the GEMMs' packing.
+    /// Floats of scratch one head needs: its output, the reciprocals of
+    /// its rows' softmax sums, its scores, one row of masked scores and
+    /// the GEMMs' packing.
     fn scratch_floats(d: &Dims) -> usize {
         d.s * d.dv
+            + d.s
             + d.s * d.t
             + d.t
             + sgemm_scratch_len(d.s, d.t, d.d).max(sgemm_scratch_len(d.s, d.dv, d.t))
     }
 
-    /// Head `h` of batch `b` into the first `S × Dv` floats of `s`.
+    /// Head `h` of batch `b`: its rows' unnormalized outputs into the first
+    /// `S × Dv` floats of `s`, each row's softmax normalization (the
+    /// reciprocal of its sum) into the next `S`. Scaling the `Dv` outputs of
+    /// a row instead of its `T` probabilities saves a pass over the scores.
     fn head(
         &self,
         d: &Dims,
@@ -120,6 +125,7 @@ impl MultiHeadAttention {
     ) -> Result<(), KernelError> {
         let (qs, ks, vs) = (d.h * d.d, d.h * d.d, d.h * d.dv);
         let (o, rest) = s.split_at_mut(d.s * d.dv);
+        let (norms, rest) = rest.split_at_mut(d.s);
         let (scores, gemm) = rest.split_at_mut(d.s * d.t);
         // The head's rows of Q (stride H·D), and Kᵀ read in place: element
         // (p, j) is K[b, j, h, p].
@@ -129,6 +135,8 @@ impl MultiHeadAttention {
             sgemm(d.s, d.t, d.d, self.scale, qh, kt, 0.0, scores, d.t, gemm)?;
         }
         let (shifted, gemm) = gemm.split_at_mut(d.t);
+        // No keys: the rows stay zero (an empty sum), unscaled.
+        norms.fill(1.0);
         for (i, row) in scores.chunks_exact_mut(d.t.max(1)).take(d.s).enumerate() {
             // The masked scores go to a row buffer (one pass), the softmax
             // back into the row: P overwrites the scores.
@@ -149,12 +157,18 @@ impl MultiHeadAttention {
                 None => shifted.copy_from_slice(row),
             }
             let top = max_of(shifted);
-            let r = 1.0 / exp_shifted(shifted, row, top);
-            row.iter_mut().for_each(|x| *x *= r);
+            norms[i] = 1.0 / exp_shifted(shifted, row, top);
         }
         let vh = MatRef::row_major(&x.v[b * d.t * vs + h * d.dv..], vs);
         let p = MatRef::row_major(scores, d.t);
         sgemm(d.s, d.dv, d.t, 1.0, p, vh, 0.0, o, d.dv, gemm)
+    }
+}
+
+/// Row `i` of a head, normalized, goes to `Y[b, i, h, :]`.
+fn normalize_row(dst: &mut [f32], src: &[f32], r: f32) {
+    for (o, &v) in dst.iter_mut().zip(src) {
+        *o = v * r;
     }
 }
 
@@ -227,13 +241,13 @@ impl Kernel for MultiHeadAttention {
                     failed.store(true, core::sync::atomic::Ordering::Relaxed);
                     return;
                 }
-                // Row i of the head goes to Y[b, i, h, :].
-                for (i, src) in s.chunks_exact(d.dv).take(d.s).enumerate() {
+                let (rows, norms) = s.split_at(d.s * d.dv);
+                for (i, (src, &r)) in rows.chunks_exact(d.dv).zip(norms).enumerate() {
                     // SAFETY: these Dv floats of Y belong to head (b, h)
                     // alone, and Y outlives the run (its length was
                     // checked, `range` checks the bounds).
                     let dst = unsafe { shared.range((b * d.s + i) * vs + h * d.dv, d.dv) };
-                    dst.copy_from_slice(src);
+                    normalize_row(dst, src, r);
                 }
             });
             return match failed.into_inner() {
@@ -244,9 +258,10 @@ impl Kernel for MultiHeadAttention {
         for t in 0..tasks {
             let (b, h) = (t / d.h, t % d.h);
             self.head(&d, &x, b, h, s)?;
-            for (i, src) in s.chunks_exact(d.dv).take(d.s).enumerate() {
+            let (rows, norms) = s.split_at(d.s * d.dv);
+            for (i, (src, &r)) in rows.chunks_exact(d.dv).zip(norms).enumerate() {
                 let at = (b * d.s + i) * vs + h * d.dv;
-                y[at..at + d.dv].copy_from_slice(src);
+                normalize_row(&mut y[at..at + d.dv], src, r);
             }
         }
         Ok(())

@@ -131,7 +131,18 @@ pub(super) fn exp_scalar(x: &[f32], y: &mut [f32]) {
     }
 }
 
-/// `y = e^(x - shift)` with the vectorized exp; returns the sum of `y`.
+/// Below this, [`exp_shifted`] gives 0: `e^d` would be under about 1.4
+/// times the smallest normal float.
+pub(crate) const EXP_SHIFTED_FLUSH: f32 = -87.0;
+
+/// `y = e^(x - shift)` with the vectorized exp, softmax's numerators;
+/// returns the sum of `y`.
+///
+/// A difference `x - shift` below [`EXP_SHIFTED_FLUSH`] gives exactly 0
+/// instead of a value under 2^-125: next to the row's largest numerator
+/// (1) it changes no normalized result, while computing it would take a
+/// microcode assist per vector on x86 (BERT-style masks put -10000 on every
+/// padding key, so every row of an attention has such lanes).
 pub(crate) fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
@@ -187,7 +198,9 @@ pub(super) fn exp_shifted_scalar(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
     map(x, y, |v| v - shift);
     for v in y.iter_mut() {
         let d = *v;
-        *v = if d.is_nan() || d <= -87.0 || d >= 88.0 {
+        *v = if d < EXP_SHIFTED_FLUSH {
+            0.0
+        } else if d.is_nan() || d <= -87.0 || d >= 88.0 {
             d.exp()
         } else {
             exp_core(d)

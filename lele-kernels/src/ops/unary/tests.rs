@@ -763,3 +763,65 @@ fn check_exp_shifted(
         "exp_shifted({shift}) n={n} sum {sum_got} vs {sum_want}"
     );
 }
+
+/// Softmax's numerators never come out subnormal on any path: a
+/// difference below the flush bound gives exactly 0 (so no vector lane
+/// underflows), one at or above it a normal `e^d`, and the sum counts
+/// only those.
+#[test]
+fn exp_shifted_flushes_what_would_be_subnormal() {
+    use super::math::{EXP_SHIFTED_FLUSH, exp_shifted, exp_shifted_scalar};
+    let below = [
+        -87.01f32,
+        -87.5,
+        -90.0,
+        -103.5,
+        -110.0,
+        -1e4,
+        f32::NEG_INFINITY,
+    ];
+    let above = [EXP_SHIFTED_FLUSH, -86.99, -50.0, -1.0, 0.0];
+    // Lengths around the vector widths, the flushed lanes anywhere.
+    for n in [1usize, 7, 8, 9, 16, 17, 31, 32, 33, 70] {
+        let x: Vec<f32> = (0..n)
+            .map(|i| match i % 3 {
+                0 => below[i % below.len()],
+                _ => above[i % above.len()],
+            })
+            .collect();
+        type Path = (&'static str, fn(&[f32], &mut [f32], f32) -> f32);
+        #[allow(unused_mut)]
+        let mut paths: Vec<Path> =
+            vec![("scalar", exp_shifted_scalar), ("dispatched", exp_shifted)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                // SAFETY: AVX2 and FMA were detected.
+                paths.push(("avx2", |x, y, s| unsafe {
+                    super::x86::exp_shifted(x, y, s)
+                }));
+            }
+            if std::is_x86_feature_detected!("avx512f") {
+                // SAFETY: AVX-512F was detected.
+                paths.push(("avx512", |x, y, s| unsafe {
+                    super::x86_512::exp_shifted(x, y, s)
+                }));
+            }
+        }
+        for (name, f) in paths {
+            let mut y = vec![f32::NAN; n];
+            let sum = f(&x, &mut y, 0.0);
+            let mut want_sum = 0f32;
+            for (&d, &e) in x.iter().zip(&y) {
+                if d < EXP_SHIFTED_FLUSH {
+                    assert_eq!(e.to_bits(), 0, "{name} n={n}: e^{d} gave {e}");
+                } else {
+                    assert!(e.is_normal(), "{name} n={n}: e^{d} gave {e}");
+                    assert!((e - d.exp()).abs() <= 4.0 * f32::EPSILON * d.exp());
+                    want_sum += e;
+                }
+            }
+            assert!((sum - want_sum).abs() <= 1e-6 * want_sum, "{name} n={n}");
+        }
+    }
+}

@@ -248,6 +248,22 @@ fn exp_lanes(v: __m256) -> (__m256, i32) {
     (_mm256_andnot_ps(zero, exp8(c)), _mm256_movemask_ps(out))
 }
 
+/// [`exp_lanes`] for softmax's numerators: lanes below
+/// [`super::math::EXP_SHIFTED_FLUSH`] give 0 (none is flagged for the
+/// scalar path, which leaves NaN and overflow).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn exp_lanes_flushed(v: __m256) -> (__m256, i32) {
+    let lo = _mm256_set1_ps(super::math::EXP_SHIFTED_FLUSH);
+    let c = _mm256_min_ps(_mm256_max_ps(v, lo), _mm256_set1_ps(88.0));
+    let zero = _mm256_cmp_ps::<_CMP_LT_OQ>(v, lo);
+    let out = _mm256_or_ps(
+        _mm256_cmp_ps::<_CMP_GE_OQ>(v, _mm256_set1_ps(88.0)),
+        _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
+    );
+    (_mm256_andnot_ps(zero, exp8(c)), _mm256_movemask_ps(out))
+}
+
 /// `y = e^x`.
 ///
 /// # Safety
@@ -272,7 +288,7 @@ pub(super) unsafe fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
     let one_block = |xb: &[f32]| -> __m256 {
         // SAFETY: `xb` holds eight floats.
         let d = _mm256_sub_ps(unsafe { _mm256_loadu_ps(xb.as_ptr()) }, vs);
-        let (e, mask) = exp_lanes(d);
+        let (e, mask) = exp_lanes_flushed(d);
         if mask == 0 {
             return e;
         }
