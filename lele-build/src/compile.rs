@@ -193,6 +193,9 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     }
     // After every fusion into the MatMul (its bias and residual).
     fused += passes::prepack_matmul_weights(g);
+    // Then the activation after a packed product (one without a residual:
+    // the graph adds that after the product, before the activation).
+    fused += passes::fuse_packed_matmul_activation(g);
     fused += passes::prepack_conv_weights(g);
     if fused > 0 {
         passes::eliminate_dead_code(g);

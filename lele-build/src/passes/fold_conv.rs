@@ -221,7 +221,7 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
 /// The fused activation a node applies, when it is one of lele's own
 /// Relu / Sigmoid / Swish(alpha 1) / HardSwish / GELU (erf form: ONNX
 /// `Gelu` or the fused subgraph) kernels on f32.
-fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
+pub(crate) fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
     if let Some(u) = kernel_of::<Unary>(n) {
         return match u.op {
             UnaryOp::Relu => Some(Activation::Relu),

@@ -13,8 +13,10 @@ use lele_kernels::ops::gemm::MatRef;
 use lele_kernels::ops::gemm::prepacked::{pack_into, packed_len};
 use lele_kernels::ops::matmul::{Gemm, MatMul, MatMulBias};
 use lele_kernels::ops::matmul_packed::MatMulPacked;
+use lele_kernels::ops::unary::Activation;
 
-use super::fuse::{kernel_of, runs};
+use super::fold_conv::activation_of;
+use super::fuse::{kernel_of, readers, runs, use_counts};
 use crate::ir::{Graph, Op, Tensor, ValueId};
 
 /// Narrower weights are left alone (a product that narrow runs as dot
@@ -158,10 +160,71 @@ pub fn prepack_matmul_weights(g: &mut Graph) -> usize {
         let wp = g.add_constant(&name, t);
         let node = &mut g.main.nodes[i];
         node.inputs = [Some(a), Some(wp)].into_iter().chain(rest).collect();
-        node.op = Op::Kernel(Box::new(MatMulPacked { k, n: cols }));
+        node.op = Op::Kernel(Box::new(MatMulPacked {
+            k,
+            n: cols,
+            activation: Activation::None,
+        }));
         count += 1;
     }
     count
+}
+
+/// Fuses the activation after a packed product into it (GELU after a
+/// transformer's first feed-forward product): a [`MatMulPacked`] without
+/// activation or residual whose f32 output only a Relu, Sigmoid, Swish,
+/// HardSwish or GELU node reads (and is not a model output) applies that
+/// activation to each finished block of its output, and the activation
+/// node goes. Returns how many.
+pub fn fuse_packed_matmul_activation(g: &mut Graph) -> usize {
+    let uses = use_counts(g);
+    let reader = readers(g);
+    let mut fused: Vec<(usize, usize, Activation)> = Vec::new();
+    for (pi, n) in g.main.nodes.iter().enumerate() {
+        let Some(packed) = kernel_of::<MatMulPacked>(n) else {
+            continue;
+        };
+        let Some(&out) = n.outputs.first() else {
+            continue;
+        };
+        if packed.activation != Activation::None
+            || n.inputs.len() > 3
+            || uses.get(&out) != Some(&1)
+            || g.outputs.contains(&out)
+            || g.values[out].dtype != Some(DType::F32)
+        {
+            continue;
+        }
+        let Some(&ai) = reader.get(&out) else {
+            continue;
+        };
+        let act_node = &g.main.nodes[ai];
+        if act_node.inputs.len() != 1 || act_node.outputs.len() != 1 {
+            continue;
+        }
+        if let Some(act) = activation_of(act_node) {
+            fused.push((pi, ai, act));
+        }
+    }
+    for &(pi, ai, activation) in &fused {
+        let out = g.main.nodes[ai].outputs[0];
+        let Some(&packed) = kernel_of::<MatMulPacked>(&g.main.nodes[pi]) else {
+            continue;
+        };
+        let n = &mut g.main.nodes[pi];
+        n.op = Op::Kernel(Box::new(MatMulPacked {
+            activation,
+            ..packed
+        }));
+        n.op_type = format!("{}+{activation:?}", n.op_type);
+        n.outputs = vec![out];
+    }
+    let mut drop: Vec<usize> = fused.iter().map(|f| f.1).collect();
+    drop.sort_unstable();
+    for &i in drop.iter().rev() {
+        g.main.nodes.remove(i);
+    }
+    fused.len()
 }
 
 /// Rewrites every main-block `Conv` (lele's own) with a constant f32
@@ -285,7 +348,14 @@ mod tests {
             let packed = kernel_of::<MatMulPacked>(node);
             assert_eq!(packed.is_some(), i < 2, "node {i}");
             if let Some(p) = packed {
-                assert_eq!(*p, MatMulPacked { k: 3, n: 40 });
+                assert_eq!(
+                    *p,
+                    MatMulPacked {
+                        k: 3,
+                        n: 40,
+                        activation: Activation::None
+                    }
+                );
                 let wp = g.values[node.inputs[1].unwrap()].constant.as_ref().unwrap();
                 let vals = wp.to_f64s().unwrap();
                 // Three panels of 16 columns, 3 rows each.
@@ -354,7 +424,14 @@ mod tests {
             assert_eq!(packed.is_some(), i < 3, "node {i}");
             assert_eq!(kernel_of::<Gemm>(node).is_some(), i >= 3, "node {i}");
             let Some(p) = packed else { continue };
-            assert_eq!(*p, MatMulPacked { k: 3, n: 20 });
+            assert_eq!(
+                *p,
+                MatMulPacked {
+                    k: 3,
+                    n: 20,
+                    activation: Activation::None
+                }
+            );
             let wp = g.values[node.inputs[1].unwrap()].constant.as_ref().unwrap();
             let vals = wp.to_f64s().unwrap();
             assert_eq!(vals.len(), 2 * 3 * 16);
@@ -381,5 +458,72 @@ mod tests {
             (0..20).map(f64::from).collect::<Vec<_>>()
         );
         assert_eq!(g.main.nodes[2].inputs.len(), 2);
+    }
+
+    /// The activation after a packed product joins it when nothing else
+    /// reads the product: not when the product has a second reader, a
+    /// residual (added before the activation in the graph) or is a model
+    /// output; the activation node goes.
+    #[test]
+    fn fuses_the_activation_after_a_packed_product() {
+        use lele_kernels::ops::binary::{Binary, BinaryOp};
+        use lele_kernels::ops::unary::{GeluErf, Unary, UnaryOp};
+        let mut g = Graph::default();
+        let x = g.add_value("x", Some(DType::F32));
+        let w = f32_const(&mut g, "w", &[3, 40]);
+        let bias = f32_const(&mut g, "bias", &[40]);
+        let ys: Vec<ValueId> = (0..4)
+            .map(|i| g.add_value(&format!("y{i}"), Some(DType::F32)))
+            .collect();
+        let zs: Vec<ValueId> = (0..5)
+            .map(|i| g.add_value(&format!("z{i}"), Some(DType::F32)))
+            .collect();
+        let relu = || Box::new(Unary { op: UnaryOp::Relu });
+        g.main.nodes = vec![
+            // Fused: one reader.
+            node("MatMul+Add", Box::new(MatMulBias), &[x, w, bias], ys[0]),
+            node("Gelu", Box::new(GeluErf {}), &[ys[0]], zs[0]),
+            // A second reader of y1.
+            node("MatMul", Box::new(MatMul), &[x, w], ys[1]),
+            node("Relu", relu(), &[ys[1]], zs[1]),
+            node(
+                "Add",
+                Box::new(Binary { op: BinaryOp::Add }),
+                &[ys[1], x],
+                zs[2],
+            ),
+            // A residual.
+            node("MatMul+Add", Box::new(MatMulBias), &[x, w, bias, x], ys[2]),
+            node("Relu", relu(), &[ys[2]], zs[3]),
+            // A model output.
+            node("MatMul", Box::new(MatMul), &[x, w], ys[3]),
+            node("Relu", relu(), &[ys[3]], zs[4]),
+        ];
+        g.outputs = vec![zs[0], ys[3]];
+        assert_eq!(prepack_matmul_weights(&mut g), 4);
+        assert_eq!(fuse_packed_matmul_activation(&mut g), 1);
+        let first = &g.main.nodes[0];
+        assert_eq!(first.op_type, "MatMul+Add+Gelu");
+        assert_eq!(first.outputs, [zs[0]]);
+        assert_eq!(
+            kernel_of::<MatMulPacked>(first).map(|p| p.activation),
+            Some(Activation::Gelu)
+        );
+        let ops: Vec<&str> = g.main.nodes.iter().map(|n| n.op_type.as_str()).collect();
+        assert_eq!(
+            ops,
+            [
+                "MatMul+Add+Gelu",
+                "MatMul",
+                "Relu",
+                "Add",
+                "MatMul+Add",
+                "Relu",
+                "MatMul",
+                "Relu"
+            ]
+        );
+        // A second run finds nothing left to fuse.
+        assert_eq!(fuse_packed_matmul_activation(&mut g), 0);
     }
 }

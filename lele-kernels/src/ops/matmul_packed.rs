@@ -6,14 +6,17 @@ use crate::ops::gemm::{
     Epilogue, MatRef, check_f32, check_residual, f32_in, f32_out, scratch_f32, sgemm_packed_b,
     sgemm_scratch_len,
 };
+use crate::ops::unary::Activation;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
 const OP: &str = "MatMul";
 
-/// `Y = A·W (+ bias) (+ residual)` with `W` a `k × n` matrix stored in the
-/// panel layout of [`crate::ops::gemm::prepacked`] (what `MatMul` and
-/// `MatMulBias` with a constant 2-D weight become), so no call packs it.
+/// `Y = act(A·W (+ bias)) (+ residual)` with `W` a `k × n` matrix stored
+/// in the panel layout of [`crate::ops::gemm::prepacked`] (what `MatMul`
+/// and `MatMulBias` with a constant 2-D weight become), so no call packs
+/// it, and `act` an activation fused from the node after it (a
+/// transformer's GELU after its first feed-forward product).
 ///
 /// Inputs: `A` (`[..., k]`, at least 1-D), the packed `W` (1-D, exactly
 /// [`packed_len`]`(k, n)` floats), optional `bias` (`n` floats), optional
@@ -25,8 +28,11 @@ pub struct MatMulPacked {
     pub k: usize,
     /// Columns of `W`, the last dim of `Y`.
     pub n: usize,
+    /// Applied to each finished row segment after the bias, before the
+    /// residual.
+    pub activation: Activation,
 }
-crate::to_rust_struct!(ops::matmul_packed::MatMulPacked { k, n });
+crate::to_rust_struct!(ops::matmul_packed::MatMulPacked { k, n, activation });
 
 fn bad(msg: &'static str) -> KernelError {
     KernelError::Shape { op: OP, msg }
@@ -102,8 +108,9 @@ impl Kernel for MatMulPacked {
                 false => Err(KernelError::Buffer { op: OP }),
             };
         }
-        // Bias and residual are added to each finished row segment of Y
-        // while it is in cache (not by a pass over Y before the product).
+        // Bias, activation and residual are applied to each finished row
+        // segment of Y while it is in cache (not by passes over Y).
+        let activation = self.activation;
         let add = |seg: &mut [f32], at: usize| {
             if let Some(b) = bias {
                 let j = at % n;
@@ -111,13 +118,17 @@ impl Kernel for MatMulPacked {
                     *v += b;
                 }
             }
+            if activation != Activation::None {
+                activation.apply_in_place(seg);
+            }
             if let Some(r) = residual {
                 for (v, &r) in seg.iter_mut().zip(&r[at..]) {
                     *v += r;
                 }
             }
         };
-        let epilogue: Option<Epilogue<'_>> = match bias.is_some() || residual.is_some() {
+        let fused = bias.is_some() || residual.is_some() || activation != Activation::None;
+        let epilogue: Option<Epilogue<'_>> = match fused {
             true => Some(&add),
             false => None,
         };
@@ -175,7 +186,11 @@ mod tests {
             let w = rand_vec(k * n, 11 + ci as u64);
             let bias = rand_vec(n, 21 + ci as u64);
             let wp = packed(&w, k, n);
-            let kernel = MatMulPacked { k, n };
+            let kernel = MatMulPacked {
+                k,
+                n,
+                activation: Activation::None,
+            };
             let plain = run(&MatMul, &[Some(t(&a, sa)), Some(t(&w, &[k, n]))], 1).unwrap();
             let got = run(&kernel, &[Some(t(&a, sa)), Some(t(&wp, &[wp.len()]))], 1).unwrap();
             assert_eq!(got[0].0, plain[0].0, "case {ci}");
@@ -236,13 +251,71 @@ mod tests {
         }
     }
 
+    /// A fused activation gives bit for bit what the standalone kernel
+    /// gives on the biased product, and the residual is added after it:
+    /// widths with partial vectors and panels, depths past one block, a
+    /// product that splits into several row blocks.
+    #[test]
+    fn fused_activation_equals_the_standalone_kernel() {
+        use crate::ops::unary::{GeluErf, Swish, Unary, UnaryOp};
+        let acts: [(Activation, &dyn Kernel); 3] = [
+            (Activation::Gelu, &GeluErf {}),
+            (Activation::Relu, &Unary { op: UnaryOp::Relu }),
+            (Activation::Swish, &Swish { alpha: 1.0 }),
+        ];
+        for (ci, &(m, k, n)) in [(3, 5, 17), (130, 300, 45), (7, 40, 1030)]
+            .iter()
+            .enumerate()
+        {
+            let a = rand_vec(m * k, 1 + ci as u64);
+            // Spread the outputs over the activations' interesting range.
+            let w: Vec<f32> = rand_vec(k * n, 2 + ci as u64)
+                .iter()
+                .map(|v| v * 3.0)
+                .collect();
+            let bias = rand_vec(n, 3 + ci as u64);
+            let r = rand_vec(m * n, 4 + ci as u64);
+            let wp = packed(&w, k, n);
+            for &(activation, standalone) in &acts {
+                let plain = MatMulPacked {
+                    k,
+                    n,
+                    activation: Activation::None,
+                };
+                let ins = [
+                    Some(t(&a, &[m, k])),
+                    Some(t(&wp, &[wp.len()])),
+                    Some(t(&bias, &[n])),
+                ];
+                let biased = run(&plain, &ins, 1).unwrap();
+                let want = run(standalone, &[Some(t(&biased[0].1, &[m, n]))], 1).unwrap();
+                let fused = MatMulPacked { k, n, activation };
+                let got = run(&fused, &ins, 1).unwrap();
+                let same =
+                    |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+                assert!(same(&got[0].1, &want[0].1), "{activation:?} case {ci}");
+                let with_residual = [ins[0], ins[1], ins[2], Some(t(&r, &[m, n]))];
+                let got = run(&fused, &with_residual, 1).unwrap();
+                let want: Vec<f32> = want[0].1.iter().zip(&r).map(|(y, r)| y + r).collect();
+                assert!(
+                    same(&got[0].1, &want),
+                    "{activation:?} + residual, case {ci}"
+                );
+            }
+        }
+    }
+
     /// Operands that do not match the kernel's `k`/`n` are refused.
     #[test]
     fn packed_matmul_rejects_mismatches() {
         let (k, n) = (6, 40);
         let a = rand_vec(3 * k, 1);
         let wp = packed(&rand_vec(k * n, 2), k, n);
-        let kernel = MatMulPacked { k, n };
+        let kernel = MatMulPacked {
+            k,
+            n,
+            activation: Activation::None,
+        };
         assert!(
             run(
                 &kernel,
