@@ -122,9 +122,9 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                     let w = nr.min(nc - jr);
                     // An edge panel of at most nr/2 columns takes the
                     // half-width kernel where there is one.
-                    let (kernel, reads) = match micro.half {
-                        Some(half) if 2 * w <= nr => (half, nr / 2),
-                        _ => (micro.f, nr),
+                    let (kernel, first, reads) = match micro.half {
+                        Some(half) if 2 * w <= nr => (half, half, nr / 2),
+                        _ => (micro.f, micro.first, nr),
                     };
                     // The micro-panel, its row stride and where a row's
                     // columns 16.. start: in place in a weight packed ahead
@@ -146,6 +146,29 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                             None => &pack_a[(ir / mr) * mr * kc..][..mr * kc],
                         };
                         let c0 = (ic + ir) * ldc + jc + jr;
+                        // A weight packed ahead of time comes from memory:
+                        // the first row tile over its micro-panel streams it
+                        // (prefetching far ahead), and the last one fetches
+                        // the start of the next micro-panel, which the
+                        // hardware cannot guess (it is a panel further on).
+                        let kernel = match ready {
+                            Some(_) if ir == 0 => first,
+                            _ => kernel,
+                        };
+                        if let Some(r) = ready
+                            && ir + mr >= mc
+                            && jr + nr < nc
+                        {
+                            // The next tile's columns (whole panels past the
+                            // first, as `micro_panel` takes them).
+                            let left = (nc - jr - nr).min(nr);
+                            let width = match left > prepacked::PANEL {
+                                true => left.next_multiple_of(prepacked::PANEL),
+                                false => left,
+                            };
+                            let (bp, hi) = r.micro_panel(pc, kc, j_off + jc + jr + nr, width);
+                            prefetch_rows(bp, hi, width.div_ceil(prepacked::PANEL), kc);
+                        }
                         if h == mr && w == nr {
                             // SAFETY: the full tile (rows c0 + i·ldc, nr
                             // columns each) lies in this call's block of C
@@ -217,4 +240,28 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
             }
         }
     }
+}
+
+/// Rows of a micro-panel [`prefetch_rows`] fetches: as far ahead as the
+/// streaming micro-kernel prefetches, so that it finds its first rows
+/// cached and its own prefetches cover the rest.
+const STREAM_AHEAD_ROWS: usize = 48;
+
+/// Prefetches the first rows (up to `kc`) of a micro-panel of a weight
+/// packed ahead of time: `halves` runs of `PANEL` floats per row, the
+/// second `hi` floats after the first.
+fn prefetch_rows(panel: &[f32], hi: usize, halves: usize, kc: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for row in 0..STREAM_AHEAD_ROWS.min(kc) {
+        for h in 0..halves {
+            let line = panel.as_ptr().wrapping_add(row * prepacked::PANEL + h * hi);
+            // SAFETY: a prefetch is only a hint; it never faults, whatever
+            // the address.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(line.cast())
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (panel, hi, halves, kc);
 }

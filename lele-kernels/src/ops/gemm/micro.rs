@@ -89,6 +89,10 @@ pub(super) struct Micro {
     /// packed row (for edge panels with that few columns), when the ISA has
     /// one.
     pub(super) half: Option<MicroFn>,
+    /// `f` for the first row tile over a micro-panel of a weight packed
+    /// ahead of time (which streams it from memory), where the ISA has a
+    /// variant for that.
+    pub(super) first: MicroFn,
 }
 
 pub(super) fn micro_for(isa: Isa) -> Micro {
@@ -99,6 +103,7 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             nr: x86::AVX2_NR,
             f: x86::kernel_avx2,
             half: None,
+            first: x86::kernel_avx2,
         },
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => Micro {
@@ -106,12 +111,14 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             nr: x86::AVX512_NR,
             f: x86::kernel_avx512,
             half: Some(x86::kernel_avx512_half),
+            first: x86::kernel_avx512_stream,
         },
         _ => Micro {
             mr: SCALAR_MR,
             nr: SCALAR_NR,
             f: kernel_scalar,
             half: None,
+            first: kernel_scalar,
         },
     }
 }
