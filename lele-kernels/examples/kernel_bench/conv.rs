@@ -301,6 +301,40 @@ pub(crate) fn cases(budget: f64) {
             conv_case(&packed, c, m, 1, 1, h, 1, Activation::None, budget);
         }
     }
+    // PP-OCRv6 rec's 1x1 convs at their own planes (GELU after the
+    // widening ones), weights packed as the compiler stores them.
+    for (name, c, m, hw, act) in [
+        (
+            "v6rec 192->384 1x1 6x80 gelu packed",
+            192,
+            384,
+            [6, 80],
+            Activation::Gelu,
+        ),
+        (
+            "v6rec 384->192 1x1 6x80 packed",
+            384,
+            192,
+            [6, 80],
+            Activation::None,
+        ),
+        (
+            "v6rec 384->768 1x1 3x80 gelu packed",
+            384,
+            768,
+            [3, 80],
+            Activation::Gelu,
+        ),
+        (
+            "v6rec 768->384 1x1 3x80 packed",
+            768,
+            384,
+            [3, 80],
+            Activation::None,
+        ),
+    ] {
+        conv_case_hw(name, c, m, 1, 1, hw, 1, act, budget);
+    }
     // Winograd F(2x2, 3x3) on the dense stride-1 3x3 convs of YOLOv8n and
     // ddddocr (each also timed above or here on the direct/GEMM path).
     for (c, m, h) in [

@@ -825,3 +825,60 @@ fn exp_shifted_flushes_what_would_be_subnormal() {
         }
     }
 }
+
+/// GELU's far tails on every path: below the low bound exactly -0, above
+/// the high bound exactly `x` (what the f64 reference rounds to), in every
+/// lane position; values between keep their accuracy.
+#[test]
+fn gelu_far_tails_are_exact_zero_and_identity() {
+    use super::math::{GELU_HIGH, GELU_LOW};
+    let low = [GELU_LOW - 1e-5, -13.5, -20.0, -100.0, -1e30];
+    let high = [GELU_HIGH, 9.5, 13.0, 20.0, 1e30];
+    for n in [1usize, 5, 8, 13, 16, 31, 33, 64] {
+        let xs: Vec<f32> = (0..n)
+            .map(|i| match i % 3 {
+                0 => low[i % low.len()],
+                1 => high[i % high.len()],
+                _ => -12.0 + i as f32 * 0.1,
+            })
+            .collect();
+        let mut paths: Vec<(&str, Vec<f32>)> = Vec::new();
+        paths.push((
+            "scalar",
+            xs.iter().map(|&v| super::math::gelu_f32(v)).collect(),
+        ));
+        let mut got = vec![0f32; n];
+        super::math::gelu_slice(&xs, &mut got);
+        paths.push(("gelu_slice", got.clone()));
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::ops::gemm::{Isa, isa_available};
+            if isa_available(Isa::Avx2) {
+                // SAFETY: AVX2 and FMA are available.
+                unsafe { super::x86::gelu(&xs, &mut got) };
+                paths.push(("avx2", got.clone()));
+            }
+            if isa_available(Isa::Avx512) {
+                // SAFETY: AVX-512F (and AVX2, FMA) are available.
+                unsafe { super::x86_512::gelu(&xs, &mut got) };
+                paths.push(("avx512", got.clone()));
+            }
+        }
+        for (name, ys) in &paths {
+            for (&x, &y) in xs.iter().zip(ys) {
+                if x < GELU_LOW {
+                    assert_eq!(y.to_bits(), (-0.0f32).to_bits(), "{name}({x}) = {y}");
+                } else if x >= GELU_HIGH {
+                    assert_eq!(y, x, "{name}({x})");
+                    assert_eq!(gelu_f64(x as f64) as f32, x);
+                } else {
+                    let want = gelu_f64(x as f64);
+                    assert!(
+                        close(y as f64, want, 5e-7, 1e-37),
+                        "{name}({x}) = {y}, want {want}"
+                    );
+                }
+            }
+        }
+    }
+}

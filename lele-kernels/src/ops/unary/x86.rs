@@ -442,10 +442,17 @@ pub(super) unsafe fn erf(x: &[f32], y: &mut [f32]) {
 /// non-finite lanes are flagged for the scalar path.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-pub(super) fn gelu8(x: __m256) -> (__m256, i32) {
-    use super::math::GELU_D;
+pub(super) fn gelu8(x_in: __m256) -> (__m256, i32) {
+    use super::math::{GELU_D, GELU_HIGH, GELU_LOW};
     let c = |v: f32| _mm256_set1_ps(v);
     let one = c(1.0);
+    // Bad lanes are judged by the input. The rest are computed at most
+    // at the high bound (`min` returns its second operand, NaN, when
+    // either is NaN), and lanes below the low bound at 0, whose result is
+    // then dropped (at the bound itself the tail is already subnormal).
+    let bad = _mm256_cmp_ps::<_CMP_NLT_UQ>(_mm256_andnot_ps(c(-0.0), x_in), c(f32::INFINITY));
+    let low = _mm256_cmp_ps::<_CMP_LT_OQ>(x_in, c(GELU_LOW));
+    let x = _mm256_andnot_ps(low, _mm256_min_ps(c(GELU_HIGH), x_in));
     let abs = _mm256_andnot_ps(c(-0.0), x);
     // d = 1 + |x|/(2√2) and its rounding residue (d - 1 is exact).
     let d = _mm256_fmadd_ps(abs, c(GELU_D), one);
@@ -464,9 +471,9 @@ pub(super) fn gelu8(x: __m256) -> (__m256, i32) {
     let tail = _mm256_mul_ps(c(0.5), _mm256_fmadd_ps(q, corr, q));
     let neg = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_setzero_ps());
     let phi = _mm256_blendv_ps(_mm256_sub_ps(one, tail), tail, neg);
-    // Not finite: |x| is inf or NaN.
-    let bad = _mm256_cmp_ps::<_CMP_NLT_UQ>(abs, c(f32::INFINITY));
-    (_mm256_mul_ps(x, phi), _mm256_movemask_ps(bad))
+    // Below the low bound: x·0 = -0.
+    let phi = _mm256_andnot_ps(low, phi);
+    (_mm256_mul_ps(x_in, phi), _mm256_movemask_ps(bad))
 }
 
 /// `y = GELU(x)` ([`super::math::gelu_f32`] eight lanes at a time).

@@ -49,10 +49,15 @@ fn exp16(x: __m512) -> __m512 {
 /// are flagged for the scalar path.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn gelu16(x: __m512) -> (__m512, u16) {
-    use super::math::{GELU_D, GELU_S};
+fn gelu16(x_in: __m512) -> (__m512, u16) {
+    use super::math::{GELU_D, GELU_HIGH, GELU_LOW, GELU_S};
     let c = |v: f32| _mm512_set1_ps(v);
     let one = c(1.0);
+    // As `gelu8`: judged by the input, computed at most at the high
+    // bound, lanes below the low bound at 0 (their result dropped).
+    let bad = _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(_mm512_abs_ps(x_in), c(f32::INFINITY));
+    let low = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x_in, c(GELU_LOW));
+    let x = _mm512_maskz_mov_ps(!low, _mm512_min_ps(c(GELU_HIGH), x_in));
     let abs = _mm512_abs_ps(x);
     let d = _mm512_fmadd_ps(abs, c(GELU_D), one);
     let d_lo = _mm512_fmsub_ps(abs, c(GELU_D), _mm512_sub_ps(d, one));
@@ -75,8 +80,9 @@ fn gelu16(x: __m512) -> (__m512, u16) {
     let tail = _mm512_mul_ps(c(0.5), _mm512_fmadd_ps(q, corr, q));
     let neg = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_setzero_ps());
     let phi = _mm512_mask_blend_ps(neg, _mm512_sub_ps(one, tail), tail);
-    let bad = _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(abs, c(f32::INFINITY));
-    (_mm512_mul_ps(x, phi), bad)
+    // Below the low bound: x·0 = -0.
+    let phi = _mm512_mask_blend_ps(low, phi, _mm512_setzero_ps());
+    (_mm512_mul_ps(x_in, phi), bad)
 }
 
 /// `1 + e^w` of sixteen lanes and the lanes that need the scalar path
