@@ -302,6 +302,14 @@ fn built_in_fusions_fire_on_real_models() {
         (6, 9),
         "{minilm:?}"
     );
+    // The Swish after each of PP-OCRv6 rec's two SVTR feed-forward
+    // products (packed, with bias) runs in that product's epilogue.
+    let v6rec = optimized_zoo_ops("ppocr_v6_rec_small.onnx", "x = [1, 3, 48, 320]");
+    assert_eq!(
+        (count(&v6rec, "MatMul+Add+Swish"), count(&v6rec, "Swish")),
+        (2, 0),
+        "{v6rec:?}"
+    );
     // Decomposed LayerNorms (ReduceMean … Sqrt, Div, Mul, Add): the SVTR
     // neck of PP-OCRv4 rec has 5, no ReduceMean is left.
     let rec = optimized_zoo_ops("ppocr_v4_rec.onnx", "x = [1, 3, 48, 320]");
