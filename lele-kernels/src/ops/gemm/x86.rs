@@ -86,7 +86,7 @@ pub unsafe fn kernel_avx512(
 /// packed ahead of time, which comes from memory: B is prefetched 48 rows
 /// ahead (3 KiB per 16-column run) instead of 12, far enough to cover
 /// memory latency (ddddocr's 20×8210×1024 head with caches flushed:
-/// 3.45 → 2.98 ms mean of six alternated runs, with the next panel's start
+/// 3.37 → 2.98 ms mean of six alternated runs, with the next panel's start
 /// fetched by [`super::blocks`]). Later row tiles find B in L1.
 ///
 /// # Safety
