@@ -221,7 +221,7 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
 /// The fused activation a node applies, when it is one of lele's own
 /// Relu / Sigmoid / Swish(alpha 1) / HardSwish / GELU (erf form: ONNX
 /// `Gelu` or the fused subgraph) kernels on f32.
-pub(crate) fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
+fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
     if let Some(u) = kernel_of::<Unary>(n) {
         return match u.op {
             UnaryOp::Relu => Some(Activation::Relu),
@@ -241,18 +241,37 @@ pub(crate) fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
 
 /// Fuses activations into the convolutions before them; returns how many.
 pub fn fuse_conv_activation(g: &mut Graph) -> usize {
+    fuse_following_activation(
+        g,
+        |_, conv: &Conv| conv.activation == Activation::None,
+        |conv, activation| Box::new(Conv { activation, ..conv }),
+        |_, activation| format!("Conv+{activation:?}"),
+    )
+}
+
+/// The pattern of the activation fusions: a node running lele's own `K`
+/// that `takes` it (given the node and its kernel), whose single f32
+/// output is read only by a one-input activation node ([`activation_of`])
+/// and is not a model output, becomes the kernel `with` builds, producing
+/// the activation's output under the op type `op_type` makes of the old
+/// one; the activation node goes. Returns how many.
+pub(crate) fn fuse_following_activation<K: Copy + 'static>(
+    g: &mut Graph,
+    takes: impl Fn(&crate::ir::Node, &K) -> bool,
+    with: impl Fn(K, Activation) -> Box<dyn crate::ops::OpKernel>,
+    op_type: impl Fn(&str, Activation) -> String,
+) -> usize {
     let uses = use_counts(g);
     let reader = readers(g);
-    let mut fused: Vec<(usize, usize, Activation)> = Vec::new();
-    for (ci, n) in g.main.nodes.iter().enumerate() {
-        let Some(conv) = kernel_of::<Conv>(n) else {
+    let mut fused: Vec<(usize, usize, K, Activation)> = Vec::new();
+    for (pi, n) in g.main.nodes.iter().enumerate() {
+        let Some(&kernel) = kernel_of::<K>(n).filter(|k| takes(n, k)) else {
             continue;
         };
         let Some(&out) = n.outputs.first() else {
             continue;
         };
-        if conv.activation != Activation::None
-            || uses.get(&out) != Some(&1)
+        if uses.get(&out) != Some(&1)
             || g.outputs.contains(&out)
             || g.values[out].dtype != Some(DType::F32)
         {
@@ -266,21 +285,14 @@ pub fn fuse_conv_activation(g: &mut Graph) -> usize {
             continue;
         }
         if let Some(act) = activation_of(act_node) {
-            fused.push((ci, ai, act));
+            fused.push((pi, ai, kernel, act));
         }
     }
-    for &(ci, ai, act) in &fused {
+    for &(pi, ai, kernel, act) in &fused {
         let out = g.main.nodes[ai].outputs[0];
-        let tag = format!("{act:?}");
-        let Some(&conv) = kernel_of::<Conv>(&g.main.nodes[ci]) else {
-            continue;
-        };
-        let n = &mut g.main.nodes[ci];
-        n.op = Op::Kernel(Box::new(Conv {
-            activation: act,
-            ..conv
-        }));
-        n.op_type = format!("Conv+{tag}");
+        let n = &mut g.main.nodes[pi];
+        n.op = Op::Kernel(with(kernel, act));
+        n.op_type = op_type(&n.op_type, act);
         n.outputs = vec![out];
     }
     let mut drop: Vec<usize> = fused.iter().map(|f| f.1).collect();

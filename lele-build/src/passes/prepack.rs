@@ -15,8 +15,8 @@ use lele_kernels::ops::matmul::{Gemm, MatMul, MatMulBias};
 use lele_kernels::ops::matmul_packed::MatMulPacked;
 use lele_kernels::ops::unary::Activation;
 
-use super::fold_conv::activation_of;
-use super::fuse::{kernel_of, readers, runs, use_counts};
+use super::fold_conv::fuse_following_activation;
+use super::fuse::{kernel_of, runs};
 use crate::ir::{Graph, Op, Tensor, ValueId};
 
 /// Narrower weights are left alone (a product that narrow runs as dot
@@ -177,54 +177,12 @@ pub fn prepack_matmul_weights(g: &mut Graph) -> usize {
 /// activation to each finished block of its output, and the activation
 /// node goes. Returns how many.
 pub fn fuse_packed_matmul_activation(g: &mut Graph) -> usize {
-    let uses = use_counts(g);
-    let reader = readers(g);
-    let mut fused: Vec<(usize, usize, Activation)> = Vec::new();
-    for (pi, n) in g.main.nodes.iter().enumerate() {
-        let Some(packed) = kernel_of::<MatMulPacked>(n) else {
-            continue;
-        };
-        let Some(&out) = n.outputs.first() else {
-            continue;
-        };
-        if packed.activation != Activation::None
-            || n.inputs.len() > 3
-            || uses.get(&out) != Some(&1)
-            || g.outputs.contains(&out)
-            || g.values[out].dtype != Some(DType::F32)
-        {
-            continue;
-        }
-        let Some(&ai) = reader.get(&out) else {
-            continue;
-        };
-        let act_node = &g.main.nodes[ai];
-        if act_node.inputs.len() != 1 || act_node.outputs.len() != 1 {
-            continue;
-        }
-        if let Some(act) = activation_of(act_node) {
-            fused.push((pi, ai, act));
-        }
-    }
-    for &(pi, ai, activation) in &fused {
-        let out = g.main.nodes[ai].outputs[0];
-        let Some(&packed) = kernel_of::<MatMulPacked>(&g.main.nodes[pi]) else {
-            continue;
-        };
-        let n = &mut g.main.nodes[pi];
-        n.op = Op::Kernel(Box::new(MatMulPacked {
-            activation,
-            ..packed
-        }));
-        n.op_type = format!("{}+{activation:?}", n.op_type);
-        n.outputs = vec![out];
-    }
-    let mut drop: Vec<usize> = fused.iter().map(|f| f.1).collect();
-    drop.sort_unstable();
-    for &i in drop.iter().rev() {
-        g.main.nodes.remove(i);
-    }
-    fused.len()
+    fuse_following_activation(
+        g,
+        |n, p: &MatMulPacked| p.activation == Activation::None && n.inputs.len() <= 3,
+        |p, activation| Box::new(MatMulPacked { activation, ..p }),
+        |old, activation| format!("{old}+{activation:?}"),
+    )
 }
 
 /// Rewrites every main-block `Conv` (lele's own) with a constant f32
