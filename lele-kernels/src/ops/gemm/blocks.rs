@@ -122,9 +122,9 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                     let w = nr.min(nc - jr);
                     // An edge panel of at most nr/2 columns takes the
                     // half-width kernel where there is one.
-                    let (kernel, first, reads) = match micro.half {
-                        Some(half) if 2 * w <= nr => (half, half, nr / 2),
-                        _ => (micro.f, micro.first, nr),
+                    let (kernel, first, in_l1, reads) = match micro.half {
+                        Some(half) if 2 * w <= nr => (half, half, half, nr / 2),
+                        _ => (micro.f, micro.first, micro.in_l1, nr),
                     };
                     // The micro-panel, its row stride and where a row's
                     // columns 16.. start: in place in a weight packed ahead
@@ -151,9 +151,11 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                         // (prefetching far ahead), and the last one fetches
                         // the start of the next micro-panel, which the
                         // hardware cannot guess (it is a panel further on).
+                        // Later row tiles find the micro-panel in L1.
                         let kernel = match ready {
-                            Some(_) if ir == 0 => first,
-                            _ => kernel,
+                            _ if ir > 0 => in_l1,
+                            Some(_) => first,
+                            None => kernel,
                         };
                         if let Some(r) = ready
                             && ir + mr >= mc

@@ -93,6 +93,9 @@ pub(super) struct Micro {
     /// ahead of time (which streams it from memory), where the ISA has a
     /// variant for that.
     pub(super) first: MicroFn,
+    /// `f` for the row tiles after the first over a micro-panel, which
+    /// find it in L1 (no prefetching), where the ISA has a variant for that.
+    pub(super) in_l1: MicroFn,
 }
 
 pub(super) fn micro_for(isa: Isa) -> Micro {
@@ -104,6 +107,7 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             f: x86::kernel_avx2,
             half: None,
             first: x86::kernel_avx2,
+            in_l1: x86::kernel_avx2,
         },
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => Micro {
@@ -112,6 +116,7 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             f: x86::kernel_avx512,
             half: Some(x86::kernel_avx512_half),
             first: x86::kernel_avx512_stream,
+            in_l1: x86::kernel_avx512_in_l1,
         },
         _ => Micro {
             mr: SCALAR_MR,
@@ -119,6 +124,7 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             f: kernel_scalar,
             half: None,
             first: kernel_scalar,
+            in_l1: kernel_scalar,
         },
     }
 }

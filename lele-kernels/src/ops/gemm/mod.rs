@@ -151,12 +151,49 @@ pub trait PackB: Sync {
 impl PackB for MatRef<'_> {
     fn pack(&self, p0: usize, kc: usize, j0: usize, nc: usize, nr: usize, dst: &mut [f32]) {
         let panels = nc.div_ceil(nr);
-        if self.cs == 1 {
+        if self.cs == 1 && (nr * kc * 4) % 4096 != 0 {
             // Row by row: each source row is read once, front to back (a
             // column-panel order would jump a whole row stride per 64 bytes).
             for p in 0..kc {
                 let src = &self.data[(p0 + p) * self.rs + j0..][..nc];
                 scatter_row(src, p, kc, nr, dst);
+            }
+            return;
+        }
+        if self.cs == 1 {
+            // Panels a multiple of 4 KiB apart: row by row, the writes to
+            // all panels would fall in the same L1 sets. So eight rows at a
+            // time, panel by panel, each panel getting its eight rows in
+            // one run (`kernel_bench`, PP-OCRv6 rec's 384→192 1×1 at 6×80:
+            // packing 11% → 7% of the time; YOLOv8n's 64×6400×128 1×1:
+            // 0.678 → 0.620 ms).
+            const ROWS: usize = 8;
+            let full = nc / nr;
+            for p in (0..kc).step_by(ROWS) {
+                let rows = ROWS.min(kc - p);
+                for q in 0..full {
+                    let d = &mut dst[q * nr * kc + p * nr..][..rows * nr];
+                    let src = &self.data[(p0 + p) * self.rs + j0 + q * nr..];
+                    match nr {
+                        32 => copy_rows::<32>(src, self.rs, d),
+                        16 => copy_rows::<16>(src, self.rs, d),
+                        8 => copy_rows::<8>(src, self.rs, d),
+                        _ => {
+                            for (r, d) in d.chunks_exact_mut(nr).enumerate() {
+                                d.copy_from_slice(&src[r * self.rs..][..nr]);
+                            }
+                        }
+                    }
+                }
+                if full * nr < nc {
+                    let w = nc - full * nr;
+                    let d = &mut dst[full * nr * kc + p * nr..][..rows * nr];
+                    let src = &self.data[(p0 + p) * self.rs + j0 + full * nr..];
+                    for (r, d) in d.chunks_exact_mut(nr).enumerate() {
+                        d[..w].copy_from_slice(&src[r * self.rs..][..w]);
+                        d[w..].fill(0.0);
+                    }
+                }
             }
             return;
         }
@@ -214,6 +251,17 @@ pub fn scatter_row(src: &[f32], p: usize, kc: usize, nr: usize, dst: &mut [f32])
                 d[chunk.len()..].fill(0.0);
             }
         }
+    }
+}
+
+/// Copies rows of `NR` floats, `rs` apart in `src`, into consecutive rows
+/// of `panel`.
+#[inline(always)]
+fn copy_rows<const NR: usize>(src: &[f32], rs: usize, panel: &mut [f32]) {
+    for (p, d) in panel.chunks_exact_mut(NR).enumerate() {
+        let d: &mut [f32; NR] = d.try_into().expect("chunk of NR floats");
+        let s: &[f32; NR] = src[p * rs..][..NR].try_into().expect("slice of NR floats");
+        *d = *s;
     }
 }
 

@@ -153,6 +153,11 @@ fn block_tails_all_isas() {
         // Past one NC block of columns, both operand layouts.
         check(isa, 13, 1030, 40, false, false, 1.0, 0.5);
         check(isa, 7, 1031, 300, true, true, 1.0, 0.0);
+        // Depths whose packed panels are a multiple of 4 KiB apart (B
+        // packed eight rows at a time), with a column tail.
+        for k in [64, 128, 256] {
+            check(isa, 37, 45, k, false, false, 1.0, 0.5);
+        }
     }
 }
 
