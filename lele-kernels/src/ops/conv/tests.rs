@@ -617,6 +617,11 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
         // stride 2), and three row phases (stride 3 under a 5-tall kernel).
         (5, 11, 29, 9, 3, 3, 1, [2, 2], [1, 1, 1, 1], [2, 2]),
         (5, 10, 31, 9, 5, 3, 1, [3, 2], [2, 1, 2, 1], [1, 1]),
+        // More taps than one pass of the wide tiles over output rows (256):
+        // two and three passes, the later ones adding to what the first
+        // stored (32 and 64 wide rows, not flat).
+        (37, 6, 64, 11, 3, 3, 1, [2, 2], [1, 1, 1, 1], [1, 1]),
+        (60, 4, 64, 9, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
     ];
     let direct_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
     // The AVX2 tile (6 rows) everywhere the direct path runs, the AVX-512

@@ -94,7 +94,8 @@ pub(crate) const WIDE_M: usize = 8;
 
 /// [`tile`] over 32 columns with `h ≤ 8` rows (AVX-512 only): the same
 /// arguments, with row `p` of `B` the 32 floats at `x + offs[p]` and 32
-/// floats written per row.
+/// floats written per row; a null `init` starts from the tile's current
+/// contents instead (a later pass over more taps adds to the first).
 ///
 /// # Safety
 /// The CPU supports AVX-512F; `1 ≤ h ≤ 8`; otherwise as [`tile`] with 32

@@ -273,11 +273,12 @@ pub(crate) unsafe fn rows_tile_avx512<const R: usize, const PREFETCH: bool>(
 /// vectors per step, so a step issues `2R` multiply-adds for `R`
 /// broadcasts and two loads (16 multiply-adds for 10 loads at `R = 8`,
 /// where the 16 × 16 tile issues 16 for 17). Same arguments; row `p` of
-/// `B` is the 32 floats at `x + offs[p]`, prefetched 64 floats ahead.
+/// `B` is the 32 floats at `x + offs[p]`, prefetched 64 floats ahead. A
+/// null `init` starts each row from the tile's current contents.
 ///
 /// # Safety
 /// As [`rows_tile_avx512`], with 32 readable floats per offset and 32
-/// writable per row of the tile.
+/// writable per row of the tile (also readable when `init` is null).
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn rows_tile_wide_avx512<const R: usize, const PREFETCH: bool>(
@@ -293,9 +294,14 @@ pub(crate) unsafe fn rows_tile_wide_avx512<const R: usize, const PREFETCH: bool>
 ) {
     let mut acc = [[_mm512_setzero_ps(); 2]; R];
     for (i, row) in acc.iter_mut().enumerate() {
-        // SAFETY: i < R, inside `init`.
-        let v = _mm512_set1_ps(unsafe { *init.add(i) });
-        *row = [v, v];
+        *row = if init.is_null() {
+            // SAFETY: row i of the caller's tile (32 floats).
+            unsafe { [_mm512_loadu_ps(c.add(i * ldc)), _mm512_loadu_ps(c.add(i * ldc + 16))] }
+        } else {
+            // SAFETY: i < R, inside `init`.
+            let v = _mm512_set1_ps(unsafe { *init.add(i) });
+            [v, v]
+        };
     }
     for p in 0..k {
         // SAFETY: p < k: the offset, the 32 inputs it points at and the R

@@ -3,6 +3,10 @@
 //! back to back ([`super::Layout::flat`]).
 use super::{Job, TILE_M, TILE_N, WIDE_M, tile};
 
+/// Taps per pass of the wide tiles over a column of output tiles: 256
+/// taps of 32 inputs (32 KiB) stay in L1 while every row tile reads them.
+const TAPS_PER_PASS: usize = 256;
+
 impl Job<'_> {
     /// Whether the tiles are the wide AVX-512 ones (8 rows × 32 columns,
     /// 8 × 16 where fewer columns are left).
@@ -94,31 +98,40 @@ impl Job<'_> {
     pub(super) unsafe fn wide_tiles(&self, b: *const f32, y: *mut f32) {
         let (g, tm) = (self.g, self.tm);
         let (k, mg, ohw) = (g.k(), g.mg, g.ohw());
-        for t in 0..mg.div_ceil(tm) {
-            let ap = &self.a[t * k * tm..][..k * tm];
-            for half in 0..tm / WIDE_M {
-                let r0 = t * tm + half * WIDE_M;
-                if r0 >= mg {
-                    break;
+        for p0 in (0..k).step_by(TAPS_PER_PASS) {
+            let kc = TAPS_PER_PASS.min(k - p0);
+            for t in 0..mg.div_ceil(tm) {
+                let ap = &self.a[t * k * tm + p0 * tm..][..kc * tm];
+                for half in 0..tm / WIDE_M {
+                    let r0 = t * tm + half * WIDE_M;
+                    if r0 >= mg {
+                        break;
+                    }
+                    // Later passes add to what the first one stored.
+                    let init = match p0 {
+                        0 => self.init(t).wrapping_add(half * WIDE_M),
+                        _ => core::ptr::null(),
+                    };
+                    // SAFETY: the caller's contract; rows r0.. of the panel
+                    // start `half · WIDE_M` floats into each of its steps,
+                    // taps p0.. are kc of the k offsets, and `init(t)`
+                    // holds tm floats.
+                    unsafe {
+                        crate::ops::gemm::rows::tile_wide(
+                            WIDE_M.min(mg - r0),
+                            kc,
+                            ap.as_ptr().add(half * WIDE_M),
+                            1,
+                            tm,
+                            b,
+                            self.taps.as_ptr().add(p0),
+                            y.add(r0 * ohw),
+                            ohw,
+                            init,
+                            r0 == 0,
+                        )
+                    };
                 }
-                // SAFETY: the caller's contract; rows r0.. of the panel
-                // start `half · WIDE_M` floats into each of its steps, and
-                // `init(t)` holds tm floats.
-                unsafe {
-                    crate::ops::gemm::rows::tile_wide(
-                        WIDE_M.min(mg - r0),
-                        k,
-                        ap.as_ptr().add(half * WIDE_M),
-                        1,
-                        tm,
-                        b,
-                        self.taps.as_ptr(),
-                        y.add(r0 * ohw),
-                        ohw,
-                        self.init(t).add(half * WIDE_M),
-                        r0 == 0,
-                    )
-                };
             }
         }
     }
