@@ -151,7 +151,7 @@ pub trait PackB: Sync {
 impl PackB for MatRef<'_> {
     fn pack(&self, p0: usize, kc: usize, j0: usize, nc: usize, nr: usize, dst: &mut [f32]) {
         let panels = nc.div_ceil(nr);
-        if self.cs == 1 && (nr * kc * 4) % 4096 != 0 {
+        if self.cs == 1 && !(nr * kc * 4).is_multiple_of(4096) {
             // Row by row: each source row is read once, front to back (a
             // column-panel order would jump a whole row stride per 64 bytes).
             for p in 0..kc {

@@ -296,7 +296,12 @@ pub(crate) unsafe fn rows_tile_wide_avx512<const R: usize, const PREFETCH: bool>
     for (i, row) in acc.iter_mut().enumerate() {
         *row = if init.is_null() {
             // SAFETY: row i of the caller's tile (32 floats).
-            unsafe { [_mm512_loadu_ps(c.add(i * ldc)), _mm512_loadu_ps(c.add(i * ldc + 16))] }
+            unsafe {
+                [
+                    _mm512_loadu_ps(c.add(i * ldc)),
+                    _mm512_loadu_ps(c.add(i * ldc + 16)),
+                ]
+            }
         } else {
             // SAFETY: i < R, inside `init`.
             let v = _mm512_set1_ps(unsafe { *init.add(i) });
