@@ -165,7 +165,7 @@ impl PackB for MatRef<'_> {
             // all panels would fall in the same L1 sets. So eight rows at a
             // time, panel by panel, each panel getting its eight rows in
             // one run (`kernel_bench`, PP-OCRv6 rec's 384→192 1×1 at 6×80:
-            // packing 11% → 7% of the time; YOLOv8n's 64×6400×128 1×1:
+            // packing 10% → 6% of the time; YOLOv8n's 64×6400×128 1×1:
             // 0.678 → 0.620 ms).
             const ROWS: usize = 8;
             let full = nc / nr;
