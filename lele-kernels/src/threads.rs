@@ -199,9 +199,7 @@ fn worker(p: &'static Pool) {
         // The last one out wakes a caller that stopped spinning (it set
         // the flag before its check under the lock, so one of the two
         // sees the other).
-        if p.active.fetch_sub(1, Ordering::SeqCst) == 1
-            && p.caller_waiting.load(Ordering::SeqCst)
-        {
+        if p.active.fetch_sub(1, Ordering::SeqCst) == 1 && p.caller_waiting.load(Ordering::SeqCst) {
             let _guard = lock(&p.sleep);
             p.done.notify_all();
         }
