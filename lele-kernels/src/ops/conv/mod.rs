@@ -13,6 +13,9 @@ use crate::ops::gemm::{
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
+// Only x86-64 runs it, but every target sizes its scratch.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+mod channel_tiles;
 mod depthwise;
 // Only x86-64 runs it, but every target sizes its scratch.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -549,6 +552,48 @@ impl Conv {
         Ok(())
     }
 
+    /// Scratch bytes of the channel tiles (the weight laid out per call),
+    /// 0 when they never take this convolution.
+    fn channel_tiles_scratch_bytes(&self, g: &ConvGeom) -> usize {
+        if channel_tiles::eligible(self.strides, self.dilations, self.group, g) {
+            4 * g.mg * g.k()
+        } else {
+            0
+        }
+    }
+
+    /// Whether the channel-vector tiles ([`channel_tiles`]) run this
+    /// convolution on this machine.
+    #[cfg(target_arch = "x86_64")]
+    fn runs_channel_tiles(&self, g: &ConvGeom) -> bool {
+        !self.is_depthwise(g) && channel_tiles::applies(self.strides, self.dilations, self.group, g)
+    }
+
+    /// [`channel_tiles::run`] over every image, the weight laid out in
+    /// `blocks` (one group).
+    #[cfg(target_arch = "x86_64")]
+    #[allow(clippy::too_many_arguments)]
+    fn run_channel_tiles(
+        &self,
+        g: &ConvGeom,
+        x: &[f32],
+        blocks: &[f32],
+        bias: Option<&[f32]>,
+        residual: Option<&[f32]>,
+        y: &mut [f32],
+    ) {
+        let (ihw, ohw) = (g.x.h * g.x.w, g.ohw());
+        let fused_tail = self.has_epilogue() || residual.is_some();
+        for n in 0..g.x.n {
+            let xn = &x[n * g.x.c * ihw..][..g.x.c * ihw];
+            let base = n * g.m * ohw;
+            let yn = &mut y[base..][..g.m * ohw];
+            let tail = self.tail(residual, base);
+            let epilogue: Option<Epilogue<'_>> = fused_tail.then_some(&tail);
+            channel_tiles::run(self.strides, g, xn, blocks, bias, yn, epilogue);
+        }
+    }
+
     /// Whether the direct path (few output channels, no im2col packing)
     /// runs this convolution on this machine.
     fn runs_direct(&self, g: &ConvGeom) -> bool {
@@ -579,11 +624,12 @@ impl Kernel for Conv {
         } else {
             let gemm = self.gemm_scratch_bytes(&g);
             // Whichever path the running machine picks must fit.
-            if direct::eligible(self.strides, self.dilations, &g) {
-                gemm.max(direct::scratch_bytes(self.strides, self.dilations, &g))
+            let direct = if direct::eligible(self.strides, self.dilations, &g) {
+                direct::scratch_bytes(self.strides, self.dilations, &g)
             } else {
-                gemm
-            }
+                0
+            };
+            gemm.max(direct).max(self.channel_tiles_scratch_bytes(&g))
         }
     }
 
@@ -624,6 +670,17 @@ impl Kernel for Conv {
             unsafe {
                 depthwise_interleaved::run(kernel, self, &g, &ring, x, w, bias, y, own, tail)
             };
+            return Ok(());
+        }
+        // Strided, whole vectors of output channels, AVX-512: the channel
+        // tiles, the weight packed into the scratch. (At input sizes the
+        // scratch was not planned for it may be too small: then below.)
+        #[cfg(target_arch = "x86_64")]
+        if self.runs_channel_tiles(&g)
+            && let Ok(blocks) = scratch_f32(scratch, g.mg * k, OP)
+        {
+            channel_tiles::weights_from_rows(w, g.mg, k, blocks);
+            self.run_channel_tiles(&g, x, blocks, bias, residual, y);
             return Ok(());
         }
         // The scratch was planned at a few input sizes; at others (dynamic

@@ -66,9 +66,10 @@ impl Kernel for ConvPackedWeights {
     }
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
-        self.conv
-            .geom(inputs)
-            .map_or(0, |g| self.conv.gemm_scratch_bytes(&g))
+        self.conv.geom(inputs).map_or(0, |g| {
+            let tiles = self.conv.channel_tiles_scratch_bytes(&g);
+            self.conv.gemm_scratch_bytes(&g).max(tiles)
+        })
     }
 
     fn run(
@@ -86,6 +87,14 @@ impl Kernel for ConvPackedWeights {
             residual,
             y,
         } = conv.operands(inputs, outputs, |g| conv.group * panels_a_len(g.mg, g.k()))?;
+        #[cfg(target_arch = "x86_64")]
+        if conv.runs_channel_tiles(&g)
+            && let Ok(blocks) = crate::ops::gemm::scratch_f32(scratch, g.mg * g.k(), "Conv")
+        {
+            super::channel_tiles::weights_from_panels(w, g.mg, g.k(), blocks);
+            conv.run_channel_tiles(&g, x, blocks, bias, residual, y);
+            return Ok(());
+        }
         conv.run_gemm(&g, x, GemmWeight::Panels(w), bias, residual, y, scratch)
     }
 }

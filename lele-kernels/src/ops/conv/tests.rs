@@ -623,6 +623,8 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
         (37, 6, 64, 11, 3, 3, 1, [2, 2], [1, 1, 1, 1], [1, 1]),
         (60, 4, 64, 9, 3, 3, 1, [1, 1], [1, 1, 1, 1], [1, 1]),
     ];
+    // The paths below, not the channel tiles that take some strided cases.
+    super::channel_tiles::OFF.with(|f| f.set(true));
     let direct_here = crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2);
     // The AVX2 tile (6 rows) everywhere the direct path runs, the AVX-512
     // ones (8 × 32 wide with 8 × 16 after it, and 16 × 16) where the CPU
@@ -703,5 +705,6 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
             direct::FORCE.with(|f| f.set(None));
         }
     }
+    super::channel_tiles::OFF.with(|f| f.set(false));
     crate::threads::set_num_threads(1);
 }

@@ -247,6 +247,7 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
 /// Rows of a micro-panel [`prefetch_rows`] fetches: as far ahead as the
 /// streaming micro-kernel prefetches, so that it finds its first rows
 /// cached and its own prefetches cover the rest.
+#[cfg(target_arch = "x86_64")]
 const STREAM_AHEAD_ROWS: usize = 48;
 
 /// Prefetches the first rows (up to `kc`) of a micro-panel of a weight

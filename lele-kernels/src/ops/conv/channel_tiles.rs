@@ -1,0 +1,655 @@
+//! Strided convolutions with output channels along the vector (AVX-512).
+//!
+//! The direct path ([`super::direct`]) and the im2col GEMM put output
+//! pixels along the vector. At stride 2 that needs the input split into
+//! phase planes (or packed as im2col panels) first, a copy of the whole
+//! input per call, and rows narrower than the tile waste lanes (a 40-wide
+//! output row fills 40 of 64). Here a register tile is 8 output pixels of
+//! one row × 16 or 32 output channels: per tap the weights of those
+//! channels are one or two vectors, and each pixel's input is a single
+//! float broadcast from wherever the stride puts it, so the input is read
+//! in place whatever the stride and row width. The weight is laid out per
+//! call in blocks of 32 output channels, tap by tap ([`weights_from_rows`],
+//! [`weights_from_panels`]: from a row-major weight or one stored for the
+//! GEMM by [`ConvPackedWeights`](super::ConvPackedWeights)), so a tap's
+//! weights are one vector load per 16 channels.
+//!
+//! Taps whose input row lies in the padding are skipped for the whole
+//! output row; output columns whose taps reach into the left or right
+//! padding are computed one pixel at a time with bounds checks. The tile
+//! is then transposed into the `N, C, H, W` output, and the fused tail runs
+//! over each finished row segment of one channel.
+use super::ConvGeom;
+#[cfg(target_arch = "x86_64")]
+use crate::ops::gemm::Epilogue;
+
+/// Fewest taps per output taken: below, the transposing store and the
+/// partial sums weigh too much (`kernel_bench`, 2-core Sapphire Rapids
+/// host: 16→32 3×3 s2 at 320², 144 taps, 1.55 → 1.70 ms against the
+/// direct path).
+const MIN_TAPS: usize = 256;
+/// Narrowest output row taken: tiles of 8 over rows of 20 leave a quarter
+/// of their lanes idle (128→128 3×3 s2 at 40²: 0.83 → 0.99 ms against the
+/// GEMM).
+const MIN_ROW: usize = 32;
+
+/// Output channels per vector.
+pub(super) const LANES: usize = 16;
+/// Output pixels per register tile.
+const TILE_P: usize = 8;
+/// Tiles per segment of an output row (their partial sums, 8 KiB at 32
+/// channels, stay in L1 between channel chunks).
+const SEGMENT_TILES: usize = 8;
+/// Taps per channel chunk, about (its weights: 12 KiB at 32 channels).
+const CHUNK_TAPS: usize = 96;
+
+/// Whether this path may take a convolution (on a machine with AVX-512):
+/// one group, no dilation, a stride above 1 (stride-1 convolutions have
+/// Winograd, the direct path and the GEMM), horizontal stride at most 2,
+/// output channels in whole vectors, and (unless a test forces it) rows
+/// of at least [`MIN_ROW`] and at least [`MIN_TAPS`] taps.
+pub(super) fn eligible(
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    group: usize,
+    g: &ConvGeom,
+) -> bool {
+    #[cfg(all(test, feature = "std"))]
+    let forced = FORCE.with(|f| f.get());
+    #[cfg(not(all(test, feature = "std")))]
+    let forced = false;
+    group == 1
+        && dilations == [1, 1]
+        && strides != [1, 1]
+        && (1..=2).contains(&strides[1])
+        && g.mg > 0
+        && g.mg.is_multiple_of(LANES)
+        && g.ow >= TILE_P
+        && g.k() > 0
+        && (forced || (g.ow >= MIN_ROW && g.k() >= MIN_TAPS))
+}
+
+#[cfg(all(test, feature = "std"))]
+std::thread_local! {
+    /// Set by tests to keep this path off on their thread (to test the
+    /// paths it would take over).
+    pub(super) static OFF: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    /// Set by tests to take shapes below the size thresholds.
+    pub(super) static FORCE: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Whether this machine runs a convolution here ([`eligible`] and
+/// AVX-512).
+pub(super) fn applies(
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    group: usize,
+    g: &ConvGeom,
+) -> bool {
+    #[cfg(all(test, feature = "std"))]
+    if OFF.with(|f| f.get()) {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::ops::gemm::{Isa, best_isa};
+        matches!(best_isa(), Isa::Avx512) && eligible(strides, dilations, group, g)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (strides, dilations, group, g);
+        false
+    }
+}
+
+/// Output channels per weight block (the last block may hold 16).
+const BLOCK: usize = 2 * LANES;
+
+/// Element `(i, t)` (channel `i`, tap `t`) of an `m × k` weight laid out in
+/// blocks: block `i / 32` starts at `(i / 32)·32·k`, holds the block's
+/// channels (32, or the 16 left) for each tap in turn.
+fn block_index(m: usize, k: usize, i: usize, t: usize) -> usize {
+    let start = i / BLOCK * BLOCK;
+    let width = (m - start).min(BLOCK);
+    start * k + t * width + (i - start)
+}
+
+/// Lays a row-major `m × k` weight out in blocks (`dst` holds `m·k`).
+pub(super) fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
+    for (i, row) in w.chunks_exact(k).take(m).enumerate() {
+        for (t, &v) in row.iter().enumerate() {
+            dst[block_index(m, k, i, t)] = v;
+        }
+    }
+}
+
+/// Lays an `m × k` weight stored as [`PanelsA`](crate::ops::gemm::PanelsA)
+/// (`m` a multiple of 8) out in blocks (`dst` holds `m·k`).
+pub(super) fn weights_from_panels(panels: &[f32], m: usize, k: usize, dst: &mut [f32]) {
+    use crate::ops::gemm::A_PANEL;
+    for (p, panel) in panels
+        .chunks_exact(A_PANEL * k)
+        .take(m / A_PANEL)
+        .enumerate()
+    {
+        for (t, rows) in panel.chunks_exact(A_PANEL).enumerate() {
+            for (r, &v) in rows.iter().enumerate() {
+                dst[block_index(m, k, p * A_PANEL + r, t)] = v;
+            }
+        }
+    }
+}
+
+/// One image's convolution: `x` (`C, H, W`), the weight laid out in
+/// blocks (`mg × k`, see [`weights_from_rows`]), the bias, the
+/// output `y` (`mg, oh, ow`) and the fused tail (called with each channel's
+/// finished row segment and its offset in `y`). The caller checked
+/// [`applies`] and the buffer lengths.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn run(
+    strides: [usize; 2],
+    g: &ConvGeom,
+    x: &[f32],
+    weights: &[f32],
+    bias: Option<&[f32]>,
+    y: &mut [f32],
+    tail: Option<Epilogue<'_>>,
+) {
+    let geo = Geo {
+        c: g.cg,
+        h: g.x.h,
+        w: g.x.w,
+        kh: g.kh,
+        kw: g.kw,
+        sh: strides[0],
+        pt: g.pt,
+        pl: g.pl,
+        oh: g.oh,
+        ow: g.ow,
+        k: g.k(),
+    };
+    // Blocks of 32 channels, then one of 16 if the count is odd in vectors.
+    let blocks = g.mg.div_ceil(2 * LANES);
+    let ohw = g.oh * g.ow;
+    // `out`: the start of `y`, whose length matches the geometry.
+    let row = |block: usize, oy: usize, out: *mut f32| {
+        let c0 = block * 2 * LANES;
+        let vectors = ((g.mg - c0) / LANES).min(2);
+        // SAFETY: AVX-512F was detected ([`applies`]); the lengths of `x`,
+        // `weights` and `y` match the geometry (checked by the caller), and
+        // each (block, row) pair writes only its own channels' row `oy`.
+        unsafe {
+            // Kernel widths 1 to 3 unrolled (64→64 3×3 s2 at 80²: 1.03 →
+            // 0.69 ms against a loop over the taps of a row), others looped.
+            macro_rules! widths {
+                ($v:literal, $sw:literal) => {
+                    match g.kw {
+                        3 => x86::block_row::<$v, $sw, 3>(&geo, x, weights, bias, c0, oy, out),
+                        2 => x86::block_row::<$v, $sw, 2>(&geo, x, weights, bias, c0, oy, out),
+                        1 => x86::block_row::<$v, $sw, 1>(&geo, x, weights, bias, c0, oy, out),
+                        _ => x86::block_row::<$v, $sw, 0>(&geo, x, weights, bias, c0, oy, out),
+                    }
+                };
+            }
+            match (vectors, strides[1]) {
+                (2, 2) => widths!(2, 2),
+                (2, _) => widths!(2, 1),
+                (_, 2) => widths!(1, 2),
+                _ => widths!(1, 1),
+            }
+        }
+        if let Some(tail) = tail {
+            for c in c0..c0 + vectors * LANES {
+                let at = c * ohw + oy * g.ow;
+                // SAFETY: this channel's row `oy` is inside `y` and belongs
+                // to this call only.
+                tail(
+                    unsafe { core::slice::from_raw_parts_mut(out.add(at), g.ow) },
+                    at,
+                );
+            }
+        }
+    };
+    #[cfg(feature = "std")]
+    {
+        let threads = crate::threads::num_threads();
+        if threads > 1 && blocks * g.oh >= 2 && g.mg * ohw * g.k() >= 1 << 18 {
+            // A few runs of rows per thread, each over every block.
+            let per = g.oh.div_ceil(4 * threads);
+            let shared = crate::threads::SharedMut::new(y);
+            crate::threads::run(g.oh.div_ceil(per), &mut [], &|t, _| {
+                for oy in t * per..((t + 1) * per).min(g.oh) {
+                    for block in 0..blocks {
+                        row(block, oy, shared.as_ptr());
+                    }
+                }
+            });
+            return;
+        }
+    }
+    let out = y.as_mut_ptr();
+    for oy in 0..g.oh {
+        for block in 0..blocks {
+            row(block, oy, out);
+        }
+    }
+}
+
+/// The geometry the tiles need.
+#[derive(Clone, Copy)]
+struct Geo {
+    c: usize,
+    h: usize,
+    w: usize,
+    kh: usize,
+    kw: usize,
+    sh: usize,
+    pt: usize,
+    pl: usize,
+    oh: usize,
+    ow: usize,
+    /// Taps per output (`c · kh · kw`).
+    k: usize,
+}
+
+impl Geo {
+    /// The kernel rows whose input row is inside the image for output row
+    /// `oy`.
+    fn rows(&self, oy: usize) -> core::ops::Range<usize> {
+        let top = oy * self.sh;
+        let lo = self.pt.saturating_sub(top).min(self.kh);
+        let hi = (self.h + self.pt).saturating_sub(top).min(self.kh);
+        lo..hi.max(lo)
+    }
+
+    /// Output columns `lo..hi` whose every tap lies inside the input row.
+    fn inner_cols(&self, sw: usize) -> core::ops::Range<usize> {
+        let lo = self.pl.div_ceil(sw).min(self.ow);
+        let hi = match (self.w + self.pl).checked_sub(self.kw) {
+            Some(span) => (span / sw + 1).min(self.ow),
+            None => 0,
+        };
+        lo..hi.max(lo)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{CHUNK_TAPS, Geo, LANES, SEGMENT_TILES, TILE_P};
+    use core::arch::x86_64::*;
+
+    /// The weight vector of channels `16v..16v + 16` of a block at tap `t`
+    /// (`w` the block's weights, `16·V` floats per tap).
+    ///
+    /// # Safety
+    /// AVX-512F; the block holds tap `t` (`t < k`) and `v < V`.
+    #[inline(always)]
+    unsafe fn weights<const V: usize>(w: *const f32, v: usize, t: usize) -> __m512 {
+        // SAFETY: the caller guarantees the tap and vector exist.
+        unsafe { _mm512_loadu_ps(w.add(t * V * LANES + v * LANES)) }
+    }
+
+    /// Output row `oy` of channels `c0..c0 + 16·V` (stride `SW` along the
+    /// row, kernel width `KW`, or any when 0): tiles of 8 pixels over the inner columns (the last one
+    /// overlapping its neighbour, computing the same values again), single
+    /// pixels elsewhere. The tiles go in segments of [`SEGMENT_TILES`], each
+    /// over the input channels in chunks of about [`CHUNK_TAPS`] taps, the
+    /// partial sums kept in a pixel-major buffer between chunks: a chunk's
+    /// weights stay in L1 while all tiles of the segment use them, and its
+    /// input rows (one page apart per channel) fit the TLB.
+    ///
+    /// # Safety
+    /// AVX-512F; `x` is `c × h × w`, `weights_in_blocks` the weight laid
+    /// out in blocks with channels `c0..c0 + 16·V` one block, depth `k`, `bias` (if any) that long, and
+    /// `out` points at an output of `mg × oh × ow` floats whose channels
+    /// `c0..c0 + 16·V`, row `oy`, no other thread touches meanwhile.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn block_row<const V: usize, const SW: usize, const KW: usize>(
+        geo: &Geo,
+        x: &[f32],
+        weights_in_blocks: &[f32],
+        bias: Option<&[f32]>,
+        c0: usize,
+        oy: usize,
+        out: *mut f32,
+    ) {
+        let w = weights_in_blocks.as_ptr().wrapping_add(c0 * geo.k);
+        let mut init = [_mm512_setzero_ps(); V];
+        if let Some(b) = bias {
+            for (v, lane) in init.iter_mut().enumerate() {
+                // SAFETY: the bias holds channels c0..c0 + 16·V.
+                *lane = unsafe { _mm512_loadu_ps(b.as_ptr().add(c0 + v * LANES)) };
+            }
+        }
+        let inner = geo.inner_cols(SW);
+        let ohw = geo.oh * geo.ow;
+        let dst = out.wrapping_add(c0 * ohw + oy * geo.ow);
+        let per_channel = geo.kh * geo.kw;
+        let chunk = (CHUNK_TAPS / per_channel).max(1);
+        let mut sums = [0f32; SEGMENT_TILES * TILE_P * 2 * LANES];
+        let tile_len = TILE_P * V * LANES;
+        // SAFETY (all calls below): as this function's contract; tiles stay
+        // inside the inner columns, single pixels check every tap.
+        unsafe {
+            let (columns, tiles) = if inner.len() >= TILE_P {
+                (inner.clone(), inner.len().div_ceil(TILE_P))
+            } else {
+                (0..0, 0)
+            };
+            // Tile i starts here (the last one ends at the last inner column).
+            let start = |i: usize| (columns.start + i * TILE_P).min(columns.end - TILE_P);
+            for first in (0..tiles).step_by(SEGMENT_TILES) {
+                let segment = first..(first + SEGMENT_TILES).min(tiles);
+                for c_lo in (0..geo.c).step_by(chunk) {
+                    let channels = c_lo..(c_lo + chunk).min(geo.c);
+                    for i in segment.clone() {
+                        let sum = &mut sums[(i - first) * tile_len..][..tile_len];
+                        let from = if c_lo == 0 { None } else { Some(&*sum) };
+                        let acc = pixels::<V, SW, KW>(
+                            geo,
+                            x,
+                            w,
+                            &init,
+                            from,
+                            channels.clone(),
+                            oy,
+                            start(i),
+                        );
+                        keep::<V>(&acc, sum);
+                    }
+                }
+                for i in segment.clone() {
+                    let sum = &sums[(i - first) * tile_len..][..tile_len];
+                    store::<V>(sum, TILE_P, dst.wrapping_add(start(i)), ohw);
+                }
+            }
+            let single = if tiles > 0 {
+                (0..columns.start).chain(columns.end..geo.ow)
+            } else {
+                (0..geo.ow).chain(0..0)
+            };
+            for ox in single {
+                pixel::<V>(geo, x, w, &init, oy, ox, SW, &mut sums);
+                store::<V>(&sums, 1, dst.wrapping_add(ox), ohw);
+            }
+        }
+    }
+
+    /// Stores a tile's accumulators into `sum` (pixel-major).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn keep<const V: usize>(acc: &[[__m512; V]; TILE_P], sum: &mut [f32]) {
+        for (i, acc) in acc.iter().enumerate() {
+            for (v, a) in acc.iter().enumerate() {
+                let at = &mut sum[(i * V + v) * LANES..][..LANES];
+                // SAFETY: `at` holds 16 floats.
+                unsafe { _mm512_storeu_ps(at.as_mut_ptr(), *a) };
+            }
+        }
+    }
+
+    /// Writes `p` pixels × `16·V` channels of `tile` (pixel-major) to the
+    /// channel-major output at `dst` (channel stride `ohw`).
+    ///
+    /// # Safety
+    /// `dst + c·ohw + i` is writable for every channel `c < 16·V`, `i < p`.
+    #[inline(always)]
+    unsafe fn store<const V: usize>(tile: &[f32], p: usize, dst: *mut f32, ohw: usize) {
+        for c in 0..V * LANES {
+            for i in 0..p {
+                // SAFETY: the caller guarantees the range.
+                unsafe { *dst.add(c * ohw + i) = tile[i * V * LANES + c] };
+            }
+        }
+    }
+
+    /// The 8 pixels `x0..x0 + 8` of output row `oy` over the input
+    /// channels `channels` (all taps inside the input), starting from the
+    /// partial sums `from` (pixel-major) or, without them, from `init`.
+    ///
+    /// # Safety
+    /// AVX-512F; the pixels are inner columns; `w` as in [`block_row`].
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn pixels<const V: usize, const SW: usize, const KW: usize>(
+        geo: &Geo,
+        x: &[f32],
+        w: *const f32,
+        init: &[__m512; V],
+        from: Option<&[f32]>,
+        channels: core::ops::Range<usize>,
+        oy: usize,
+        x0: usize,
+    ) -> [[__m512; V]; TILE_P] {
+        let mut acc = [*init; TILE_P];
+        if let Some(from) = from {
+            for (i, acc) in acc.iter_mut().enumerate() {
+                for (v, a) in acc.iter_mut().enumerate() {
+                    let at = &from[(i * V + v) * LANES..][..LANES];
+                    // SAFETY: `at` holds 16 floats.
+                    *a = unsafe { _mm512_loadu_ps(at.as_ptr()) };
+                }
+            }
+        }
+        let plane = geo.h * geo.w;
+        // The input column of pixel x0's first tap (x0 is an inner column,
+        // so it is inside the row).
+        let col = x0 * SW - geo.pl;
+        // The kernel width: `KW`, unless 0 (then looped over).
+        let kw = if KW == 0 { geo.kw } else { KW };
+        for ci in channels {
+            for ky in geo.rows(oy) {
+                let iy = oy * geo.sh + ky - geo.pt;
+                let src = x[ci * plane + iy * geo.w + col..].as_ptr();
+                let tap0 = (ci * geo.kh + ky) * kw;
+                for kx in 0..kw {
+                    let mut wv = [_mm512_setzero_ps(); V];
+                    for (v, lane) in wv.iter_mut().enumerate() {
+                        // SAFETY: the block has tap `tap0 + kx` and vector v.
+                        *lane = unsafe { weights::<V>(w, v, tap0 + kx) };
+                    }
+                    for (i, acc) in acc.iter_mut().enumerate() {
+                        // SAFETY: an inner column's taps are inside its row.
+                        let b = _mm512_set1_ps(unsafe { *src.add(i * SW + kx) });
+                        for v in 0..V {
+                            acc[v] = _mm512_fmadd_ps(wv[v], b, acc[v]);
+                        }
+                    }
+                }
+            }
+        }
+        acc
+    }
+
+    /// Output pixel `ox` of row `oy` (stride `sw` along the row), taps
+    /// outside the input skipped, into `tile[..16·V]`.
+    ///
+    /// # Safety
+    /// AVX-512F; `w` as in [`block_row`].
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn pixel<const V: usize>(
+        geo: &Geo,
+        x: &[f32],
+        w: *const f32,
+        init: &[__m512; V],
+        oy: usize,
+        ox: usize,
+        sw: usize,
+        tile: &mut [f32],
+    ) {
+        let mut acc = *init;
+        let plane = geo.h * geo.w;
+        for ci in 0..geo.c {
+            for ky in geo.rows(oy) {
+                let iy = oy * geo.sh + ky - geo.pt;
+                let row = &x[ci * plane + iy * geo.w..][..geo.w];
+                let tap0 = (ci * geo.kh + ky) * geo.kw;
+                for kx in 0..geo.kw {
+                    let Some(&value) = (ox * sw + kx)
+                        .checked_sub(geo.pl)
+                        .and_then(|ix| row.get(ix))
+                    else {
+                        continue;
+                    };
+                    let b = _mm512_set1_ps(value);
+                    for (v, acc) in acc.iter_mut().enumerate() {
+                        // SAFETY: the block has tap `tap0 + kx` and vector v.
+                        let wv = unsafe { weights::<V>(w, v, tap0 + kx) };
+                        *acc = _mm512_fmadd_ps(wv, b, *acc);
+                    }
+                }
+            }
+        }
+        for (v, a) in acc.iter().enumerate() {
+            // SAFETY: `tile` holds 32 floats or more.
+            unsafe { _mm512_storeu_ps(tile.as_mut_ptr().add(v * LANES), *a) };
+        }
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::super::tests::{conv, naive_conv};
+    use super::*;
+    use crate::ops::gemm::testutil::{assert_close, rand_vec, run, t};
+    use crate::ops::gemm::{Isa, isa_available};
+    use crate::ops::unary::Activation;
+    use alloc::vec::Vec;
+
+    /// Strided convolutions over odd sizes, paddings and strides, 16 to 64
+    /// output channels, rows of exactly one tile and of one tile plus a
+    /// pixel, padding wide enough to leave few inner columns: equal to the
+    /// naive convolution, with bias, Swish and a residual fused, on one
+    /// and three threads (bit for bit), the weight packed per call or at
+    /// build time.
+    #[test]
+    fn strided_convolutions_match_naive() {
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // (c, h, w, m, kh, kw, strides, pads)
+        type Case = (
+            usize,
+            usize,
+            usize,
+            usize,
+            usize,
+            usize,
+            [usize; 2],
+            [usize; 4],
+        );
+        let cases: &[Case] = &[
+            (16, 40, 40, 32, 3, 3, [2, 2], [1, 1, 1, 1]),
+            (3, 33, 47, 16, 3, 3, [2, 2], [1, 1, 1, 1]),
+            (5, 9, 35, 48, 3, 3, [2, 2], [0, 1, 2, 1]),
+            (4, 7, 30, 64, 5, 5, [2, 2], [2, 2, 2, 2]),
+            (6, 8, 17, 32, 1, 1, [2, 2], [0, 0, 0, 0]),
+            (3, 6, 16, 16, 2, 2, [2, 2], [0, 0, 0, 0]),
+            (7, 5, 40, 32, 3, 3, [1, 2], [1, 1, 1, 1]),
+            (5, 11, 20, 16, 3, 3, [2, 1], [1, 1, 1, 1]),
+            (4, 5, 9, 32, 3, 3, [3, 2], [1, 4, 1, 4]),
+            (3, 7, 11, 16, 3, 3, [2, 1], [0, 0, 1, 0]),
+            // Big enough to split its rows over threads.
+            (32, 30, 64, 64, 3, 3, [2, 2], [1, 1, 1, 1]),
+        ];
+        let here = isa_available(Isa::Avx512);
+        FORCE.with(|f| f.set(true));
+        let mut one_thread: Vec<Vec<f32>> = Vec::new();
+        for threads in [1, 3] {
+            crate::threads::set_num_threads(threads);
+            for (ci, &(c, h, w, m, kh, kw, strides, pads)) in cases.iter().enumerate() {
+                let x = rand_vec(c * h * w, 700 + ci as u64);
+                let wt = rand_vec(m * c * kh * kw, 800 + ci as u64);
+                let b = rand_vec(m, 900 + ci as u64);
+                let mut op = conv(1, strides, pads, [1, 1]);
+                let inputs = [
+                    Some(t(&x, &[1, c, h, w])),
+                    Some(t(&wt, &[m, c, kh, kw])),
+                    Some(t(&b, &[m])),
+                ];
+                let g = op.geom(&inputs).unwrap();
+                assert!(eligible(strides, [1, 1], 1, &g), "case {ci}");
+                assert_eq!(op.runs_channel_tiles(&g), here, "case {ci}");
+                let want = naive_conv(
+                    &x,
+                    [1, c, h, w],
+                    &wt,
+                    [m, kh, kw],
+                    Some(&b),
+                    1,
+                    strides,
+                    [g.pt, g.pl],
+                    [1, 1],
+                    [g.oh, g.ow],
+                );
+                let plain = run(&op, &inputs, 1).unwrap();
+                assert_close(&plain[0].1, &want, 1e-5);
+                // Fused Swish and residual: the plain result through them.
+                op.activation = Activation::Swish;
+                let r = rand_vec(want.len(), 1000 + ci as u64);
+                let with_residual = [
+                    inputs[0],
+                    inputs[1],
+                    inputs[2],
+                    Some(t(&r, &[1, m, g.oh, g.ow])),
+                ];
+                let fused = run(&op, &with_residual, 1).unwrap();
+                let mut expect = plain[0].1.clone();
+                Activation::Swish.apply_in_place(&mut expect);
+                for (e, r) in expect.iter_mut().zip(&r) {
+                    *e += r;
+                }
+                assert!(
+                    fused[0]
+                        .1
+                        .iter()
+                        .zip(&expect)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "case {ci}: fused tail, {threads} threads"
+                );
+                // The weight packed at build time, where it qualifies.
+                if super::super::ConvPackedWeights::applies(1, &[m, c, kh, kw]) {
+                    let packed =
+                        super::super::ConvPackedWeights::pack(1, &[m, c, kh, kw], &wt).unwrap();
+                    let op = super::super::ConvPackedWeights { conv: op };
+                    let got = run(
+                        &op,
+                        &[
+                            inputs[0],
+                            Some(t(&packed, &[m, c, kh, kw])),
+                            inputs[2],
+                            Some(t(&r, &[1, m, g.oh, g.ow])),
+                        ],
+                        1,
+                    )
+                    .unwrap();
+                    assert!(
+                        got[0]
+                            .1
+                            .iter()
+                            .zip(&expect)
+                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "case {ci}: packed weight, {threads} threads"
+                    );
+                }
+                if threads == 1 {
+                    one_thread.push(plain[0].1.clone());
+                } else {
+                    assert!(
+                        plain[0]
+                            .1
+                            .iter()
+                            .zip(&one_thread[ci])
+                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "case {ci}: {threads} threads differ from one"
+                    );
+                }
+            }
+        }
+        FORCE.with(|f| f.set(false));
+        crate::threads::set_num_threads(1);
+    }
+}
