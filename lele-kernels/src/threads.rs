@@ -38,10 +38,11 @@ unsafe impl Send for ErasedJob {}
 /// then joins only if the generation is still open. The caller closes it
 /// after running out of tasks and waits for `active` to drain, so no worker
 /// reads the job after the region ends. No lock is contended on that path
-/// (`job`'s is taken once by each side); `sleep` and `work` are only for
-/// workers idle long enough to sleep. Measured against the earlier
-/// handover under one state mutex (two threads, empty tasks): 1.3 → 0.8 µs
-/// per region back to back, 4–9 → 0.9 µs after 20 µs of serial work.
+/// (`job`'s is taken once by each side); `sleep`, `work` and `done` only
+/// serve a worker idle long enough to sleep and a caller whose workers
+/// outlast its spin. Measured against the earlier handover under one state
+/// mutex (two threads, empty tasks): 1.3 → 0.6–0.8 µs per region back to
+/// back, 4–9 → 0.8–0.9 µs after 20 µs of serial work.
 struct Pool {
     /// The current job; set by the caller holding `region` before it opens
     /// the generation (see [`run_on_pool`]).
@@ -72,9 +73,8 @@ struct Pool {
 }
 
 /// How long an idle worker, and a caller waiting for the workers, spin
-/// before sleeping.
-/// Waking a sleeping thread takes tens of microseconds here (a VM), as
-/// long as a small kernel's whole parallel region (PP-OCRv6 rec's depthwise
+/// before sleeping. Waking a sleeping thread takes tens of microseconds
+/// here (a VM), as long as a small kernel's whole parallel region (PP-OCRv6 rec's depthwise
 /// layers ran slower on two threads than on one); a model's kernels follow
 /// each other within microseconds, so a spinning worker catches the next
 /// one.

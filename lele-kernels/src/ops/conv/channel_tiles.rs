@@ -290,9 +290,9 @@ mod x86 {
     }
 
     /// Output row `oy` of channels `c0..c0 + 16·V` (stride `SW` along the
-    /// row, kernel width `KW`, or any when 0): tiles of 8 pixels over the inner columns (the last one
-    /// overlapping its neighbour, computing the same values again), single
-    /// pixels elsewhere. The tiles go in segments of [`SEGMENT_TILES`], each
+    /// row, kernel width `KW`, or any when 0): tiles of 8 pixels over the
+    /// inner columns (the last one overlapping its neighbour, computing the
+    /// same values again), single pixels elsewhere. The tiles go in segments of [`SEGMENT_TILES`], each
     /// over the input channels in chunks of about [`CHUNK_TAPS`] taps, the
     /// partial sums kept in a pixel-major buffer between chunks: a chunk's
     /// weights stay in L1 while all tiles of the segment use them, and its
@@ -300,8 +300,8 @@ mod x86 {
     ///
     /// # Safety
     /// AVX-512F; `x` is `c × h × w`, `weights_in_blocks` the weight laid
-    /// out in blocks with channels `c0..c0 + 16·V` one block, depth `k`, `bias` (if any) that long, and
-    /// `out` points at an output of `mg × oh × ow` floats whose channels
+    /// out in blocks with channels `c0..c0 + 16·V` one block, depth `k`,
+    /// `bias` (if any) that long, and `out` points at an output of `mg × oh × ow` floats whose channels
     /// `c0..c0 + 16·V`, row `oy`, no other thread touches meanwhile.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn block_row<const V: usize, const SW: usize, const KW: usize>(
@@ -363,12 +363,8 @@ mod x86 {
                     store::<V>(sum, TILE_P, dst.wrapping_add(start(i)), ohw);
                 }
             }
-            let single = if tiles > 0 {
-                (0..columns.start).chain(columns.end..geo.ow)
-            } else {
-                (0..geo.ow).chain(0..0)
-            };
-            for ox in single {
+            // Without tiles `columns` is empty: every column goes singly.
+            for ox in (0..columns.start).chain(columns.end..geo.ow) {
                 pixel::<V>(geo, x, w, &init, oy, ox, SW, &mut sums);
                 store::<V>(&sums, 1, dst.wrapping_add(ox), ohw);
             }
@@ -551,10 +547,18 @@ mod tests {
             (5, 11, 20, 16, 3, 3, [2, 1], [1, 1, 1, 1]),
             (4, 5, 9, 32, 3, 3, [3, 2], [1, 4, 1, 4]),
             (3, 7, 11, 16, 3, 3, [2, 1], [0, 0, 1, 0]),
+            // More output channels than the direct path takes: the weight
+            // can be stored packed for the GEMM (blocks of 32, 32, 16).
+            (6, 13, 37, 80, 3, 3, [2, 2], [1, 1, 1, 1]),
+            (5, 9, 34, 144, 1, 1, [2, 2], [0, 0, 0, 0]),
             // Big enough to split its rows over threads.
             (32, 30, 64, 64, 3, 3, [2, 2], [1, 1, 1, 1]),
         ];
         FORCE.with(|f| f.set(true));
+        let same_bits = |a: &[f32], b: &[f32]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+        };
+        let mut packed_cases = 0;
         let mut one_thread: Vec<Vec<f32>> = Vec::new();
         for threads in [1, 3] {
             crate::threads::set_num_threads(threads);
@@ -610,11 +614,7 @@ mod tests {
                     *e += r;
                 }
                 assert!(
-                    fused[0]
-                        .1
-                        .iter()
-                        .zip(&expect)
-                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    same_bits(&fused[0].1, &expect),
                     "case {ci}: fused tail, {threads} threads"
                 );
                 // The weight packed at build time, where it qualifies.
@@ -634,23 +634,16 @@ mod tests {
                     )
                     .unwrap();
                     assert!(
-                        got[0]
-                            .1
-                            .iter()
-                            .zip(&expect)
-                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        same_bits(&got[0].1, &expect),
                         "case {ci}: packed weight, {threads} threads"
                     );
+                    packed_cases += 1;
                 }
                 if threads == 1 {
                     one_thread.push(plain[0].1.clone());
                 } else {
                     assert!(
-                        plain[0]
-                            .1
-                            .iter()
-                            .zip(&one_thread[ci])
-                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        same_bits(&plain[0].1, &one_thread[ci]),
                         "case {ci}: {threads} threads differ from one"
                     );
                 }
@@ -658,5 +651,7 @@ mod tests {
         }
         FORCE.with(|f| f.set(false));
         crate::threads::set_num_threads(1);
+        // Both packed cases, on both thread counts.
+        assert_eq!(packed_cases, 4);
     }
 }
