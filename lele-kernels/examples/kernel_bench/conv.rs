@@ -47,7 +47,12 @@ fn conv_case_hw(
         post_mul: 1.0,
         post_add: 0.0,
     };
-    let x = fill(c * hw[0] * hw[1], 4);
+    // The input 64-byte aligned, as a model's arena holds it.
+    let x_len = c * hw[0] * hw[1] * 4;
+    let mut x_lines = aligned_scratch(x_len);
+    let x = &mut line_bytes(&mut x_lines)[..x_len];
+    x.copy_from_slice(bytemuck_bytes(&fill(c * hw[0] * hw[1], 4)));
+    let x = &*x;
     let mut w = fill(m * (c / group) * k * k, 5);
     // A name ending in "packed": the weight stored packed at build time;
     // in "winograd": transformed for Winograd F(2x2, 3x3).
@@ -74,7 +79,7 @@ fn conv_case_hw(
         Some(TensorRef {
             dtype: DType::F32,
             shape: xs,
-            data: bytemuck_bytes(&x),
+            data: x,
         }),
         Some(TensorRef {
             dtype: DType::F32,
@@ -316,6 +321,20 @@ pub(crate) fn cases(budget: f64) {
             384,
             192,
             [6, 80],
+            Activation::None,
+        ),
+        (
+            "v6rec 96->192 1x1 12x80 gelu packed",
+            96,
+            192,
+            [12, 80],
+            Activation::Gelu,
+        ),
+        (
+            "v6rec 192->96 1x1 12x80",
+            192,
+            96,
+            [12, 80],
             Activation::None,
         ),
         (

@@ -47,24 +47,36 @@ fn tile_rows(l: &Layout) -> usize {
     }
 }
 /// Convolutions with at most this many output channels per group run
-/// directly (see [`eligible`]) when their kernel is 1×1 ...
+/// directly (see [`eligible`]) when their kernel is 1×1 over fewer than
+/// [`DIRECT_1X1_DEEP`] input channels per group ...
 const DIRECT_M_MAX: usize = 128;
+/// ... this many when it is 1×1 over more ...
+const DIRECT_DEEP_M_MAX: usize = 64;
 /// ... and this many when it is larger.
 const DIRECT_KXK_M_MAX: usize = 64;
+/// Input channels per group from which a 1×1 convolution counts as deep.
+const DIRECT_1X1_DEEP: usize = 128;
 
 /// Most output channels per group the direct path takes for a `kh × kw`
-/// kernel. Above 64 channels a larger kernel runs faster as the im2col
+/// kernel over `cg` input channels per group. Above 64 channels a larger
+/// kernel runs faster as the im2col
 /// GEMM on the 2-core Sapphire Rapids machine (`kernel_bench`, fastest of
 /// interleaved runs, in cache / caches flushed): 64→128 3×3 s2 at 80²
 /// 3.89 → 2.92 / 4.62 → 3.20 ms, 128→128 3×3 s2 at 40² 1.84 → 1.48 /
 /// 2.07 → 1.64 ms, 128→128 3×3 at 40² 6.15 → 5.07 ms, 96→96 3×3 at 30²
 /// 2.67 → 1.79 ms. On the Zen 4 machine the direct path won the
 /// 128→128 3×3 case by 5% (6.3 → 6.0 ms). A 1×1 kernel keeps the direct
-/// path up to 128 channels on both (128→128 at 40²: 0.43 against 0.48 ms
-/// for the GEMM here).
-pub(super) fn direct_m_max(kh: usize, kw: usize) -> usize {
+/// path up to 128 channels over fewer than 128 input channels (YOLOv8n's
+/// 32→32 at 160² 0.52 against 0.60 ms, PP-OCRv4's 96→48 at 120² 0.88
+/// against 1.03 for the GEMM, 2-core Xeon host with AVX-512), and up to 64
+/// over more, where the GEMM, reading its right-hand side in place, wins
+/// (PP-OCRv6 rec's 192→96 at 12×80 0.197 → 0.181 ms, YOLOv8n's 256→128 at
+/// 40² 0.647 → 0.612, 128→128 at 40² 0.271 → 0.263).
+pub(super) fn direct_m_max(kh: usize, kw: usize, cg: usize) -> usize {
     if kh * kw > 1 {
         DIRECT_KXK_M_MAX
+    } else if cg >= DIRECT_1X1_DEEP {
+        DIRECT_DEEP_M_MAX
     } else {
         DIRECT_M_MAX
     }
@@ -298,7 +310,7 @@ fn worthwhile(g: &ConvGeom, l: &Layout) -> bool {
     let rows_fill = g.ow >= 2 * TILE_N || 4 * g.ow.next_multiple_of(TILE_N) <= 5 * g.ow;
     let flat_fill = l.flat && 4 * l.phase_w <= 5 * g.ow;
     let plane_fill = (flat_fill || l.in_place) && g.ohw() >= 2 * TILE_N;
-    g.mg <= direct_m_max(g.kh, g.kw) && (rows_fill || plane_fill)
+    g.mg <= direct_m_max(g.kh, g.kw, g.cg) && (rows_fill || plane_fill)
 }
 
 #[cfg(all(test, feature = "std"))]

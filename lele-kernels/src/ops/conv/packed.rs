@@ -30,10 +30,10 @@ impl ConvPackedWeights {
     /// output channels per group than the direct path takes, which also
     /// rules out depthwise), and whole panels keep the element count.
     pub fn applies(group: usize, dims: &[usize]) -> bool {
-        let &[m, _, kh, kw] = dims else { return false };
+        let &[m, cg, kh, kw] = dims else { return false };
         group > 0
             && m % group == 0
-            && m / group > direct::direct_m_max(kh, kw)
+            && m / group > direct::direct_m_max(kh, kw, cg)
             && (m / group).is_multiple_of(crate::ops::gemm::A_PANEL)
     }
 

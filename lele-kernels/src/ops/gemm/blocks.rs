@@ -58,6 +58,19 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
     let micro = micro_for(isa);
     let (mr, nr) = (micro.mr, micro.nr);
     let ready = b.prepacked();
+    // A row-major B whose rows spread over L1's sets is read in place: the
+    // micro-kernel steps through its rows at their own stride, and only a
+    // last, partial panel of each block is packed (`kernel_bench`, the
+    // packing was 4–7% of PP-OCRv6 rec's 1×1 convolutions: 384→192 at
+    // 6×80 0.331 → 0.313 ms, 768→384 at 3×80 0.651 → 0.633).
+    let direct = match ready {
+        None => b.as_mat().filter(|mat| reads_in_place(mat, nr, k.min(KC))),
+        Some(_) => None,
+    };
+    #[cfg(all(test, feature = "std"))]
+    if direct.is_some() {
+        IN_PLACE_CALLS.with(|c| c.set(c.get() + 1));
+    }
     let kc_max = k.min(KC);
     let (pack_a, rest) = scratch.split_at_mut(m.min(MC).next_multiple_of(MR_LCM) * kc_max);
     let pack_b = &mut rest[..n.min(NC).next_multiple_of(NR_LCM) * kc_max];
@@ -68,7 +81,12 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
         for pc in (0..k).step_by(KC) {
             let kc = KC.min(k - pc);
             let beta_eff = if pc == 0 { beta } else { 1.0 };
-            if ready.is_none() {
+            let full = nc / nr * nr;
+            if direct.is_some() {
+                if full < nc {
+                    b.pack(pc, kc, j_off + jc + full, nc - full, nr, pack_b);
+                }
+            } else if ready.is_none() {
                 // Pack B[pc.., jc..] into NR-wide panels, zero padded.
                 b.pack(pc, kc, j_off + jc, nc, nr, pack_b);
             }
@@ -130,12 +148,16 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                     // columns 16.. start: in place in a weight packed ahead
                     // of time (column j_off + jc + jr, a multiple of nr),
                     // else in this block's packing.
-                    let (bp, ldb, b_hi) = match ready {
-                        Some(r) => {
+                    let (bp, ldb, b_hi) = match (ready, direct) {
+                        (Some(r), _) => {
                             let (bp, hi) = r.micro_panel(pc, kc, j_off + jc + jr, reads);
                             (bp, prepacked::PANEL, hi)
                         }
-                        None => (&pack_b[(jr / nr) * nr * kc..][..nr * kc], nr, 16),
+                        (None, Some(mat)) if jr < full => {
+                            (&mat.data[pc * mat.rs + j_off + jc + jr..], mat.rs, 16)
+                        }
+                        (None, Some(_)) => (&pack_b[..nr * kc], nr, 16),
+                        (None, None) => (&pack_b[(jr / nr) * nr * kc..][..nr * kc], nr, 16),
                     };
                     for ir in (0..mc).step_by(mr) {
                         let h = mr.min(mc - ir);
@@ -242,6 +264,47 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
             }
         }
     }
+}
+
+/// Whether the micro-kernel reads `mat` (as B) in place: rows contiguous,
+/// starting on cache lines (the data 64-byte aligned, the row stride whole
+/// lines; column offsets are multiples of `nr`), and a micro-panel of `kc`
+/// rows × `nr` columns spread over L1's sets (64 sets of 64-byte lines) so
+/// that it stays cached while the row tiles pass over it: at most 8 of its
+/// lines per set, two thirds of a 48 KiB, 12-way L1 (a row stride of a
+/// multiple of 4 KiB would put every row in the same sets).
+pub(super) fn reads_in_place(mat: &super::MatRef<'_>, nr: usize, kc: usize) -> bool {
+    const SETS: usize = 64;
+    if mat.cs != 1
+        || mat.rs == 0
+        || !mat.rs.is_multiple_of(16)
+        || !nr.is_multiple_of(16)
+        || !(mat.data.as_ptr() as usize).is_multiple_of(64)
+    {
+        return false;
+    }
+    // Row p starts at line p·stride: those starts cycle through the
+    // SETS / g sets that are multiples of g = gcd(stride, SETS), and a
+    // row's `lines` lines fall in one residue class mod g unless they
+    // outnumber g.
+    let (lines, stride) = (nr / 16, mat.rs / 16);
+    let g = gcd(stride, SETS);
+    kc.div_ceil(SETS / g) * lines.div_ceil(g) <= 8
+}
+
+#[cfg(all(test, feature = "std"))]
+std::thread_local! {
+    /// Blocked products on this thread that read B in place (tests check
+    /// that their cases take the path).
+    pub(super) static IN_PLACE_CALLS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
+/// Greatest common divisor.
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// Rows of a micro-panel [`prefetch_rows`] fetches: as far ahead as the

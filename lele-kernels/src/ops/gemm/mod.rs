@@ -23,7 +23,7 @@ pub(crate) mod testutil;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 
-use blocks::{CPtr, gemm_blocks};
+use blocks::{CPtr, gemm_blocks, reads_in_place};
 #[cfg(test)]
 pub(crate) use micro::isa_available;
 pub(crate) use micro::{Isa, best_isa};
@@ -549,12 +549,21 @@ pub(crate) fn sgemm_core<B: PackB>(
             (threads > 1 && b.prepacked().is_some() && n.div_ceil(threads) <= NC)
                 .then(|| m.div_ceil(threads).next_multiple_of(unit))
                 .filter(|&h| h < m);
-        let rows = m > n && m >= 2 * MR_LCM;
+        // B read in place (see `reads_in_place`): nothing of it is packed,
+        // so row ranges cost no repeated work either.
+        let in_place = b.prepacked().is_none()
+            && b
+                .as_mat()
+                .is_some_and(|mat| reads_in_place(&mat, micro::micro_for(isa).nr, k.min(KC)));
+        let rows = (m > n || in_place) && m >= 2 * MR_LCM;
         if threads > 1 && m * n * k >= PARALLEL_MIN_MACS && (prepacked_height.is_some() || rows) {
             // Taller than wide (a 1×1 convolution with many channels at a
-            // low resolution): row ranges, so each task packs only its
-            // share of A (a column split makes every task pack all of it)
-            // and all of the narrower B. Row ranges start on whole panels
+            // low resolution), or B read in place: row ranges, so each task
+            // packs only its share of A (a column split makes every task
+            // pack all of it) and all of the narrower B, or none of it
+            // (two threads, `kernel_bench`: PP-OCRv6 rec's 192→384 1×1 at
+            // 6×80 0.242 → 0.210 ms, YOLOv8n's 256→256 at 20² 0.166 →
+            // 0.126 against column ranges). Row ranges start on whole panels
             // of a left operand packed ahead of time. One range per thread:
             // every task packs all of B, so more tasks pack it more often
             // (two threads, `kernel_bench`, fastest of six alternations:

@@ -542,3 +542,83 @@ fn panels_a_give_the_product_of_the_packed_matrix() {
     }
     crate::threads::set_num_threads(1);
 }
+
+/// B read in place (rows 64-byte aligned, whole lines apart and spread over
+/// L1's sets) gives bit for bit the product of the same B packed per call
+/// (a copy one float off the alignment, which is packed): every SIMD ISA,
+/// odd row counts, column tails (a half panel, a partial full one), depth
+/// past KC, a row stride wider than the matrix, alpha and beta, 1–3
+/// threads (row ranges); and both match the reference.
+#[test]
+#[cfg(feature = "std")]
+fn b_read_in_place_is_bit_identical_to_packing() {
+    use super::blocks::IN_PLACE_CALLS;
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    // A copy of `v` starting on a 64-byte boundary (`shift` = 0) or `shift`
+    // floats past one.
+    fn placed(v: &[f32], shift: usize) -> (Vec<f32>, usize) {
+        let mut buf = vec![0f32; v.len() + 32];
+        let off = buf.as_ptr().align_offset(64) + shift;
+        buf[off..off + v.len()].copy_from_slice(v);
+        (buf, off)
+    }
+    for isa in isas() {
+        if micro::micro_for(isa).nr % 16 != 0 {
+            continue; // the scalar kernel's panels are half a line wide
+        }
+        for (m, n, k, rs, alpha, beta) in [
+            (37, 240, 300, 240, 1.0, 0.0),
+            (200, 240, 300, 240, 1.0, 1.0),
+            (100, 250, 70, 272, 0.5, 1.0),
+            (8, 208, 513, 208, 1.0, 0.25),
+            (61, 48, 256, 48, 1.0, 0.0),
+            (96, 1104, 96, 1104, 1.0, 0.0),
+        ] {
+            let av = rand_vec(m * k, (m + k) as u64);
+            let bv = rand_vec((k - 1) * rs + n, (n * 3 + k) as u64);
+            let a = MatRef::row_major(&av, k);
+            let (aligned, at) = placed(&bv, 0);
+            let (shifted, sat) = placed(&bv, 1);
+            let b_in_place = MatRef::row_major(&aligned[at..at + bv.len()], rs);
+            let b_packed = MatRef::row_major(&shifted[sat..sat + bv.len()], rs);
+            let c0 = rand_vec(m * n, 7);
+            let mut want = c0.clone();
+            naive(m, n, k, alpha, a, b_packed, beta, &mut want, n);
+            let mut scratch = vec![0f32; sgemm_scratch_len(m, n, k)];
+            let mut product = |b: &MatRef<'_>| {
+                let mut c = c0.clone();
+                sgemm_isa(isa, m, n, k, alpha, a, b, beta, &mut c, n, &mut scratch, None).unwrap();
+                c
+            };
+            crate::threads::set_num_threads(1);
+            let before = IN_PLACE_CALLS.with(|c| c.get());
+            let packed = product(&b_packed);
+            assert_eq!(IN_PLACE_CALLS.with(|c| c.get()), before, "{m}x{n}x{k} packed");
+            let tol = 1e-4 * (1.0 + k as f32).sqrt();
+            for (i, (g, w)) in packed.iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= tol, "{isa:?} {m}x{n}x{k}: {i}: {g} vs {w}");
+            }
+            for threads in [1, 2, 3] {
+                crate::threads::set_num_threads(threads);
+                let before = IN_PLACE_CALLS.with(|c| c.get());
+                let in_place = product(&b_in_place);
+                if threads == 1 {
+                    assert!(
+                        IN_PLACE_CALLS.with(|c| c.get()) > before,
+                        "{isa:?} {m}x{n}x{k} (stride {rs}) did not read B in place"
+                    );
+                }
+                assert!(
+                    in_place
+                        .iter()
+                        .zip(&packed)
+                        .all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "{isa:?} {m}x{n}x{k} (stride {rs}) on {threads} threads"
+                );
+            }
+            crate::threads::set_num_threads(1);
+        }
+    }
+}
