@@ -394,6 +394,18 @@ pub(crate) fn cases(budget: f64) {
     ] {
         conv_case_hw(name, 64, 256, 3, 1, [8, 20], 1, Activation::Swish, budget);
     }
+    // ddddocr's 48->192 at its own 16x40 plane (160 Winograd tiles).
+    conv_case_hw(
+        "dddd 48->192 3x3 16x40 winograd",
+        48,
+        192,
+        3,
+        1,
+        [16, 40],
+        1,
+        Activation::Swish,
+        budget,
+    );
     // PP-OCRv6 rec at 48x320: the stem's stride-2 3x3 on a 24x160 plane.
     conv_case_hw(
         "v6rec 96->48 3x3 s2 24x160",

@@ -552,8 +552,7 @@ pub(crate) fn sgemm_core<B: PackB>(
         // B read in place (see `reads_in_place`): nothing of it is packed,
         // so row ranges cost no repeated work either.
         let in_place = b.prepacked().is_none()
-            && b
-                .as_mat()
+            && b.as_mat()
                 .is_some_and(|mat| reads_in_place(&mat, micro::micro_for(isa).nr, k.min(KC)));
         let rows = (m > n || in_place) && m >= 2 * MR_LCM;
         if threads > 1 && m * n * k >= PARALLEL_MIN_MACS && (prepacked_height.is_some() || rows) {

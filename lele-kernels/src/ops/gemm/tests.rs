@@ -589,13 +589,31 @@ fn b_read_in_place_is_bit_identical_to_packing() {
             let mut scratch = vec![0f32; sgemm_scratch_len(m, n, k)];
             let mut product = |b: &MatRef<'_>| {
                 let mut c = c0.clone();
-                sgemm_isa(isa, m, n, k, alpha, a, b, beta, &mut c, n, &mut scratch, None).unwrap();
+                sgemm_isa(
+                    isa,
+                    m,
+                    n,
+                    k,
+                    alpha,
+                    a,
+                    b,
+                    beta,
+                    &mut c,
+                    n,
+                    &mut scratch,
+                    None,
+                )
+                .unwrap();
                 c
             };
             crate::threads::set_num_threads(1);
             let before = IN_PLACE_CALLS.with(|c| c.get());
             let packed = product(&b_packed);
-            assert_eq!(IN_PLACE_CALLS.with(|c| c.get()), before, "{m}x{n}x{k} packed");
+            assert_eq!(
+                IN_PLACE_CALLS.with(|c| c.get()),
+                before,
+                "{m}x{n}x{k} packed"
+            );
             let tol = 1e-4 * (1.0 + k as f32).sqrt();
             for (i, (g, w)) in packed.iter().zip(&want).enumerate() {
                 assert!((g - w).abs() <= tol, "{isa:?} {m}x{n}x{k}: {i}: {g} vs {w}");
