@@ -565,7 +565,7 @@ fn b_read_in_place_is_bit_identical_to_packing() {
         (buf, off)
     }
     for isa in isas() {
-        if micro::micro_for(isa).nr % 16 != 0 {
+        if !micro::micro_for(isa).nr.is_multiple_of(16) {
             continue; // the scalar kernel's panels are half a line wide
         }
         for (m, n, k, rs, alpha, beta) in [
