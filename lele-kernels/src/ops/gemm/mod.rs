@@ -23,7 +23,9 @@ pub(crate) mod testutil;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 
-use blocks::{CPtr, gemm_blocks, reads_in_place};
+#[cfg(feature = "std")]
+use blocks::reads_in_place;
+use blocks::{CPtr, gemm_blocks};
 #[cfg(test)]
 pub(crate) use micro::isa_available;
 pub(crate) use micro::{Isa, best_isa};
