@@ -3,11 +3,12 @@
 //! sixteen lanes at a time, two vectors per step.
 //!
 //! Every lane computes exactly what the eight-lane AVX2 code in `x86.rs`
-//! computes (the same operations in the same order), so a result does not
-//! depend on which of the two an element went through: chunks with lanes
-//! that need the scalar path, and the last < 32 elements, go through the
-//! AVX2 loops. That keeps a fused epilogue (which sees a tensor in pieces)
-//! bit-identical to the standalone kernel.
+//! computes (the same operations in the same order, but for steps that
+//! cannot change a value: GELU here skips a clamp that never binds and
+//! folds two blends into masked arithmetic), so a result does not depend on
+//! which of the two an element went through: chunks with lanes that need
+//! the scalar path go through the AVX2 loops. That keeps a fused epilogue
+//! (which sees a tensor in pieces) bit-identical to the standalone kernel.
 //!
 //! Softmax's pieces (`exp_shifted`, `max_of`, `scale_in_place`) are the
 //! exception: a softmax row is never split between code paths, so its
@@ -64,7 +65,10 @@ fn gelu16(x_in: __m512) -> (__m512, u16) {
     let u = _mm512_div_ps(one, d);
     let sq = _mm512_mul_ps(x, x);
     let sq_lo = _mm512_fmsub_ps(x, x, sq);
-    let e = exp16(_mm512_max_ps(_mm512_mul_ps(sq, c(-0.5)), c(-87.0)));
+    // x lies in [GELU_LOW, GELU_HIGH] (or is 0, or the lane is flagged), so
+    // -x²/2 >= -84.5 is already inside exp16's range (`gelu8` clamps it at
+    // -87, which never binds).
+    let e = exp16(_mm512_mul_ps(sq, c(-0.5)));
     let r = _mm512_fnmadd_ps(u, d, one);
     let corr = _mm512_fnmadd_ps(u, d_lo, r);
     let corr = _mm512_fnmadd_ps(c(0.5), sq_lo, corr);
@@ -78,11 +82,13 @@ fn gelu16(x_in: __m512) -> (__m512, u16) {
     let s = _mm512_fmadd_ps(_mm512_mul_ps(p8, u4), u4, lo);
     let q = _mm512_mul_ps(_mm512_mul_ps(e, u), s);
     let tail = _mm512_mul_ps(c(0.5), _mm512_fmadd_ps(q, corr, q));
-    let neg = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_setzero_ps());
-    let phi = _mm512_mask_blend_ps(neg, _mm512_sub_ps(one, tail), tail);
-    // Below the low bound: x·0 = -0.
-    let phi = _mm512_mask_blend_ps(low, phi, _mm512_setzero_ps());
-    (_mm512_mul_ps(x_in, phi), bad)
+    // Φ = 1 - tail where x is not negative, tail where it is: one masked
+    // subtraction where `gelu8` subtracts and blends (the same values).
+    let nonneg = _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(x, _mm512_setzero_ps());
+    let phi = _mm512_mask_sub_ps(tail, nonneg, one, tail);
+    // Below the low bound -0 (`gelu8`'s x·0 there), else x·Φ: one masked
+    // multiply.
+    (_mm512_mask_mul_ps(c(-0.0), !low, x_in, phi), bad)
 }
 
 /// `1 + e^w` of sixteen lanes and the lanes that need the scalar path
