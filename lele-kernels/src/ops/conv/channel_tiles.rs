@@ -529,6 +529,7 @@ mod tests {
     use super::*;
     use crate::ops::gemm::testutil::{assert_close, rand_vec, run, t};
     use crate::ops::unary::Activation;
+    use alloc::vec::Vec;
 
     /// Both layouts put channel `i`, tap `t` where [`block_index`] says:
     /// blocks of 32 and a last one of 16, depths shorter and longer than a
@@ -556,7 +557,6 @@ mod tests {
             }
         }
     }
-    use alloc::vec::Vec;
 
     /// Strided convolutions over odd sizes, paddings and strides, 16 to 64
     /// output channels, rows of exactly one tile and of one tile plus a
