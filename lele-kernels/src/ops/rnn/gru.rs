@@ -1,5 +1,8 @@
 //! `Gru`.
-use super::{Dims, Direction, infer_rnn, prepare_outputs, rnn_dims, seq_len, sigmoid};
+use super::{
+    Dims, Direction, alternates, infer_rnn, prepare_outputs, rnn_dims, seq_len, sigmoid,
+    state_times_rt,
+};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
 use crate::ops::gemm::{MatRef, f32_in, scratch_f32, sgemm, sgemm_scratch_len};
@@ -136,18 +139,12 @@ impl Kernel for Gru {
             for step in 0..d.seq {
                 // z and r (and h when linear_before_reset) from H · Rᵀ.
                 let ncols = if lbr { g3 } else { 2 * h };
-                sgemm(
-                    d.batch,
-                    ncols,
-                    h,
-                    1.0,
-                    MatRef::row_major(hs, h),
-                    MatRef::transposed(rd, h),
-                    0.0,
-                    gates,
-                    g3,
-                    gs,
-                )?;
+                // Odd steps read R back to front (see `alternates`); the
+                // candidate gate's rows, which need the reset gate first,
+                // are read back to front within their own product.
+                let reverse_r = alternates(step, 4 * rd.len());
+                let zr = &rd[..ncols * h];
+                state_times_rt(reverse_r, d.batch, ncols, h, hs, zr, 0.0, gates, g3, gs)?;
                 for b in 0..d.batch {
                     let len = seq_len(inputs, &d, b, OP)?;
                     let t = if step >= len {
@@ -171,18 +168,9 @@ impl Kernel for Gru {
                 }
                 if !lbr {
                     // (r ⊙ H) · R_hᵀ into the third gate block.
-                    sgemm(
-                        d.batch,
-                        h,
-                        h,
-                        1.0,
-                        MatRef::row_major(rh, h),
-                        MatRef::transposed(&rd[2 * h * h..], h),
-                        0.0,
-                        &mut gates[2 * h..],
-                        g3,
-                        gs,
-                    )?;
+                    let rh_rows = &rd[2 * h * h..];
+                    let out = &mut gates[2 * h..];
+                    state_times_rt(reverse_r, d.batch, h, h, rh, rh_rows, 0.0, out, g3, gs)?;
                 }
                 for b in 0..d.batch {
                     let len = seq_len(inputs, &d, b, OP)?;

@@ -7,7 +7,9 @@
 //! by hidden units (`split.rs`: each thread's share of `R` stays in its
 //! L2); otherwise the two directions of a bidirectional layer run at once,
 //! one per thread.
-use super::{Dims, Direction, infer_rnn, prepare_outputs, rnn_dims, seq_len};
+use super::{
+    Dims, Direction, alternates, infer_rnn, prepare_outputs, rnn_dims, seq_len, state_times_rt,
+};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
 use crate::ops::gemm::{MatRef, f32_in, scratch_f32, sgemm, sgemm_scratch_len};
@@ -205,18 +207,8 @@ impl Lstm {
                     pre.fill(0.0);
                 }
             }
-            sgemm(
-                d.batch,
-                g4,
-                h,
-                1.0,
-                MatRef::row_major(st.h, h),
-                MatRef::transposed(rd, h),
-                1.0,
-                st.pre,
-                g4,
-                gs,
-            )?;
+            let reverse_r = alternates(step, 4 * rd.len());
+            state_times_rt(reverse_r, d.batch, g4, h, st.h, rd, 1.0, st.pre, g4, gs)?;
             for b in 0..d.batch {
                 let len = seq_len(sh.inputs, d, b, OP)?;
                 if step >= len {

@@ -411,6 +411,76 @@ fn lstm_steps_split_by_hidden_units_match_one_thread() {
     same_within(&one, &split, "odd steps");
 }
 
+/// A step's product with `R`'s rows read back to front, in runs, equals
+/// the one read front to back bit for bit (and both the plain product):
+/// one and several state rows, run lengths that leave a short last run,
+/// `beta` 0 and 1.
+#[test]
+fn state_product_in_reverse_is_bit_identical() {
+    for (m, n, k) in [
+        (1, 1500, 100),
+        (3, 1500, 100),
+        (1, 2048, 512),
+        (2, 700, 260),
+    ] {
+        let hs = rand_vec(m * k, 1);
+        let rr = rand_vec(n * k, 2);
+        let c0 = rand_vec(m * n, 3);
+        let mut gs = vec![0f32; crate::ops::gemm::sgemm_scratch_len(m, n, k)];
+        for beta in [0.0f32, 1.0] {
+            let mut fwd = c0.clone();
+            state_times_rt(false, m, n, k, &hs, &rr, beta, &mut fwd, n, &mut gs).unwrap();
+            let mut rev = c0.clone();
+            state_times_rt(true, m, n, k, &hs, &rr, beta, &mut rev, n, &mut gs).unwrap();
+            assert!(
+                fwd.iter()
+                    .zip(&rev)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{m}x{n}x{k} beta {beta}"
+            );
+            let want: Vec<f32> = (0..m * n)
+                .map(|e| {
+                    let (i, j) = (e / n, e % n);
+                    let dot: f64 = (0..k)
+                        .map(|p| hs[i * k + p] as f64 * rr[j * k + p] as f64)
+                        .sum();
+                    (dot + beta as f64 * c0[e] as f64) as f32
+                })
+                .collect();
+            assert_close(&fwd, &want, 1e-5);
+        }
+    }
+}
+
+/// Hidden sizes whose `R` outgrows [`ALTERNATE_MIN_BYTES`], so odd steps
+/// read it back to front: one direction's whole `R` on one thread (LSTM
+/// and GRU), and each task's share of it with the steps split over two
+/// threads; against the naive references.
+#[cfg(feature = "std")]
+#[test]
+fn recurrent_weights_past_l2_read_alternately_match_naive() {
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let h = 264;
+    assert!(alternates(1, 4 * 4 * h * h));
+    check_lstm_vs_naive(3, 1, 5, h, &[3]);
+    let h = 300;
+    assert!(alternates(1, 4 * 3 * h * h));
+    for lbr in [false, true] {
+        check_gru_vs_naive(3, 2, 3, h, &[3, 2], lbr);
+    }
+    // Two tasks of 192 units each: 16·192·384 bytes of R apiece.
+    let h = 384;
+    assert!(alternates(1, 16 * 192 * h));
+    crate::threads::set_num_threads(2);
+    let before = super::lstm::split::SPLIT_RUNS.load(core::sync::atomic::Ordering::Relaxed);
+    check_lstm_vs_naive(3, 1, 5, h, &[3]);
+    let after = super::lstm::split::SPLIT_RUNS.load(core::sync::atomic::Ordering::Relaxed);
+    crate::threads::set_num_threads(1);
+    assert!(after > before, "the split path did not run");
+}
+
 /// Outputs of two runs equal within a few float32 roundings (and exactly
 /// where either is zero: padding past a sequence's end).
 #[cfg(feature = "std")]
@@ -470,52 +540,56 @@ fn naive_gru_seq(
 
 #[test]
 fn gru_matches_naive_with_sequence_lens() {
-    let (s, b, i, h) = (4, 3, 3, 5);
-    let lens = [4i32, 1, 3];
     for lbr in [false, true] {
-        for direction in [Direction::Forward, Direction::Reverse] {
-            let x = rand_vec(s * b * i, 21);
-            let w = rand_vec(3 * h * i, 22);
-            let rr = rand_vec(3 * h * h, 23);
-            let bias = rand_vec(6 * h, 24);
-            let h0 = rand_vec(b * h, 25);
-            let op = Gru {
-                hidden_size: h,
-                direction,
-                linear_before_reset: lbr,
-                layout: 0,
-            };
-            let ins = [
-                Some(t(&x, &[s, b, i])),
-                Some(t(&w, &[1, 3 * h, i])),
-                Some(t(&rr, &[1, 3 * h, h])),
-                Some(t(&bias, &[1, 6 * h])),
-                Some(ti32(&lens)),
-                Some(t(&h0, &[1, b, h])),
-            ];
-            let out = run(&op, &ins, 2).unwrap();
-            for bi in 0..b {
-                let len = lens[bi] as usize;
-                let mut xs: Vec<Vec<f32>> = (0..len)
-                    .map(|tt| x[(tt * b + bi) * i..(tt * b + bi + 1) * i].to_vec())
-                    .collect();
-                let reverse = direction == Direction::Reverse;
-                if reverse {
-                    xs.reverse();
-                }
-                let ys = naive_gru_seq(&xs, &w, &rr, &bias, &h0[bi * h..(bi + 1) * h], h, lbr);
-                for tt in 0..s {
-                    let o = (tt * b + bi) * h;
-                    let got = &out[0].1[o..o + h];
-                    if tt < len {
-                        let k = if reverse { len - 1 - tt } else { tt };
-                        assert_close(got, &ys[k], 1e-5);
-                    } else {
-                        assert_eq!(got, &vec![0.0; h][..]);
-                    }
-                }
-                assert_close(&out[1].1[bi * h..(bi + 1) * h], &ys[len - 1], 1e-5);
+        check_gru_vs_naive(4, 3, 3, 5, &[4, 1, 3], lbr);
+    }
+}
+
+/// Runs [`Gru`] forward and in reverse (layout 0, `sequence_lens`,
+/// initial state) against [`naive_gru_seq`].
+fn check_gru_vs_naive(s: usize, b: usize, i: usize, h: usize, lens: &[i32], lbr: bool) {
+    for direction in [Direction::Forward, Direction::Reverse] {
+        let x = rand_vec(s * b * i, 21);
+        let w = rand_vec(3 * h * i, 22);
+        let rr = rand_vec(3 * h * h, 23);
+        let bias = rand_vec(6 * h, 24);
+        let h0 = rand_vec(b * h, 25);
+        let op = Gru {
+            hidden_size: h,
+            direction,
+            linear_before_reset: lbr,
+            layout: 0,
+        };
+        let ins = [
+            Some(t(&x, &[s, b, i])),
+            Some(t(&w, &[1, 3 * h, i])),
+            Some(t(&rr, &[1, 3 * h, h])),
+            Some(t(&bias, &[1, 6 * h])),
+            Some(ti32(lens)),
+            Some(t(&h0, &[1, b, h])),
+        ];
+        let out = run(&op, &ins, 2).unwrap();
+        for bi in 0..b {
+            let len = lens[bi] as usize;
+            let mut xs: Vec<Vec<f32>> = (0..len)
+                .map(|tt| x[(tt * b + bi) * i..(tt * b + bi + 1) * i].to_vec())
+                .collect();
+            let reverse = direction == Direction::Reverse;
+            if reverse {
+                xs.reverse();
             }
+            let ys = naive_gru_seq(&xs, &w, &rr, &bias, &h0[bi * h..(bi + 1) * h], h, lbr);
+            for tt in 0..s {
+                let o = (tt * b + bi) * h;
+                let got = &out[0].1[o..o + h];
+                if tt < len {
+                    let k = if reverse { len - 1 - tt } else { tt };
+                    assert_close(got, &ys[k], 1e-5);
+                } else {
+                    assert_eq!(got, &vec![0.0; h][..]);
+                }
+            }
+            assert_close(&out[1].1[bi * h..(bi + 1) * h], &ys[len - 1], 1e-5);
         }
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use super::{DirState, Lstm, OP, Shared, seq_len};
 use crate::error::KernelError;
-use crate::ops::gemm::{MatRef, sgemm};
+use crate::ops::rnn::{alternates, state_times_rt};
 use crate::threads::SharedMut;
 
 /// Fewest hidden units worth splitting: below this a direction's `R`
@@ -217,27 +217,21 @@ impl Lstm {
                     // task's alone (the caller's contract).
                     let gate = |g: usize| unsafe { b.pre.range(bi * g4 + g * h + j0, n) };
                     let mut pre = [gate(0), gate(1), gate(2), gate(3)];
-                    for (g, p) in pre.iter_mut().enumerate() {
+                    // This task's rows of R (its units' rows of each gate's
+                    // block), back to front on alternate steps when they
+                    // outgrow L2 (see `alternates`).
+                    let reverse_r = alternates(step, 16 * n * h);
+                    for q in 0..4 {
+                        let g = if reverse_r { 3 - q } else { q };
+                        let p = &mut pre[g];
                         if step < len {
                             let row = d.x_row(if reverse { len - 1 - step } else { step }, bi);
                             p.copy_from_slice(&sh.xw[row * ldx + dir * g4 + g * h + j0..][..n]);
                         } else {
                             p.fill(0.0);
                         }
-                        // These units' rows of this gate's block of R.
                         let rows = &rd[(g * h + j0) * h..(g * h + j0 + n) * h];
-                        sgemm(
-                            1,
-                            n,
-                            h,
-                            1.0,
-                            MatRef::row_major(hb_src, h),
-                            MatRef::transposed(rows, h),
-                            1.0,
-                            p,
-                            n,
-                            s,
-                        )?;
+                        state_times_rt(reverse_r, 1, n, h, hb_src, rows, 1.0, p, n, s)?;
                     }
                     // SAFETY: units j0..j0 + n of the next state, the cell
                     // state and the gate scratch: this task's alone.
