@@ -234,6 +234,13 @@ pub(crate) fn cases(budget: f64) {
         ("ddddocr head 20x8210x1024", 20, 8210, 1024),
         ("ddddocr lstm xW 20x4096x512", 20, 4096, 512),
         ("lstm step hRt 1x2048x512", 1, 2048, 512),
+        // Around the few-rows path's bounds (`ops/gemm/few_rows.rs`).
+        ("few rows 4x4096x512", 4, 4096, 512),
+        ("few rows 16x4096x512", 16, 4096, 512),
+        ("few rows 24x4096x512", 24, 4096, 512),
+        ("few rows 32x8192x128", 32, 8192, 128),
+        ("few rows 32x4096x256", 32, 4096, 256),
+        ("few rows 40x4096x512", 40, 4096, 512),
     ] {
         gemm_case(
             &format!("{name} prepacked"),

@@ -10,6 +10,8 @@ use crate::error::KernelError;
 use crate::tensor::{TensorMut, TensorRef};
 
 mod blocks;
+#[cfg(target_arch = "x86_64")]
+mod few_rows;
 mod micro;
 mod pack_a;
 pub mod prepacked;
@@ -487,6 +489,19 @@ pub(crate) fn sgemm_core<B: PackB>(
                 f(&mut c[i * ldc..i * ldc + n], i * ldc);
             }
         }
+        return Ok(());
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let LeftOp::Strided(a) = a
+        && let Some(bp) = b.prepacked()
+        && few_rows::takes(isa, m, k, scratch.len())
+    {
+        #[cfg(all(test, feature = "std"))]
+        few_rows::CALLS.with(|c| c.set(c.get() + 1));
+        // SAFETY: `takes` saw AVX-512 (detected, or the caller's ISA
+        // contract); A fits m × k and C holds m rows of n at ldc (both
+        // checked above).
+        unsafe { few_rows::few_rows(m, n, k, alpha, a, bp, beta, c, ldc, scratch, epilogue) };
         return Ok(());
     }
     if m == 1

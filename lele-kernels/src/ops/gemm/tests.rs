@@ -318,7 +318,11 @@ fn empty_scratch_at_an_odd_address() {
 /// weight packed per call (same blocks, same micro-kernel reading the same
 /// numbers, only from another place): every ISA, odd sizes and tails, a
 /// few columns (the narrow path), depth past KC, width past NC, alpha and
-/// beta, split over 1–3 threads by columns and by rows.
+/// beta, split over 1–3 threads by columns and by rows. Shapes that the
+/// AVX-512 few-rows path takes instead (one accumulator over the whole
+/// depth, so other roundings) are skipped for that ISA here and checked
+/// against the reference by
+/// `few_rows_against_packed_weights_match_the_reference`.
 #[test]
 fn prepacked_b_is_bit_identical_to_packing_per_call() {
     use super::prepacked::{Prepacked, pack_into, packed_len};
@@ -344,6 +348,11 @@ fn prepacked_b_is_bit_identical_to_packing_per_call() {
             (64, 700, 300),
             (700, 150, 300),
         ] {
+            let mut s = vec![0f32; sgemm_scratch_len(m, n, k)];
+            #[cfg(target_arch = "x86_64")]
+            if super::few_rows::takes(isa, m, k, s.len()) {
+                continue;
+            }
             let av = rand_vec(m * k, (m + k) as u64);
             let bv = rand_vec(k * n, (n + 3 * k) as u64);
             let a = MatRef::row_major(&av, k);
@@ -351,7 +360,6 @@ fn prepacked_b_is_bit_identical_to_packing_per_call() {
             let mut packed = vec![f32::NAN; packed_len(k, n)];
             assert!(pack_into(b, k, n, &mut packed));
             let pb = Prepacked::new(&packed, k, n).unwrap();
-            let mut s = vec![0f32; sgemm_scratch_len(m, n, k)];
             let c0 = rand_vec(m * n, 5);
             for threads in thread_counts {
                 #[cfg(feature = "std")]
@@ -638,5 +646,97 @@ fn b_read_in_place_is_bit_identical_to_packing() {
             }
             crate::threads::set_num_threads(1);
         }
+    }
+}
+
+/// A few rows against a weight packed ahead of time (`few_rows`, AVX-512):
+/// against the reference over one and two passes of one and two panels
+/// (2 to 48 rows), column counts that leave a partial panel or an odd
+/// one, depths of 1 to 300, alpha and beta, an epilogue, on 1–3 threads
+/// (panel ranges) with the same bits on each; asserts the path ran.
+#[test]
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+fn few_rows_against_packed_weights_match_the_reference() {
+    use super::few_rows::CALLS;
+    use super::prepacked::{Prepacked, pack_into, packed_len};
+    if !isa_available(Isa::Avx512) {
+        return;
+    }
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let cases = [
+        (2, 17, 5, 1.0, 0.0),
+        (3, 1, 1, 1.0, 0.0),
+        (7, 100, 300, 0.5, 1.0),
+        (12, 48, 129, 1.0, 0.25),
+        (13, 33, 64, 1.0, 0.0),
+        (20, 700, 300, 1.0, 1.0),
+        (24, 16, 17, 2.0, 0.0),
+        (25, 70, 128, 1.0, 0.0),
+        (40, 900, 120, 1.0, 1.0),
+        (48, 15, 3, 1.0, 0.5),
+    ];
+    for (m, n, k, alpha, beta) in cases {
+        let av = rand_vec(m * k, (m * 7 + k) as u64);
+        let bv = rand_vec(k * n, (n * 3 + k) as u64);
+        let a = MatRef::row_major(&av, k);
+        let b = MatRef::row_major(&bv, n);
+        let mut packed = vec![0f32; packed_len(k, n)];
+        assert!(pack_into(b, k, n, &mut packed));
+        let w = Prepacked::new(&packed, k, n).unwrap();
+        let bias = rand_vec(n, 5);
+        let c0 = rand_vec(m * n, 7);
+        let mut want = c0.clone();
+        naive(m, n, k, alpha, a, b, beta, &mut want, n);
+        for (e, x) in want.iter_mut().enumerate() {
+            *x += bias[e % n];
+        }
+        let add_bias = |seg: &mut [f32], at: usize| {
+            for (x, &b) in seg.iter_mut().zip(&bias[at % n..]) {
+                *x += b;
+            }
+        };
+        let mut scratch = vec![0f32; sgemm_scratch_len(m, n, k)];
+        let mut first: Option<Vec<f32>> = None;
+        for threads in [1, 2, 3] {
+            crate::threads::set_num_threads(threads);
+            let before = CALLS.with(|c| c.get());
+            let mut c = c0.clone();
+            sgemm_isa(
+                Isa::Avx512,
+                m,
+                n,
+                k,
+                alpha,
+                a,
+                &w,
+                beta,
+                &mut c,
+                n,
+                &mut scratch,
+                Some(&add_bias),
+            )
+            .unwrap();
+            assert!(
+                CALLS.with(|c| c.get()) > before,
+                "{m}x{n}x{k}: the few-rows path did not run"
+            );
+            let tol = 1e-5 * (1.0 + k as f32).sqrt();
+            for (i, (g, w)) in c.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= tol,
+                    "{m}x{n}x{k} {threads}T: {i}: {g} vs {w}"
+                );
+            }
+            match &first {
+                None => first = Some(c),
+                Some(f) => assert!(
+                    f.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "{m}x{n}x{k}: {threads} threads differ from one"
+                ),
+            }
+        }
+        crate::threads::set_num_threads(1);
     }
 }
