@@ -1,6 +1,5 @@
 //! The workspace arena: one 64-byte aligned buffer that holds every
 //! intermediate tensor at an offset chosen by the compiler's memory planner.
-use alloc::vec;
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -9,31 +8,44 @@ use crate::error::KernelError;
 /// Alignment of every arena region and of embedded weights.
 pub const ALIGN: usize = 64;
 
-#[derive(Clone, Copy, bytemuck::Zeroable, bytemuck::Pod)]
-#[repr(C, align(64))]
-struct Block([u8; ALIGN]);
-
 /// A 64-byte aligned byte buffer, allocated once.
 pub struct Arena {
-    blocks: Vec<Block>,
+    /// The allocation: `len + ALIGN` zeroed bytes.
+    buf: Vec<u8>,
+    /// Where the aligned buffer starts in `buf`.
+    start: usize,
+    /// Its length, a multiple of [`ALIGN`].
+    len: usize,
 }
 
 impl Arena {
     /// Allocates `bytes` zeroed bytes (rounded up to the alignment).
+    ///
+    /// The bytes come zeroed from the allocator as plain bytes (`calloc`:
+    /// fresh pages from the system for a large arena, first touched by the
+    /// `forward` that uses them) and the buffer starts at the first aligned
+    /// one. Asking the allocator for 64-byte alignment instead makes it
+    /// clear the whole allocation itself: PP-OCRv6 rec's 6 MB arena took
+    /// 2.7 ms to create, and its first output (process start to the end of
+    /// the first `forward`, medians of eight alternated runs) went 24.6 →
+    /// 23.5 ms without that. (Marking the arena for transparent huge pages
+    /// saved about 0.5 ms more, left out: the kernel may compact memory to
+    /// find them, a stall a server creating a workspace should not risk.)
     pub fn new(bytes: usize) -> Arena {
-        Arena {
-            blocks: vec![Block([0; ALIGN]); bytes.div_ceil(ALIGN)],
-        }
+        let len = bytes.div_ceil(ALIGN) * ALIGN;
+        let buf = alloc::vec![0u8; len + ALIGN];
+        let start = buf.as_ptr().align_offset(ALIGN).min(ALIGN);
+        Arena { buf, start, len }
     }
 
     /// The whole buffer.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        bytemuck::cast_slice_mut(&mut self.blocks)
+        &mut self.buf[self.start..self.start + self.len]
     }
 
     /// The whole buffer, read-only.
     pub fn bytes(&self) -> &[u8] {
-        bytemuck::cast_slice(&self.blocks)
+        &self.buf[self.start..self.start + self.len]
     }
 }
 
@@ -104,6 +116,21 @@ pub fn carve_slices<'a>(
 #[allow(clippy::single_range_in_vec_init, clippy::type_complexity)]
 mod tests {
     use super::*;
+    use alloc::vec;
+
+    /// A new arena is zeroed, 64-byte aligned and rounded up to whole
+    /// blocks, small or large (past the allocator's fresh-pages threshold).
+    #[test]
+    fn new_arena_is_zeroed_and_aligned() {
+        for bytes in [0, 1, 100, 4096, 3 << 20] {
+            let mut arena = Arena::new(bytes);
+            let buf = arena.bytes_mut();
+            assert_eq!(buf.len(), bytes.div_ceil(ALIGN) * ALIGN);
+            assert!((buf.as_ptr() as usize).is_multiple_of(ALIGN) || buf.is_empty());
+            assert!(buf.iter().all(|&b| b == 0), "{bytes} bytes");
+            buf.fill(7);
+        }
+    }
 
     #[test]
     fn carve_disjoint_regions() {
