@@ -52,10 +52,11 @@ pub(super) fn takes(isa: super::Isa, m: usize, k: usize, scratch: usize) -> bool
         && m * k <= scratch
 }
 
-/// `c = alpha·a·B + beta·c` for `m` rows of `a` (row stride `a.rs`, unit
-/// column stride: [`takes`]) and the packed `b` (`k × n`), `c` at row
-/// stride `ldc`; then `epilogue` on each row's finished columns. Panels
-/// are split over the threads in contiguous runs.
+/// `c = alpha·a·B + beta·c` for `m` rows of `a` (any strides) and the
+/// packed `b` (`k × n`), `c` at row stride `ldc`, `A` repacked into
+/// `scratch` (at least `m·k` floats: [`takes`]); then `epilogue` on each
+/// row's finished columns. Panels are split over the threads in
+/// contiguous runs.
 ///
 /// # Safety
 /// The CPU supports AVX-512F; `a` holds `m × k` at its strides and `c`
@@ -75,12 +76,11 @@ pub(super) unsafe fn few_rows(
     epilogue: Option<Epilogue<'_>>,
 ) {
     let panels = n.div_ceil(PANEL);
-    // Passes of at most PASS_ROWS rows, as even as they go; each pass's
-    // rows of A repacked column by column (`h` floats per step of the
+    // Two panels per pass up to 24 rows (one or two passes of at most 12),
+    // one panel per pass above; passes as even as they go. Each pass's
+    // rows of A are repacked column by column (`h` floats per step of the
     // depth, contiguous: rows of A a multiple of 4 KiB apart would all
     // fall in one set of L1 and evict each other).
-    // Two panels per pass up to 24 rows (one or two passes of at most 12),
-    // one panel per pass above.
     let v2 = m <= 2 * PAIR_PASS_ROWS;
     let pass_rows = if v2 { PAIR_PASS_ROWS } else { PASS_ROWS };
     let passes = m.div_ceil(pass_rows);
