@@ -13,7 +13,7 @@ use super::{CPtr, Epilogue, MatRef};
 
 /// Most rows one pass keeps in registers (one 16-lane accumulator each,
 /// plus the panel's row and a broadcast: 26 of the 32 registers).
-pub(super) const PASS_ROWS: usize = 24;
+const PASS_ROWS: usize = 24;
 
 /// Most rows one pass over two panels keeps in registers (two
 /// accumulators each).
@@ -21,7 +21,7 @@ const PAIR_PASS_ROWS: usize = 12;
 
 /// Most rows this path takes (two passes over each panel, the second
 /// finding it cached).
-pub(super) const FEW_ROWS_MAX: usize = 2 * PASS_ROWS;
+const FEW_ROWS_MAX: usize = 2 * PASS_ROWS;
 
 #[cfg(all(test, feature = "std"))]
 std::thread_local! {
@@ -116,9 +116,9 @@ pub(super) unsafe fn few_rows(
                 unsafe {
                     let cq = cp.add(i0 * ldc + j).get();
                     if two {
-                        pass::<2>(h, k, ap, panel.as_ptr(), hi, cq, ldc, cols, alpha, beta);
+                        pass_pair(h, k, ap, panel.as_ptr(), hi, cq, ldc, cols, alpha, beta);
                     } else {
-                        pass::<1>(h, k, ap, panel.as_ptr(), hi, cq, ldc, cols, alpha, beta);
+                        pass_one(h, k, ap, panel.as_ptr(), hi, cq, ldc, cols, alpha, beta);
                     }
                 }
             }
@@ -149,35 +149,39 @@ pub(super) unsafe fn few_rows(
     run(0, panels);
 }
 
-/// One pass: `h` rows (`1 ≤ h ≤ PASS_ROWS`, or half that for two
-/// panels) of A against `V` panels.
+/// One pass of `h` rows of A: `pass_pair` over two panels (`1 ≤ h ≤
+/// PAIR_PASS_ROWS`), `pass_one` over one (`1 ≤ h ≤ PASS_ROWS`); each
+/// instantiates [`panel_rows`] only for the heights it can get.
 ///
 /// # Safety
 /// As [`panel_rows`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn pass<const V: usize>(
-    h: usize,
-    k: usize,
-    a: *const f32,
-    panel: *const f32,
-    hi: usize,
-    c: *mut f32,
-    ldc: usize,
-    cols: usize,
-    alpha: f32,
-    beta: f32,
-) {
-    macro_rules! by_rows {
-        ($($r:literal)*) => {
-            match h {
-                $($r => panel_rows::<$r, V>(k, a, panel, hi, c, ldc, cols, alpha, beta),)*
-                _ => panel_rows::<PASS_ROWS, V>(k, a, panel, hi, c, ldc, cols, alpha, beta),
+macro_rules! pass_fn {
+    ($name:ident, $v:literal, $max:expr; $($r:literal)*) => {
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $name(
+            h: usize,
+            k: usize,
+            a: *const f32,
+            panel: *const f32,
+            hi: usize,
+            c: *mut f32,
+            ldc: usize,
+            cols: usize,
+            alpha: f32,
+            beta: f32,
+        ) {
+            // SAFETY: the caller's contract, with h rows.
+            unsafe {
+                match h {
+                    $($r => panel_rows::<$r, $v>(k, a, panel, hi, c, ldc, cols, alpha, beta),)*
+                    _ => panel_rows::<{ $max }, $v>(k, a, panel, hi, c, ldc, cols, alpha, beta),
+                }
             }
-        };
-    }
-    // SAFETY: the caller's contract, with h rows.
-    unsafe { by_rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23) }
+        }
+    };
 }
+pass_fn!(pass_pair, 2, PAIR_PASS_ROWS; 1 2 3 4 5 6 7 8 9 10 11);
+pass_fn!(pass_one, 1, PASS_ROWS; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23);
 
 /// `C = alpha·A·P + beta·C` for an `R × cols` tile (`cols ≤ 16·V`): `A`
 /// packed column by column (`R` floats per step of the depth `k`), `P`
