@@ -354,6 +354,32 @@ pub(crate) fn cases(budget: f64) {
     ] {
         conv_case_hw(name, c, m, 1, 1, hw, 1, act, budget);
     }
+    // PP-OCRv4 rec's widest 1x1 convs (HardSwish after each).
+    for (name, c, m, hw, act) in [
+        (
+            "v4rec 240->240 1x1 12x80 packed",
+            240,
+            240,
+            [12, 80],
+            Activation::None,
+        ),
+        (
+            "v4rec 240->240 1x1 12x80 hardswish packed",
+            240,
+            240,
+            [12, 80],
+            Activation::HardSwish,
+        ),
+        (
+            "v4rec 480->480 1x1 6x80 hardswish packed",
+            480,
+            480,
+            [6, 80],
+            Activation::HardSwish,
+        ),
+    ] {
+        conv_case_hw(name, c, m, 1, 1, hw, 1, act, budget);
+    }
     // Winograd F(2x2, 3x3) on the dense stride-1 3x3 convs of YOLOv8n and
     // ddddocr (each also timed above or here on the direct/GEMM path).
     for (c, m, h) in [

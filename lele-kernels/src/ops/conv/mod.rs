@@ -403,7 +403,7 @@ impl Conv {
         self.activation.apply_in_place(y);
         if self.post_mul != 1.0 || self.post_add != 0.0 {
             let (s, t) = (self.post_mul, self.post_add);
-            y.iter_mut().for_each(|v| *v = *v * s + t);
+            crate::ops::unary::map_in_place_f32(y, |v| v * s + t);
         }
     }
 
@@ -448,7 +448,23 @@ impl Conv {
         let tail = self.tail(residual, base);
         move |seg: &mut [f32], at: usize| {
             // A segment lies in one row of the block (one channel).
-            if let Some(&b) = bias.and_then(|b| b.get(m0 + at / ohw)) {
+            let b = bias.and_then(|b| b.get(m0 + at / ohw)).copied();
+            // The residual's part for this segment (`run` checked its
+            // length: it is there whenever there is a residual).
+            let r = residual.map(|r| r.get(base + at..base + at + seg.len()));
+            // All of it in one pass while the segment is in L1.
+            if !matches!(r, Some(None))
+                && crate::ops::unary::pointwise_tail(
+                    seg,
+                    b,
+                    self.activation,
+                    (self.post_mul, self.post_add),
+                    r.flatten(),
+                )
+            {
+                return;
+            }
+            if let Some(b) = b {
                 crate::ops::unary::add_in_place(seg, b);
             }
             tail(seg, at);

@@ -487,7 +487,8 @@ fn fused_activation_equals_conv_then_activation() {
 /// A fused residual (fourth input) equals the convolution followed by a
 /// separate add, bit for bit: every path (direct and im2col GEMM, 1×1
 /// GEMM, depthwise), batches and groups (each block's offset), after a
-/// fused activation and scalar affine, on one and three threads; a
+/// fused activation (one with a kernel of its own, the pointwise ones of
+/// the one-pass epilogue) and scalar affine, on one and three threads; a
 /// residual of another shape is refused.
 #[cfg(feature = "std")]
 #[test]
@@ -516,7 +517,12 @@ fn fused_residual_equals_conv_then_add() {
             let b = rand_vec(m, 720 + si as u64);
             for force in [Some(true), Some(false)] {
                 direct::FORCE.with(|f| f.set(force));
-                for (act, post_mul) in [(Activation::None, 1.0), (Activation::Swish, 0.5)] {
+                for (act, post_mul) in [
+                    (Activation::None, 1.0),
+                    (Activation::Swish, 0.5),
+                    (Activation::HardSwish, 0.5),
+                    (Activation::Relu, 1.0),
+                ] {
                     let mut op = conv(group, [s, s], [k / 2; 4], [1, 1]);
                     op.activation = act;
                     op.post_mul = post_mul;

@@ -1,7 +1,7 @@
 //! Activations that other kernels apply to their own output as they write
 //! it (a convolution's epilogue), so no separate pass over the tensor runs.
 use super::math::{gelu_slice, sigmoid_slice, swish_slice};
-use super::{hard_sigmoid, map_f32};
+use super::{hard_sigmoid, map_f32, map_in_place_f32};
 
 /// An activation applied in place to an f32 output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -39,9 +39,7 @@ impl Activation {
             Activation::Relu => map_f32(x, out, relu),
             Activation::Sigmoid => sigmoid_slice(x, out),
             Activation::Swish => swish_slice(1.0, x, out),
-            Activation::HardSwish => {
-                map_f32(x, out, |v| v * hard_sigmoid(v, (1.0f64 / 6.0) as f32, 0.5))
-            }
+            Activation::HardSwish => map_f32(x, out, hard_swish),
             Activation::Gelu => gelu_slice(x, out),
         };
         if self == Activation::None {
@@ -64,12 +62,14 @@ impl Activation {
                 (Isa::Avx512, Activation::Relu) => return unsafe { x86_512::relu_in_place(y) },
                 (Isa::Avx2, Activation::Swish) => return unsafe { x86::swish_in_place(1.0, y) },
                 (Isa::Avx2, Activation::Sigmoid) => return unsafe { x86::sigmoid_in_place(y) },
+                (Isa::Avx2, Activation::Gelu) => return unsafe { x86::gelu_in_place(y) },
                 _ => {}
             }
         }
-        if self == Activation::Relu {
-            y.iter_mut().for_each(|v| *v = relu(*v));
-            return;
+        match self {
+            Activation::Relu => return map_in_place_f32(y, relu),
+            Activation::HardSwish => return map_in_place_f32(y, hard_swish),
+            _ => {}
         }
         // The slice kernels read and write distinct slices: go through a
         // small stack copy (only here: zeroing it costs as much as a short
@@ -81,6 +81,64 @@ impl Activation {
             f(t, chunk);
         }
     }
+}
+
+/// One pass over a finished output segment `y` doing, per element and in
+/// this order, what separate passes would: add `bias` (when given), apply
+/// `act`, multiply by `mul` and add `add` (when they are not 1 and 0), add
+/// the residual's element (when given; the caller passes one exactly as
+/// long as `y`). Each step rounds as its own pass did, so results are
+/// bit-identical. Takes the activations that are plain functions of one
+/// value (identity, ReLU, HardSwish); returns `false`, touching nothing,
+/// for those with kernels of their own (sigmoid, swish, GELU).
+pub(crate) fn pointwise_tail(
+    y: &mut [f32],
+    bias: Option<f32>,
+    act: Activation,
+    affine: (f32, f32),
+    residual: Option<&[f32]>,
+) -> bool {
+    debug_assert!(residual.is_none_or(|r| r.len() == y.len()));
+    match act {
+        Activation::None => tail_with(y, bias, |v| v, affine, residual),
+        Activation::Relu => tail_with(y, bias, relu, affine, residual),
+        Activation::HardSwish => tail_with(y, bias, hard_swish, affine, residual),
+        Activation::Sigmoid | Activation::Swish | Activation::Gelu => return false,
+    }
+    true
+}
+
+/// [`pointwise_tail`] for one activation function (inlined into each loop).
+#[inline(always)]
+fn tail_with(
+    y: &mut [f32],
+    bias: Option<f32>,
+    act: impl Fn(f32) -> f32 + Copy,
+    (mul, add): (f32, f32),
+    residual: Option<&[f32]>,
+) {
+    let affine = mul != 1.0 || add != 0.0;
+    // One monomorphized loop per combination, so none tests per element.
+    macro_rules! run {
+        ($f:expr) => {{
+            let f = $f;
+            match residual {
+                Some(r) => super::zip_in_place_f32(y, r, |v, x| f(v) + x),
+                None => map_in_place_f32(y, f),
+            }
+        }};
+    }
+    match (bias, affine) {
+        (Some(b), true) => run!(move |v: f32| act(v + b) * mul + add),
+        (Some(b), false) => run!(move |v: f32| act(v + b)),
+        (None, true) => run!(move |v: f32| act(v) * mul + add),
+        (None, false) => run!(act),
+    }
+}
+
+/// The `HardSwish` kernel's arithmetic.
+fn hard_swish(v: f32) -> f32 {
+    v * hard_sigmoid(v, (1.0f64 / 6.0) as f32, 0.5)
 }
 
 /// The `Relu` kernel's arithmetic: negatives to zero, NaN kept.
@@ -96,5 +154,5 @@ pub(crate) fn add_in_place(y: &mut [f32], b: f32) {
         // SAFETY: AVX-512F was detected.
         return unsafe { super::x86_512::add_in_place(y, b) };
     }
-    y.iter_mut().for_each(|v| *v += b);
+    map_in_place_f32(y, |v| v + b);
 }

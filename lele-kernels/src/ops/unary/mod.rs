@@ -25,6 +25,7 @@ mod x86_512;
 
 pub use activation::Activation;
 pub(crate) use activation::add_in_place;
+pub(crate) use activation::pointwise_tail;
 use math::{Real, erf_slice, exp_slice, gelu_f64, tanh_f32};
 pub(crate) use math::{exp_shifted, max_of, scale_in_place, sigmoid_slice, tanh_slice};
 pub use params::{
@@ -432,6 +433,55 @@ pub(super) fn map_f32(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn map_f32_avx2(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
     map(x, y, f)
+}
+
+/// `y[i] = f(y[i])` over f32 in place, compiled with AVX2+FMA when the CPU
+/// has them (as [`map_f32`]; an epilogue's pass over a finished segment).
+pub(crate) fn map_in_place_f32(y: &mut [f32], f: impl Fn(f32) -> f32) {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(
+        crate::ops::gemm::best_isa(),
+        crate::ops::gemm::Isa::Avx2 | crate::ops::gemm::Isa::Avx512
+    ) {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { map_in_place_f32_avx2(y, f) };
+    }
+    y.iter_mut().for_each(|v| *v = f(*v));
+}
+
+/// [`map_in_place_f32`] compiled with AVX2+FMA.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn map_in_place_f32_avx2(y: &mut [f32], f: impl Fn(f32) -> f32) {
+    y.iter_mut().for_each(|v| *v = f(*v));
+}
+
+/// `y[i] = f(y[i], r[i])` over f32 in place (up to the shorter length),
+/// compiled with AVX2+FMA when the CPU has them: an epilogue's pass that
+/// also adds a residual.
+pub(crate) fn zip_in_place_f32(y: &mut [f32], r: &[f32], f: impl Fn(f32, f32) -> f32) {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(
+        crate::ops::gemm::best_isa(),
+        crate::ops::gemm::Isa::Avx2 | crate::ops::gemm::Isa::Avx512
+    ) {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { zip_in_place_f32_avx2(y, r, f) };
+    }
+    y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x));
+}
+
+/// [`zip_in_place_f32`] compiled with AVX2+FMA.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn zip_in_place_f32_avx2(y: &mut [f32], r: &[f32], f: impl Fn(f32, f32) -> f32) {
+    y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x));
 }
 
 /// f32 implementation: fast paths for the hot transcendental ops, the

@@ -882,3 +882,72 @@ fn gelu_far_tails_are_exact_zero_and_identity() {
         }
     }
 }
+
+/// The one-pass conv epilogue (bias, a pointwise activation, scalar
+/// affine, residual) equals the separate passes it replaces, bit for bit:
+/// the bias add, the standalone activation kernel, `v · mul + add`, the
+/// residual add; every combination, lengths 0..70 (all vector tails),
+/// special values (NaN, ±inf, -0, huge) in every lane position.
+#[test]
+fn pointwise_tail_equals_separate_passes() {
+    let specials = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -0.0,
+        0.0,
+        3.0e38,
+        -3.0,
+    ];
+    let acts = [
+        (Activation::None, None),
+        (Activation::Relu, Some(UnaryOp::Relu)),
+        (Activation::HardSwish, Some(UnaryOp::HardSwish)),
+    ];
+    for n in 0..70usize {
+        let y0: Vec<f32> = (0..n)
+            .map(|i| match i % 9 {
+                4 => specials[(i / 9) % specials.len()],
+                _ => ((i * 53 % 97) as f32 - 48.0) * 0.173,
+            })
+            .collect();
+        let r: Vec<f32> = (0..n)
+            .map(|i| ((i * 29 % 61) as f32 - 30.0) * 0.37)
+            .collect();
+        for (act, op) in acts {
+            for bias in [None, Some(0.75f32), Some(-0.0)] {
+                for (mul, add) in [(1.0f32, 0.0f32), (0.5, 0.0), (1.0, -2.5), (-1.25, 0.125)] {
+                    for residual in [None, Some(&r[..])] {
+                        let mut want = y0.clone();
+                        if let Some(b) = bias {
+                            want.iter_mut().for_each(|v| *v += b);
+                        }
+                        if let Some(op) = op {
+                            want = un(op, &Owned::new(&[n], &want)).to::<f32>();
+                        }
+                        if mul != 1.0 || add != 0.0 {
+                            want.iter_mut().for_each(|v| *v = *v * mul + add);
+                        }
+                        if let Some(r) = residual {
+                            want.iter_mut().zip(r).for_each(|(v, &x)| *v += x);
+                        }
+                        let mut got = y0.clone();
+                        assert!(pointwise_tail(&mut got, bias, act, (mul, add), residual));
+                        let same = |a: f32, b: f32| {
+                            a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+                        };
+                        for i in 0..n {
+                            assert!(
+                                same(got[i], want[i]),
+                                "{act:?} n={n} bias {bias:?} ({mul}, {add}) residual {} at {i}: {} vs {}",
+                                residual.is_some(),
+                                got[i],
+                                want[i]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -476,6 +476,15 @@ pub(super) fn gelu8(x_in: __m256) -> (__m256, i32) {
     (_mm256_mul_ps(x_in, phi), _mm256_movemask_ps(bad))
 }
 
+/// [`gelu`] in place.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn gelu_in_place(y: &mut [f32]) {
+    blocks_in_place(y, |v| gelu8(v), super::math::gelu_f32);
+}
+
 /// `y = GELU(x)` ([`super::math::gelu_f32`] eight lanes at a time).
 ///
 /// # Safety
