@@ -380,6 +380,13 @@ pub(crate) fn cases(budget: f64) {
     ] {
         conv_case_hw(name, c, m, 1, 1, hw, 1, act, budget);
     }
+    // PP-OCRv4 rec's depthwise 5x5 layers (HardSwish after each).
+    for (name, c, hw) in [
+        ("v4rec depthwise 240 5x5 12x80 hardswish", 240, [12, 80]),
+        ("v4rec depthwise 480 5x5 3x80 hardswish", 480, [3, 80]),
+    ] {
+        conv_case_hw(name, c, c, 5, 1, hw, c, Activation::HardSwish, budget);
+    }
     // Winograd F(2x2, 3x3) on the dense stride-1 3x3 convs of YOLOv8n and
     // ddddocr (each also timed above or here on the direct/GEMM path).
     for (c, m, h) in [
