@@ -435,17 +435,28 @@ unsafe fn map_f32_avx2(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
     map(x, y, f)
 }
 
-/// `y[i] = f(y[i])` over f32 in place, compiled with AVX2+FMA when the CPU
-/// has them (as [`map_f32`]; an epilogue's pass over a finished segment).
+/// `y[i] = f(y[i])` over f32 in place, compiled with AVX2+FMA (or
+/// AVX-512) when the CPU has them (an epilogue's pass over a finished
+/// segment; `f` does the same arithmetic at any vector width).
 pub(crate) fn map_in_place_f32(y: &mut [f32], f: impl Fn(f32) -> f32) {
     #[cfg(target_arch = "x86_64")]
-    if matches!(
-        crate::ops::gemm::best_isa(),
-        crate::ops::gemm::Isa::Avx2 | crate::ops::gemm::Isa::Avx512
-    ) {
+    match crate::ops::gemm::best_isa() {
+        // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
+        crate::ops::gemm::Isa::Avx512 => return unsafe { map_in_place_f32_avx512(y, f) },
         // SAFETY: AVX2 and FMA were detected.
-        return unsafe { map_in_place_f32_avx2(y, f) };
+        crate::ops::gemm::Isa::Avx2 => return unsafe { map_in_place_f32_avx2(y, f) },
+        crate::ops::gemm::Isa::Scalar => {}
     }
+    y.iter_mut().for_each(|v| *v = f(*v));
+}
+
+/// [`map_in_place_f32`] compiled with AVX-512F.
+///
+/// # Safety
+/// The CPU supports AVX-512F, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn map_in_place_f32_avx512(y: &mut [f32], f: impl Fn(f32) -> f32) {
     y.iter_mut().for_each(|v| *v = f(*v));
 }
 
@@ -460,17 +471,27 @@ unsafe fn map_in_place_f32_avx2(y: &mut [f32], f: impl Fn(f32) -> f32) {
 }
 
 /// `y[i] = f(y[i], r[i])` over f32 in place (up to the shorter length),
-/// compiled with AVX2+FMA when the CPU has them: an epilogue's pass that
-/// also adds a residual.
+/// compiled as [`map_in_place_f32`]: an epilogue's pass that also adds a
+/// residual.
 pub(crate) fn zip_in_place_f32(y: &mut [f32], r: &[f32], f: impl Fn(f32, f32) -> f32) {
     #[cfg(target_arch = "x86_64")]
-    if matches!(
-        crate::ops::gemm::best_isa(),
-        crate::ops::gemm::Isa::Avx2 | crate::ops::gemm::Isa::Avx512
-    ) {
+    match crate::ops::gemm::best_isa() {
+        // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
+        crate::ops::gemm::Isa::Avx512 => return unsafe { zip_in_place_f32_avx512(y, r, f) },
         // SAFETY: AVX2 and FMA were detected.
-        return unsafe { zip_in_place_f32_avx2(y, r, f) };
+        crate::ops::gemm::Isa::Avx2 => return unsafe { zip_in_place_f32_avx2(y, r, f) },
+        crate::ops::gemm::Isa::Scalar => {}
     }
+    y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x));
+}
+
+/// [`zip_in_place_f32`] compiled with AVX-512F.
+///
+/// # Safety
+/// The CPU supports AVX-512F, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn zip_in_place_f32_avx512(y: &mut [f32], r: &[f32], f: impl Fn(f32, f32) -> f32) {
     y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x));
 }
 
