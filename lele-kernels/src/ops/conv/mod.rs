@@ -412,22 +412,47 @@ impl Conv {
     }
 
     /// The fused tail of the output block that starts at `base` in `Y`:
-    /// [`Conv::finish`], then the residual (if any) added. Its second
-    /// argument is the segment's offset inside the block.
+    /// [`Conv::finish_segment`] without a bias. Its second argument is the
+    /// segment's offset inside the block.
     fn tail<'a>(
         &'a self,
         residual: Option<&'a [f32]>,
         base: usize,
     ) -> impl Fn(&mut [f32], usize) + Sync + 'a {
-        move |seg: &mut [f32], at: usize| {
-            self.finish(seg);
-            if let Some(r) = residual {
-                // `r` has Y's length (checked in `run`), so the range is
-                // whole.
-                let r = r.get(base + at..).unwrap_or(&[]);
-                for (v, &x) in seg.iter_mut().zip(r) {
-                    *v += x;
-                }
+        move |seg: &mut [f32], at: usize| self.finish_segment(seg, None, residual, base + at)
+    }
+
+    /// Everything after the product for one finished output segment `seg`
+    /// (at `at` in `Y`): `bias` added, [`Conv::finish`], then the residual
+    /// (if any) added. With a pointwise activation all of it is one pass
+    /// while the segment is in L1 ([`crate::ops::unary::pointwise_tail`]).
+    fn finish_segment(
+        &self,
+        seg: &mut [f32],
+        bias: Option<f32>,
+        residual: Option<&[f32]>,
+        at: usize,
+    ) {
+        // `r` has Y's length (checked in `run`), so the range is whole.
+        let r = residual.map(|r| r.get(at..at + seg.len()).unwrap_or(&[]));
+        if r.is_none_or(|r| r.len() == seg.len())
+            && crate::ops::unary::pointwise_tail(
+                seg,
+                bias,
+                self.activation,
+                (self.post_mul, self.post_add),
+                r,
+            )
+        {
+            return;
+        }
+        if let Some(b) = bias {
+            crate::ops::unary::add_in_place(seg, b);
+        }
+        self.finish(seg);
+        if let Some(r) = r {
+            for (v, &x) in seg.iter_mut().zip(r) {
+                *v += x;
             }
         }
     }
@@ -436,7 +461,7 @@ impl Conv {
     /// at `base` in `Y`, its first channel `m0`, `ohw` outputs per
     /// channel): the channel's bias added to each finished row segment (the
     /// product is computed from zero, so the output is written once, not
-    /// filled with the bias first), then [`Conv::tail`].
+    /// filled with the bias first), then as [`Conv::tail`].
     fn gemm_tail<'a>(
         &'a self,
         bias: Option<&'a [f32]>,
@@ -445,29 +470,10 @@ impl Conv {
         m0: usize,
         ohw: usize,
     ) -> impl Fn(&mut [f32], usize) + Sync + 'a {
-        let tail = self.tail(residual, base);
         move |seg: &mut [f32], at: usize| {
             // A segment lies in one row of the block (one channel).
             let b = bias.and_then(|b| b.get(m0 + at / ohw)).copied();
-            // The residual's part for this segment (`run` checked its
-            // length: it is there whenever there is a residual).
-            let r = residual.map(|r| r.get(base + at..base + at + seg.len()));
-            // All of it in one pass while the segment is in L1.
-            if !matches!(r, Some(None))
-                && crate::ops::unary::pointwise_tail(
-                    seg,
-                    b,
-                    self.activation,
-                    (self.post_mul, self.post_add),
-                    r.flatten(),
-                )
-            {
-                return;
-            }
-            if let Some(b) = b {
-                crate::ops::unary::add_in_place(seg, b);
-            }
-            tail(seg, at);
+            self.finish_segment(seg, b, residual, base + at);
         }
     }
 
