@@ -93,14 +93,15 @@ fn exp_core(x: f32) -> f32 {
     let n = t - MAGIC;
     let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
     let r = x - n * LN2_HI - n * LN2_LO;
+    // Estrin's scheme (as the vector code): a third of Horner's chain of
+    // dependent steps, which bounds the vector loops.
     let [c2, c3, c4, c5, c6] = EXP_POLY;
-    let p = c6;
-    let p = p * r + c5;
-    let p = p * r + c4;
-    let p = p * r + c3;
-    let p = p * r + c2;
-    let p = p * r + 1.0;
-    let p = p * r + 1.0;
+    let r2 = r * r;
+    let a = c3 * r + c2;
+    let b = c5 * r + c4;
+    let q = c6 * r2 + b;
+    let q = q * r2 + a;
+    let p = q * r2 + (r + 1.0);
     let scale = f32::from_bits((ni.wrapping_add(127) << 23) as u32);
     p * scale
 }

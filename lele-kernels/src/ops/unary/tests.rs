@@ -298,6 +298,88 @@ fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
     }
 }
 
+/// The AVX2 activations that take several vectors per step: a whole slice
+/// (out of place and in place) against each element computed alone (one
+/// padded block), bit for bit, over every length 0..100 and two long
+/// ones, with special values (NaN, ±inf, beyond ±87) at several spacings,
+/// so that steps with and without flagged lanes both occur.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx2_wide_steps_equal_single_blocks_bit_for_bit() {
+    use crate::ops::gemm::{Isa, isa_available};
+    if !isa_available(Isa::Avx2) {
+        return;
+    }
+    let specials = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -87.5,
+        -100.0,
+        88.5,
+        -0.0,
+    ];
+    type Pair = (
+        &'static str,
+        Box<dyn Fn(&[f32], &mut [f32])>,
+        Box<dyn Fn(&mut [f32])>,
+    );
+    let mut pairs: Vec<Pair> = vec![
+        (
+            "gelu",
+            // SAFETY (every closure below): AVX2 and FMA are available
+            // (checked above).
+            Box::new(|x, y| unsafe { super::x86::gelu(x, y) }),
+            Box::new(|y| unsafe { super::x86::gelu_in_place(y) }),
+        ),
+        (
+            "sigmoid",
+            Box::new(|x, y| unsafe { super::x86::sigmoid(x, y) }),
+            Box::new(|y| unsafe { super::x86::sigmoid_in_place(y) }),
+        ),
+    ];
+    for alpha in [1.0f32, 1.702, -0.5] {
+        pairs.push((
+            "swish",
+            Box::new(move |x, y| unsafe { super::x86::swish(alpha, x, y) }),
+            Box::new(move |y| unsafe { super::x86::swish_in_place(alpha, y) }),
+        ));
+    }
+    let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    for n in (0..100).chain([1000, 1003]) {
+        for stride in [5usize, 37, 97, usize::MAX] {
+            let mut x: Vec<f32> = (0..n)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.19)
+                .collect();
+            if stride != usize::MAX {
+                for (i, v) in x.iter_mut().enumerate() {
+                    if i % stride == stride / 2 {
+                        *v = specials[(i / stride) % specials.len()];
+                    }
+                }
+            }
+            for (name, out_of_place, in_place) in &pairs {
+                let mut whole = vec![0f32; n];
+                out_of_place(&x, &mut whole);
+                let mut inplace = x.clone();
+                in_place(&mut inplace);
+                for i in 0..n {
+                    let mut alone = [0f32];
+                    out_of_place(&x[i..=i], &mut alone);
+                    assert!(
+                        same(whole[i], alone[0]) && same(inplace[i], alone[0]),
+                        "{name} n={n} stride {stride} x={}: whole {} in place {} alone {}",
+                        x[i],
+                        whole[i],
+                        inplace[i],
+                        alone[0]
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The AVX-512 activations (out of place and in place) against the AVX2
 /// ones, bit for bit: every length 0..100 (all tails and pair splits) and
 /// two long ones, with special values (NaN, ±inf, below -87) in every lane

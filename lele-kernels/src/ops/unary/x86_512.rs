@@ -35,11 +35,14 @@ fn exp16(x: __m512) -> __m512 {
     let n = _mm512_sub_ps(t, magic);
     let r = _mm512_fnmadd_ps(n, c(0.693_145_75), x);
     let r = _mm512_fnmadd_ps(n, c(1.428_606_8e-6), r);
+    // Estrin's scheme, as the scalar code.
     let [c2, c3, c4, c5, c6] = super::math::EXP_POLY;
-    let mut p = c(c6);
-    for k in [c5, c4, c3, c2, 1.0, 1.0] {
-        p = _mm512_fmadd_ps(p, r, c(k));
-    }
+    let r2 = _mm512_mul_ps(r, r);
+    let a = _mm512_fmadd_ps(c(c3), r, c(c2));
+    let b = _mm512_fmadd_ps(c(c5), r, c(c4));
+    let q = _mm512_fmadd_ps(c(c6), r2, b);
+    let q = _mm512_fmadd_ps(q, r2, a);
+    let p = _mm512_fmadd_ps(q, r2, _mm512_add_ps(r, c(1.0)));
     // p·2^n in one instruction, where the AVX2 code builds 2^n from the
     // integer n and multiplies: the same single rounding of the same
     // product (n >= -126 after the clamp, so 2^n is a normal float).
