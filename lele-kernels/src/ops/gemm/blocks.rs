@@ -213,6 +213,23 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                                     beta_eff,
                                 );
                             }
+                        } else if let (Some(short), true) = (micro.short, w == nr) {
+                            // SAFETY: as above, for the h × nr tile (rows
+                            // c0 + i·ldc, i < h, nr columns each).
+                            unsafe {
+                                short(
+                                    h,
+                                    kc,
+                                    ap.as_ptr(),
+                                    bp.as_ptr(),
+                                    ldb,
+                                    b_hi,
+                                    c.add(c0),
+                                    ldc,
+                                    alpha,
+                                    beta_eff,
+                                );
+                            }
                         } else {
                             // SAFETY: as above, with the stack tile of
                             // MAX_TILE >= mr*nr floats and row stride nr

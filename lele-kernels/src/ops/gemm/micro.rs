@@ -80,6 +80,11 @@ pub(crate) fn isa_available(isa: Isa) -> bool {
 /// (kernels of at most 16 columns do not read it).
 type MicroFn = unsafe fn(usize, *const f32, *const f32, usize, usize, *mut f32, usize, f32, f32);
 
+/// A [`MicroFn`] over only the first `h` (the first argument, below `MR`)
+/// rows of the `A` panel, writing only those rows of the tile.
+type ShortFn =
+    unsafe fn(usize, usize, *const f32, *const f32, usize, usize, *mut f32, usize, f32, f32);
+
 #[derive(Clone, Copy)]
 pub(super) struct Micro {
     pub(super) mr: usize,
@@ -96,6 +101,9 @@ pub(super) struct Micro {
     /// `f` for the row tiles after the first over a micro-panel, which
     /// find it in L1 (no prefetching), where the ISA has a variant for that.
     pub(super) in_l1: MicroFn,
+    /// `f` for a tile of fewer than `mr` rows, full width, where the ISA
+    /// has one (else such tiles go through a padded stack tile).
+    pub(super) short: Option<ShortFn>,
 }
 
 pub(super) fn micro_for(isa: Isa) -> Micro {
@@ -106,8 +114,9 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             nr: x86::AVX2_NR,
             f: x86::kernel_avx2,
             half: None,
-            first: x86::kernel_avx2,
+            first: x86::kernel_avx2_stream,
             in_l1: x86::kernel_avx2,
+            short: Some(x86::kernel_avx2_short),
         },
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => Micro {
@@ -117,6 +126,7 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             half: Some(x86::kernel_avx512_half),
             first: x86::kernel_avx512_stream,
             in_l1: x86::kernel_avx512_in_l1,
+            short: None,
         },
         _ => Micro {
             mr: SCALAR_MR,
@@ -125,6 +135,7 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             half: None,
             first: kernel_scalar,
             in_l1: kernel_scalar,
+            short: None,
         },
     }
 }
