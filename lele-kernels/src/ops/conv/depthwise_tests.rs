@@ -183,6 +183,11 @@ fn blocked_cases(lanes: usize) {
         (1, 9, 5, 8, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
         (1, 7, 6, 23, 5, 5, [2, 2], [2, 2, 2, 2], [1, 1]),
         (1, 32, 10, 10, 3, 3, [3, 3], [0, 0, 2, 2], [1, 1]),
+        // Padding rows skipped: PP-OCRv4 rec's 5×5 over 3-row planes (two
+        // of five kernel rows outside in every output row), and padding
+        // so deep that some output rows read no input row (bias only).
+        (1, 24, 3, 80, 5, 5, [1, 1], [2, 2, 2, 2], [1, 1]),
+        (1, 8, 1, 12, 3, 3, [1, 1], [3, 1, 3, 1], [1, 1]),
         // Enough work to split over threads: one block, split by rows.
         (1, 16, 70, 66, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
     ];

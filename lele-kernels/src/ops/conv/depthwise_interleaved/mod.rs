@@ -64,11 +64,11 @@ impl Ring {
             .then_some(ring)
     }
 
-    /// Floats of scratch one block needs: the ring, a zero row (the
-    /// padding rows), the interleaved weights and bias, and room to align
-    /// them all to 64 bytes (for sixteen lanes, which bounds eight).
+    /// Floats of scratch one block needs: the ring, the interleaved
+    /// weights and bias, and room to align them all to 64 bytes (for
+    /// sixteen lanes, which bounds eight).
     pub(super) fn scratch_len(&self) -> usize {
-        (self.rows + 1) * self.width * LANES + (self.taps + 1) * LANES + LANES
+        self.rows * self.width * LANES + (self.taps + 1) * LANES + LANES
     }
 }
 
@@ -232,9 +232,10 @@ pub(super) unsafe fn run(
 }
 
 /// What a block kernel computes per output row, handed to it by
-/// [`walk_rows`]: the staged input row of each kernel row, the
-/// interleaved weights (`taps` vectors of `lanes`) and the bias vector,
-/// all aligned to a vector.
+/// [`walk_rows`]: the staged input row of each kernel row inside the
+/// image, the interleaved weights from the first of those rows on (`kw`
+/// vectors of `lanes` per kernel row) and the bias vector, all aligned to
+/// a vector.
 #[cfg(target_arch = "x86_64")]
 pub(super) struct RowInputs<'r> {
     pub src: &'r [*const f32],
@@ -243,12 +244,13 @@ pub(super) struct RowInputs<'r> {
 }
 
 /// The part of a block kernel that does not depend on its lanes: carves
-/// `buf` (aligned to one `lanes`-float vector) into the ring, a zero row,
-/// the block's weights interleaved `lanes` wide and its bias (zero lanes
-/// past its channels); then for each output row of `rows` stages the input
-/// rows it reads that the ring does not hold yet (`stage(r, dst)` writes
-/// input row `r` interleaved into `dst`), computes the row (`row(oh,
-/// inputs)`) and runs the fused tail on each of its planes.
+/// `buf` (aligned to one `lanes`-float vector) into the ring, the block's
+/// weights interleaved `lanes` wide and its bias (zero lanes past its
+/// channels); then for each output row of `rows` stages the input rows it
+/// reads that the ring does not hold yet (`stage(r, dst)` writes input row
+/// `r` interleaved into `dst`), computes the row (`row(oh, inputs)`, given
+/// only the kernel rows inside the image and their weights) and runs the
+/// fused tail on each of its planes.
 ///
 /// # Safety
 /// `y` addresses the whole output and no one else accesses these rows of
@@ -277,11 +279,9 @@ pub(super) unsafe fn walk_rows(
     let start = buf.as_ptr().align_offset(4 * lanes);
     let buf = &mut buf[start..];
     let (ring_buf, rest) = buf.split_at_mut(ring.rows * row_len);
-    let (zero_row, rest) = rest.split_at_mut(row_len);
     let (wt, rest) = rest.split_at_mut(ring.taps * lanes);
     let bias = &mut rest[..lanes];
     ring_buf.fill(0.0);
-    zero_row.fill(0.0);
     for (t, vector) in wt.chunks_exact_mut(lanes).enumerate() {
         for (l, v) in vector.iter_mut().enumerate() {
             *v = if l < block.nch {
@@ -301,27 +301,33 @@ pub(super) unsafe fn walk_rows(
     let mut held = [usize::MAX; MAX_RING_ROWS];
     let mut src = [core::ptr::null::<f32>(); MAX_TAPS];
     for oh in rows {
-        // The input row of each kernel row, staged if it is not yet.
-        for (ki, p) in src.iter_mut().enumerate().take(g.kh) {
-            let r = (oh * sh + ki * dh).checked_sub(g.pt).filter(|&r| r < ih);
-            *p = match r {
-                Some(r) => {
-                    let slot = r % ring.rows;
-                    let dst = &mut ring_buf[slot * row_len..][..row_len];
-                    if held[slot] != r {
-                        stage(r, dst);
-                        held[slot] = r;
-                    }
-                    dst.as_ptr()
-                }
-                None => zero_row.as_ptr(),
-            };
+        // The kernel rows whose input row lies inside the image: one run
+        // (the padding is above and below), the only ones computed. Taps
+        // over the padding would add zero products (PP-OCRv4 rec's 5×5
+        // layers over 3-row planes: two rows of five in every output row).
+        let input_row = |ki: usize| (oh * sh + ki * dh).checked_sub(g.pt).filter(|&r| r < ih);
+        let first = (0..g.kh)
+            .find(|&ki| input_row(ki).is_some())
+            .unwrap_or(g.kh);
+        let end = (first..g.kh)
+            .find(|&ki| input_row(ki).is_none())
+            .unwrap_or(g.kh);
+        // Each of them staged if it is not yet.
+        for (ki, p) in src.iter_mut().enumerate().take(end).skip(first) {
+            let Some(r) = input_row(ki) else { continue };
+            let slot = r % ring.rows;
+            let dst = &mut ring_buf[slot * row_len..][..row_len];
+            if held[slot] != r {
+                stage(r, dst);
+                held[slot] = r;
+            }
+            *p = dst.as_ptr();
         }
         row(
             oh,
             RowInputs {
-                src: &src[..g.kh],
-                wt,
+                src: &src[first..end],
+                wt: &wt[first * g.kw * lanes..],
                 bias,
             },
         );
