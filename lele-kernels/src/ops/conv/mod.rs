@@ -679,7 +679,6 @@ impl Kernel for Conv {
         #[cfg(target_arch = "x86_64")]
         if self.is_depthwise(&g)
             && let Some(kernel) = depthwise_interleaved::Blocked::detect()
-            && kernel.preferred(&g)
             && let Some(ring) = depthwise_interleaved::Ring::new(self, &g)
             && let Ok(own) = scratch_f32(scratch, ring.scratch_len(), OP)
         {
