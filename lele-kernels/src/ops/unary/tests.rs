@@ -298,6 +298,33 @@ fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
     }
 }
 
+/// `n` values over about ±9.5 for the vector activations' bit-for-bit
+/// tests, with a special value (NaN, ±inf, beyond ±87, -0) at every
+/// `stride`-th position (none for `usize::MAX`).
+#[cfg(target_arch = "x86_64")]
+fn activation_inputs(n: usize, stride: usize) -> Vec<f32> {
+    let specials = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -87.5,
+        -100.0,
+        88.5,
+        -0.0,
+    ];
+    let mut x: Vec<f32> = (0..n)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.19)
+        .collect();
+    if stride != usize::MAX {
+        for (i, v) in x.iter_mut().enumerate() {
+            if i % stride == stride / 2 {
+                *v = specials[(i / stride) % specials.len()];
+            }
+        }
+    }
+    x
+}
+
 /// The AVX2 activations that take several vectors per step: a whole slice
 /// (out of place and in place) against each element computed alone (one
 /// padded block), bit for bit, over every length 0..100 and two long
@@ -310,15 +337,6 @@ fn avx2_wide_steps_equal_single_blocks_bit_for_bit() {
     if !isa_available(Isa::Avx2) {
         return;
     }
-    let specials = [
-        f32::NAN,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        -87.5,
-        -100.0,
-        88.5,
-        -0.0,
-    ];
     type Pair = (
         &'static str,
         Box<dyn Fn(&[f32], &mut [f32])>,
@@ -348,16 +366,7 @@ fn avx2_wide_steps_equal_single_blocks_bit_for_bit() {
     let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
     for n in (0..100).chain([1000, 1003]) {
         for stride in [5usize, 37, 97, usize::MAX] {
-            let mut x: Vec<f32> = (0..n)
-                .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.19)
-                .collect();
-            if stride != usize::MAX {
-                for (i, v) in x.iter_mut().enumerate() {
-                    if i % stride == stride / 2 {
-                        *v = specials[(i / stride) % specials.len()];
-                    }
-                }
-            }
+            let x = activation_inputs(n, stride);
             for (name, out_of_place, in_place) in &pairs {
                 let mut whole = vec![0f32; n];
                 out_of_place(&x, &mut whole);
@@ -391,27 +400,9 @@ fn avx512_activations_equal_avx2_bit_for_bit() {
     if !isa_available(Isa::Avx512) {
         return;
     }
-    let specials = [
-        f32::NAN,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        -87.5,
-        -100.0,
-        88.5,
-        -0.0,
-    ];
     for n in (0..100).chain([1000, 1003]) {
         for stride in [7usize, 41, usize::MAX] {
-            let mut x: Vec<f32> = (0..n)
-                .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.19)
-                .collect();
-            if stride != usize::MAX {
-                for (i, v) in x.iter_mut().enumerate() {
-                    if i % stride == stride / 2 {
-                        *v = specials[(i / stride) % specials.len()];
-                    }
-                }
-            }
+            let x = activation_inputs(n, stride);
             type Pair = (
                 &'static str,
                 Box<dyn Fn(&[f32], &mut [f32])>,

@@ -67,20 +67,8 @@ fn exp_n<const N: usize>(x: [__m256; N]) -> [__m256; N] {
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn swish_n<const N: usize>(neg_alpha: __m256, x: [__m256; N]) -> ([__m256; N], i32) {
-    let c = |v: f32| _mm256_set1_ps(v);
-    let w: [__m256; N] = each!(|i| _mm256_mul_ps(x[i], neg_alpha));
-    let mut mask = 0;
-    for (i, &v) in w.iter().enumerate() {
-        mask |= _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NLT_UQ>(v, c(87.0))) << (8 * i);
-    }
-    let e = exp_n::<N>(each!(|i| _mm256_min_ps(
-        _mm256_max_ps(w[i], c(-87.0)),
-        c(88.0)
-    )));
-    (
-        each!(|i| _mm256_div_ps(x[i], _mm256_add_ps(c(1.0), e[i]))),
-        mask,
-    )
+    let (d, bad) = sigmoid_denominator_n::<N>(each!(|i| _mm256_mul_ps(x[i], neg_alpha)));
+    (each!(|i| _mm256_div_ps(x[i], d[i])), bad)
 }
 
 /// `1 + e^w` of eight lanes, the denominator of `sigmoid(-w)`, with `w`
@@ -94,10 +82,25 @@ pub(super) fn swish_n<const N: usize>(neg_alpha: __m256, x: [__m256; N]) -> ([__
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn sigmoid_denominator8(w: __m256) -> (__m256, i32) {
+    let ([d], bad) = sigmoid_denominator_n([w]);
+    (d, bad)
+}
+
+/// [`sigmoid_denominator8`] of `N ≤ 4` vectors, interleaved (see
+/// [`each`]); bits `8i..8i + 8` of the mask are vector `i`'s lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn sigmoid_denominator_n<const N: usize>(w: [__m256; N]) -> ([__m256; N], i32) {
     let c = |v: f32| _mm256_set1_ps(v);
-    let e = exp8(_mm256_min_ps(_mm256_max_ps(w, c(-87.0)), c(88.0)));
-    let bad = _mm256_cmp_ps::<_CMP_NLT_UQ>(w, c(87.0));
-    (_mm256_add_ps(c(1.0), e), _mm256_movemask_ps(bad))
+    let mut bad = 0;
+    for (i, &v) in w.iter().enumerate() {
+        bad |= _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NLT_UQ>(v, c(87.0))) << (8 * i);
+    }
+    let e = exp_n::<N>(each!(|i| _mm256_min_ps(
+        _mm256_max_ps(w[i], c(-87.0)),
+        c(88.0)
+    )));
+    (each!(|i| _mm256_add_ps(c(1.0), e[i])), bad)
 }
 
 /// `sigmoid(z)` of eight lanes and the lanes that need the scalar path.
