@@ -5,7 +5,9 @@ fn unary_case(name: &str, kernel: &dyn Kernel, len: usize, budget: f64) {
     if !selected(name, name) {
         return;
     }
-    let x = fill(len, 3);
+    // "far": inputs around -100 (a det model's background logits).
+    let shift = if name.ends_with("far") { -100.0 } else { 0.0 };
+    let x: Vec<f32> = fill(len, 3).iter().map(|v| v + shift).collect();
     let mut y = vec![0f32; len];
     let shape = Shape::new(&[len]).expect("rank 1");
     let secs = time(budget, || {
@@ -190,14 +192,16 @@ pub(crate) fn cases(budget: f64) {
         32 * 160 * 160,
         budget,
     );
-    unary_case(
-        "sigmoid",
-        &Unary {
-            op: UnaryOp::Sigmoid,
-        },
-        n,
-        budget,
-    );
+    for name in ["sigmoid", "sigmoid far"] {
+        unary_case(
+            name,
+            &Unary {
+                op: UnaryOp::Sigmoid,
+            },
+            n,
+            budget,
+        );
+    }
     unary_case("exp", &Unary { op: UnaryOp::Exp }, n, budget);
     unary_case("relu", &Unary { op: UnaryOp::Relu }, n, budget);
     unary_case("erf", &Unary { op: UnaryOp::Erf }, n, budget);

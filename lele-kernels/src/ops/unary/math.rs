@@ -258,10 +258,41 @@ pub(crate) fn sigmoid_slice(x: &[f32], y: &mut [f32]) {
 pub(super) fn sigmoid_scalar(x: &[f32], y: &mut [f32]) {
     map(x, y, |v| 1.0 / (1.0 + exp_core(-v)));
     for (y, &v) in y.iter_mut().zip(x) {
-        if v.is_nan() || v <= -87.0 {
+        if v.is_nan() {
             *y = sigmoid(v);
+        } else if v <= -87.0 {
+            *y = sigmoid_far(v);
         }
     }
+}
+
+/// `sigmoid(v)` for `v <= -87`: `e^v` (`1 + e^v` rounds to 1), which is
+/// below or near the smallest normal float. The steps of the vector
+/// exponential (fused multiply-adds, the same polynomial) for `v` clamped
+/// at -104 (below, `e^v` rounds to zero), then `p · 2^n` as one rounding:
+/// `p · 2^(n + 64)` is exact, the product by `2^-64` rounds once, as
+/// AVX-512's `scalef` does. The vector kernels compute these lanes the
+/// same way (a probability map's background, whole tensors of them, stays
+/// on the vector path).
+pub(super) fn sigmoid_far(v: f32) -> f32 {
+    const LOG2E: f32 = core::f32::consts::LOG2_E;
+    const MAGIC: f32 = 12582912.0;
+    let x = v.max(-104.0);
+    let t = x.mul_add(LOG2E, MAGIC);
+    let n = t - MAGIC;
+    let r = (-n).mul_add(0.693_145_75, x);
+    let r = (-n).mul_add(1.428_606_8e-6, r);
+    let [c2, c3, c4, c5, c6] = EXP_POLY;
+    let r2 = r * r;
+    let a = c3.mul_add(r, c2);
+    let b = c5.mul_add(r, c4);
+    let q = c6.mul_add(r2, b);
+    let q = q.mul_add(r2, a);
+    let p = q.mul_add(r2, r + 1.0);
+    // n is in [-150, -125] here, n + 64 a normal exponent.
+    let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
+    let up = f32::from_bits((ni.wrapping_add(64 + 127) << 23) as u32);
+    (p * up) * f32::from_bits((127 - 64) << 23)
 }
 
 /// `(tanh(x) - x)/x³` as a polynomial in `x²` (constant term first) for

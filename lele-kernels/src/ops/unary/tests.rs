@@ -1024,3 +1024,69 @@ fn pointwise_tail_equals_separate_passes() {
         }
     }
 }
+
+/// Sigmoid far below zero (`z <= -87`, where `1 + e^-z` overflows the
+/// exponential's range and the result `e^z` is at or below the normal
+/// range): the scalar reference, the AVX2 and the AVX-512 kernels (out of
+/// place and in place) agree bit for bit over a dense sweep down to where
+/// the result is 0, and each value is `e^z` rounded to the float grid
+/// (within `EXP_RTOL` where normal, within one subnormal step below).
+/// Whole tensors of such values (a detector's background logits) stay on
+/// the vector path.
+#[test]
+fn sigmoid_below_minus_87_is_exp_on_every_path() {
+    // (Above -87 the scalar reference and the vector kernels agree to
+    // rounding, not bit for bit: `avx2_activations_match_scalar_…`.)
+    let mut xs: Vec<f32> = (0..200_001)
+        .map(|i| -110.0 + i as f32 * (23.0 / 200_000.0))
+        .collect();
+    xs.extend([f32::NEG_INFINITY, -87.0, -104.0, f32::NAN, -1e30]);
+    let mut want = vec![0f32; xs.len()];
+    super::math::sigmoid_scalar(&xs, &mut want);
+    for (&z, &y) in xs.iter().zip(&want) {
+        if z.is_nan() {
+            assert!(y.is_nan());
+            continue;
+        }
+        let exact = 1.0 / (1.0 + (-(z as f64)).exp());
+        let step = 2f64.powi(-149);
+        assert!(
+            (y as f64 - exact).abs() <= (EXP_RTOL * exact).max(step),
+            "sigmoid({z}) = {y:e}, want {exact:e}"
+        );
+    }
+    let same = |a: &[f32], name: &str| {
+        for ((&z, &g), &w) in xs.iter().zip(a).zip(&want) {
+            assert!(
+                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                "{name} sigmoid({z}) = {g:e}, scalar {w:e}"
+            );
+        }
+    };
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::ops::gemm::{Isa, isa_available};
+        let mut got = vec![0f32; xs.len()];
+        if isa_available(Isa::Avx2) {
+            // SAFETY: AVX2 and FMA are available.
+            unsafe { super::x86::sigmoid(&xs, &mut got) };
+            same(&got, "avx2");
+            let mut inplace = xs.clone();
+            // SAFETY: as above.
+            unsafe { super::x86::sigmoid_in_place(&mut inplace) };
+            same(&inplace, "avx2 in place");
+        }
+        if isa_available(Isa::Avx512) {
+            // SAFETY: AVX-512F, AVX2 and FMA are available.
+            unsafe { super::x86_512::sigmoid(&xs, &mut got) };
+            same(&got, "avx512");
+            let mut inplace = xs.clone();
+            // SAFETY: as above.
+            unsafe { super::x86_512::sigmoid_in_place(&mut inplace) };
+            same(&inplace, "avx512 in place");
+        }
+    }
+    let mut got = vec![0f32; xs.len()];
+    super::math::sigmoid_slice(&xs, &mut got);
+    same(&got, "sigmoid_slice");
+}

@@ -25,7 +25,8 @@ use core::arch::x86_64::*;
 use super::x86::{blocks, blocks_in_place, gelu8, sigmoid8, swish8};
 
 /// `e^x` of sixteen lanes already clamped to [-87, 88] ([`super::x86::exp8`] in
-/// AVX-512).
+/// AVX-512), or to [-104, -87] (a result below the normal range, rounded
+/// once).
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn exp16(x: __m512) -> __m512 {
@@ -45,7 +46,8 @@ fn exp16(x: __m512) -> __m512 {
     let p = _mm512_fmadd_ps(q, r2, _mm512_add_ps(r, c(1.0)));
     // p·2^n in one instruction, where the AVX2 code builds 2^n from the
     // integer n and multiplies: the same single rounding of the same
-    // product (n >= -126 after the clamp, so 2^n is a normal float).
+    // product (n >= -126 after the clamp to -87, so 2^n is a normal float;
+    // below, the one rounding of a subnormal product, as `sigmoid_far8`).
     _mm512_scalef_ps(p, n)
 }
 
@@ -100,18 +102,31 @@ fn gelu16(x_in: __m512) -> (__m512, u16) {
 #[target_feature(enable = "avx512f")]
 fn sigmoid_denominator16(w: __m512) -> (__m512, u16) {
     let c = |v: f32| _mm512_set1_ps(v);
-    let e = exp16(_mm512_min_ps(_mm512_max_ps(w, c(-87.0)), c(88.0)));
+    // Clamped as `sigmoid_denominator_n` (flagged lanes' quotients normal).
+    let e = exp16(_mm512_min_ps(_mm512_max_ps(w, c(-87.0)), c(87.0)));
     let bad = _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(w, c(87.0));
     (_mm512_add_ps(c(1.0), e), bad)
 }
 
-/// `sigmoid(z)` of sixteen lanes ([`sigmoid8`] in AVX-512).
+/// `sigmoid(z)` of sixteen lanes ([`sigmoid8`] in AVX-512): lanes at or
+/// below -87 are `e^z` ([`super::math::sigmoid_far`]; `scalef` rounds
+/// `p · 2^n` once, subnormal or not, at no extra cost on the Zen 4
+/// machine), only NaN lanes are flagged.
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn sigmoid16(z: __m512) -> (__m512, u16) {
     let flipped = _mm512_xor_si512(_mm512_castps_si512(z), _mm512_set1_epi32(i32::MIN));
     let (d, bad) = sigmoid_denominator16(_mm512_castsi512_ps(flipped));
-    (_mm512_div_ps(_mm512_set1_ps(1.0), d), bad)
+    let v = _mm512_div_ps(_mm512_set1_ps(1.0), d);
+    if bad == 0 {
+        return (v, 0);
+    }
+    let far = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(z, _mm512_set1_ps(-87.0));
+    let e = exp16(_mm512_max_ps(z, _mm512_set1_ps(-104.0)));
+    (
+        _mm512_mask_mov_ps(v, far, e),
+        _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(z, z),
+    )
 }
 
 /// `x · sigmoid(alpha · x)` of sixteen lanes ([`swish8`] in AVX-512).
