@@ -306,6 +306,7 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
                         output_padding,
                         output_shape,
                         auto_pad: auto_pad(&a)?,
+                        activation: Activation::None,
                     },
                     1,
                 ))

@@ -1,12 +1,13 @@
 //! Convolution fusions.
 //!
-//! [`fuse_conv_activation`]: a Relu, Sigmoid, Swish (SiLU) or HardSwish
-//! whose input is a convolution's output (and its only reader) becomes the
-//! convolution's epilogue, applied to each block of the output as the GEMM
-//! finishes it.
+//! [`fuse_conv_activation`]: a Relu, Sigmoid, Swish (SiLU), HardSwish or
+//! GELU whose input is a convolution's output (and its only reader) becomes
+//! the convolution's epilogue, applied to each block of the output as the
+//! GEMM finishes it; after a transposed convolution, to each output once
+//! final.
 //!
 //! [`fold_conv_affine`] folds a per-channel affine that follows a
-//! convolution into its weights:
+//! convolution (or a transposed one) into its weights:
 //! `Add(Mul(Conv(x, W, B), s), t)` → `Conv(x, W·s, B·s + t)`.
 //!
 //! Paddle exports every batch norm of PP-OCR this way (a Conv, then a Mul
@@ -23,7 +24,7 @@
 
 use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp};
-use lele_kernels::ops::conv::Conv;
+use lele_kernels::ops::conv::{Conv, ConvTranspose};
 use lele_kernels::ops::norm::BatchNormalization;
 use lele_kernels::ops::unary::{Activation, GeluErf, Swish, Unary, UnaryOp};
 
@@ -90,6 +91,63 @@ fn batch_norm_affine(g: &Graph, n: &crate::ir::Node, v: ValueId, m: usize) -> Op
     Some(Affine::MulAdd(s, t))
 }
 
+/// Where a convolution's weight holds its output channels.
+#[derive(Clone, Copy)]
+enum ChannelAxis {
+    /// `Conv`: `W` is `[M, C/group, k...]`.
+    First,
+    /// `ConvTranspose` with `group` groups: `W` is `[C, M/group, k...]`,
+    /// input channel `c` feeding output channels `(c / (C/group))·M/group + j`.
+    Second { group: usize },
+}
+
+impl ChannelAxis {
+    /// Output channels of a weight of these dims.
+    fn count(self, dims: &[usize]) -> usize {
+        match self {
+            ChannelAxis::First => dims[0],
+            ChannelAxis::Second { group } => dims[1] * group,
+        }
+    }
+
+    /// Multiplies every weight of output channel `c` by `s[c]`.
+    fn scale(self, dims: &[usize], w: &mut [f32], s: &[f32]) {
+        match self {
+            ChannelAxis::First => {
+                let per = w.len() / dims[0].max(1);
+                for (c, chunk) in w.chunks_exact_mut(per.max(1)).enumerate() {
+                    chunk.iter_mut().for_each(|x| *x *= s[c]);
+                }
+            }
+            ChannelAxis::Second { group } => {
+                let (mg, taps) = (dims[1], dims[2..].iter().product::<usize>());
+                let cg = dims[0] / group.max(1);
+                for (ci, row) in w.chunks_exact_mut((mg * taps).max(1)).enumerate() {
+                    let base = (ci / cg.max(1)) * mg;
+                    for (j, tap) in row.chunks_exact_mut(taps.max(1)).enumerate() {
+                        tap.iter_mut().for_each(|x| *x *= s[base + j]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The channel axis of a node's weight when it is a convolution running
+/// lele's own kernel (a `Conv`, or a `ConvTranspose` whose group count
+/// divides its input channels).
+fn output_channels(n: &crate::ir::Node) -> Option<ChannelAxis> {
+    match n.op_type.as_str() {
+        "Conv" => Some(ChannelAxis::First),
+        "ConvTranspose" => {
+            let ct = kernel_of::<ConvTranspose>(n)?;
+            (ct.group > 0 && ct.activation == Activation::None)
+                .then_some(ChannelAxis::Second { group: ct.group })
+        }
+        _ => None,
+    }
+}
+
 /// Folds every matching chain; returns how many convolutions absorbed one.
 pub fn fold_conv_affine(g: &mut Graph) -> usize {
     let mut folded = 0;
@@ -98,7 +156,10 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
         let reader = readers(g);
         let mut plan = None;
         for (ci, conv) in g.main.nodes.iter().enumerate() {
-            if conv.op_type != "Conv" || conv.outputs.len() != 1 || conv.inputs.len() < 2 {
+            let Some(axis) = output_channels(conv) else {
+                continue;
+            };
+            if conv.outputs.len() != 1 || conv.inputs.len() < 2 {
                 continue;
             }
             let Some(wv) = conv.inputs[1] else { continue };
@@ -108,7 +169,12 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
             if w.dtype != DType::F32 || w.dims.len() < 3 {
                 continue;
             }
-            let (m, rank) = (w.dims[0], w.dims.len());
+            if let ChannelAxis::Second { group } = axis
+                && !w.dims[0].is_multiple_of(group)
+            {
+                continue;
+            }
+            let (m, rank) = (axis.count(&w.dims), w.dims.len());
             let bias = conv.inputs.get(2).copied().flatten();
             if bias.is_some_and(|b| bias_vals(g, b, m).is_none()) {
                 continue;
@@ -152,10 +218,10 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
             } else {
                 None
             };
-            plan = Some((ci, m, (n1, a1), second));
+            plan = Some((ci, m, axis, (n1, a1), second));
             break;
         }
-        let Some((ci, m, first, second)) = plan else {
+        let Some((ci, m, axis, first, second)) = plan else {
             return folded;
         };
         let conv = &g.main.nodes[ci];
@@ -169,7 +235,6 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
             Some(b) => b,
             None => vec![0.0; m],
         };
-        let per = new_w.len() / m.max(1);
         let mut last = first.0;
         let mut gone = Vec::new();
         for (ni, affine) in std::iter::once(first).chain(second) {
@@ -180,11 +245,11 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
                 Affine::Add(t) => (None, Some(t)),
                 Affine::MulAdd(s, t) => (Some(s), Some(t)),
             };
+            if let Some(s) = mul {
+                axis.scale(&w.dims, &mut new_w, s);
+            }
             for c in 0..m {
                 if let Some(s) = mul {
-                    new_w[c * per..(c + 1) * per]
-                        .iter_mut()
-                        .for_each(|x| *x *= s[c]);
                     new_b[c] *= s[c];
                 }
                 if let Some(t) = add {
@@ -239,13 +304,19 @@ fn activation_of(n: &crate::ir::Node) -> Option<Activation> {
         .map(|_| Activation::Swish)
 }
 
-/// Fuses activations into the convolutions before them; returns how many.
+/// Fuses activations into the convolutions (and transposed ones) before
+/// them; returns how many.
 pub fn fuse_conv_activation(g: &mut Graph) -> usize {
     fuse_following_activation(
         g,
         |_, conv: &Conv| conv.activation == Activation::None,
         |conv, activation| Box::new(Conv { activation, ..conv }),
         |_, activation| format!("Conv+{activation:?}"),
+    ) + fuse_following_activation(
+        g,
+        |_, conv: &ConvTranspose| conv.activation == Activation::None,
+        |conv, activation| Box::new(ConvTranspose { activation, ..conv }),
+        |_, activation| format!("ConvTranspose+{activation:?}"),
     )
 }
 

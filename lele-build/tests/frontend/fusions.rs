@@ -190,6 +190,66 @@ fn batch_norm_after_a_conv_folds_into_its_weights() {
 }
 
 #[test]
+fn affine_and_activation_after_a_conv_transpose_fuse_into_it() {
+    // y = Relu(Add(Mul(ConvTranspose(x, W, B), s), t)), two groups: W is
+    // [C = 2, M/group = 2, 1, 1], input channel 1 feeding outputs 2 and 3.
+    let per_channel = |name: &str, dims: Vec<i64>, v: [f32; 4]| proto::TensorProto {
+        name: s(name),
+        data_type: Some(1),
+        dims,
+        float_data: v.to_vec(),
+        ..Default::default()
+    };
+    let group = proto::AttributeProto {
+        name: s("group"),
+        i: Some(2),
+        r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
+        ..Default::default()
+    };
+    let build = |activation: &str| {
+        let m = model(
+            vec![
+                node(
+                    "ConvTranspose",
+                    &["x", "w", "b"],
+                    &["c"],
+                    vec![group.clone()],
+                ),
+                node("Mul", &["c", "s"], &["m"], vec![]),
+                node("Add", &["m", "t"], &["a"], vec![]),
+                node(activation, &["a"], &["y"], vec![]),
+            ],
+            vec![
+                per_channel("w", vec![2, 2, 1, 1], [1.0, 2.0, 3.0, 4.0]),
+                per_channel("b", vec![4], [1.0, 1.0, 1.0, 1.0]),
+                per_channel("s", vec![1, 4, 1, 1], [0.5, 2.0, -1.0, 3.0]),
+                per_channel("t", vec![4, 1, 1], [1.0, 2.0, 3.0, 4.0]),
+            ],
+            vec![value_info("x", 1, &[1, 2, 2, 2])],
+            vec![value_info("y", 1, &[1, 4, 2, 2])],
+        );
+        optimized(&m)
+    };
+    let g = build("Relu");
+    assert_eq!(op_types(&g), vec!["ConvTranspose+Relu"]);
+    let conv = &g.main.nodes[0];
+    let vals = |i: usize| {
+        g.values[conv.inputs[i].unwrap()]
+            .constant
+            .as_ref()
+            .unwrap()
+            .to_f64s()
+            .unwrap()
+    };
+    // W[c, j]·s[group(c)·2 + j] and B·s + t.
+    assert_eq!(vals(1), vec![0.5, 4.0, -3.0, 12.0]);
+    assert_eq!(vals(2), vec![1.5, 4.0, 2.0, 7.0]);
+    assert_eq!(conv.outputs, g.outputs);
+    // An activation lele does not fuse stays after the folded product.
+    assert_eq!(op_types(&build("Tanh")), vec!["ConvTranspose", "Tanh"]);
+}
+
+#[test]
 fn gelu_is_fused_from_its_erf_form() {
     // y = Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5), operands shuffled.
     let build = |sqrt2: f32, erf_reader: bool| {

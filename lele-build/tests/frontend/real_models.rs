@@ -271,9 +271,10 @@ fn built_in_fusions_fire_on_real_models() {
         "{minilm:?}"
     );
     // PP-OCRv6 det: its 13 GELUs fuse, then into the convolution before
-    // each, and 19 of its 20 Relus into theirs, through the `Identity`
-    // Paddle puts after each bias `Add` (the last Relu follows a
-    // ConvTranspose).
+    // each, and its 20 Relus into theirs, through the `Identity` Paddle
+    // puts after each bias `Add` (the last Relu follows the head's first
+    // ConvTranspose, whose bias `Add` folds into it; the final Sigmoid
+    // joins the second one the same way).
     let v6 = optimized_zoo_ops("ppocr_v6_det_small.onnx", "x = [1, 3, 480, 480]");
     assert_eq!(
         (
@@ -286,7 +287,16 @@ fn built_in_fusions_fire_on_real_models() {
     );
     assert_eq!(
         (count(&v6, "Conv+Relu"), count(&v6, "Relu")),
-        (19, 1),
+        (19, 0),
+        "{v6:?}"
+    );
+    assert_eq!(
+        (
+            count(&v6, "ConvTranspose+Relu"),
+            count(&v6, "ConvTranspose+Sigmoid"),
+            count(&v6, "Sigmoid")
+        ),
+        (1, 1, 0),
         "{v6:?}"
     );
     assert_eq!(count(&v6, "Identity"), 0, "{v6:?}");
@@ -321,12 +331,25 @@ fn built_in_fusions_fire_on_real_models() {
     );
     // ... and the per-channel Mul/Add pair Paddle emits for each of the 52
     // batch norms folds into the conv before it (86 Mul and 89 Add before,
-    // 34 and 37 after that step, 10 and 13 after the scalar ones): the
+    // 34 and 37 after that step, 10 and 13 after the scalar ones); the
+    // head's two ConvTransposes take their bias Adds (the first also its
+    // BatchNormalization and Relu, the second the final Sigmoid): the
     // Mul/Add left scale an SE branch or join branches.
     assert_eq!(convs(&det), 62, "{det:?}");
     assert_eq!(
         (count(&det, "Mul"), count(&det, "Add")),
-        (10, 13),
+        (10, 11),
+        "{det:?}"
+    );
+    assert_eq!(
+        (
+            count(&det, "ConvTranspose+Relu"),
+            count(&det, "ConvTranspose+Sigmoid"),
+            count(&det, "BatchNormalization"),
+            count(&det, "Relu"),
+            count(&det, "Sigmoid")
+        ),
+        (1, 1, 0, 0, 0),
         "{det:?}"
     );
     // PP-OCR cls exports its 35 batch norms as BatchNormalization nodes

@@ -118,6 +118,76 @@ fn conv_case_hw(
     );
 }
 
+/// A 2×2, stride-2 `ConvTranspose` of `c` channels over `h`² to `m`
+/// channels (PP-OCR det's upsampling head), with a bias and `activation`.
+fn conv_transpose_case(
+    name: &str,
+    c: usize,
+    m: usize,
+    h: usize,
+    activation: Activation,
+    budget: f64,
+) {
+    if !selected("conv_transpose", name) {
+        return;
+    }
+    let op = ConvTranspose {
+        group: 1,
+        kernel: [2, 2],
+        strides: [2, 2],
+        pads: [0; 4],
+        dilations: [1, 1],
+        output_padding: [0, 0],
+        output_shape: None,
+        auto_pad: AutoPad::NotSet,
+        activation,
+    };
+    let x = fill(c * h * h, 4);
+    let w = fill(c * m * 4, 5);
+    // "far": outputs far below zero (a probability map's background,
+    // whose sigmoid underflows).
+    let shift = if name.ends_with("far") { -120.0 } else { 0.0 };
+    let b: Vec<f32> = fill(m, 6).iter().map(|v| v + shift).collect();
+    let ins = [
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: Shape::new(&[1, c, h, h]).expect("rank 4"),
+            data: bytemuck_bytes(&x),
+        }),
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: Shape::new(&[c, m, 2, 2]).expect("rank 4"),
+            data: bytemuck_bytes(&w),
+        }),
+        Some(TensorRef {
+            dtype: DType::F32,
+            shape: Shape::new(&[m]).expect("rank 1"),
+            data: bytemuck_bytes(&b),
+        }),
+    ];
+    let mut out_shape = [Shape::SCALAR];
+    op.infer(&ins, &mut out_shape)
+        .expect("conv transpose shapes are consistent");
+    let mut y = aligned_scratch(4 * out_shape[0].numel());
+    let mut scratch = aligned_scratch(op.scratch_bytes(&ins, &out_shape));
+    let secs = time(budget, || {
+        let mut outs = [TensorMut {
+            dtype: DType::F32,
+            shape: out_shape[0],
+            data: &mut line_bytes(&mut y)[..4 * out_shape[0].numel()],
+        }];
+        op.run(&ins, &mut outs, line_bytes(&mut scratch))
+            .expect("conv transpose arguments are consistent");
+        black_box(&y);
+    });
+    let flops = 2.0 * (c * m * 4 * h * h) as f64;
+    println!(
+        "{{\"kernel\":\"conv_transpose\",\"case\":\"{name}\",\"ms\":{:.4},\"gflops\":{:.2}}}",
+        secs * 1e3,
+        flops / secs / 1e9
+    );
+}
+
 /// Every convolution case.
 pub(crate) fn cases(budget: f64) {
     // Convolutions of the benchmark models (YOLOv8n stem and a C2f block,
@@ -386,6 +456,36 @@ pub(crate) fn cases(budget: f64) {
         ("v4rec depthwise 480 5x5 3x80 hardswish", 480, [3, 80]),
     ] {
         conv_case_hw(name, c, c, 5, 1, hw, c, Activation::HardSwish, budget);
+    }
+    // PP-OCRv4 det's upsampling head (ReLU after the first, the sigmoid of
+    // the probability map after the second).
+    for (name, c, m, h, act) in [
+        ("v4det 24->24 2x2 s2 160", 24, 24, 160, Activation::None),
+        (
+            "v4det 24->24 2x2 s2 160 relu",
+            24,
+            24,
+            160,
+            Activation::Relu,
+        ),
+        ("v4det 24->1 2x2 s2 320", 24, 1, 320, Activation::None),
+        (
+            "v4det 24->1 2x2 s2 320 sigmoid",
+            24,
+            1,
+            320,
+            Activation::Sigmoid,
+        ),
+        ("v4det 24->1 2x2 s2 320 far", 24, 1, 320, Activation::None),
+        (
+            "v4det 24->1 2x2 s2 320 sigmoid far",
+            24,
+            1,
+            320,
+            Activation::Sigmoid,
+        ),
+    ] {
+        conv_transpose_case(name, c, m, h, act, budget);
     }
     // Winograd F(2x2, 3x3) on the dense stride-1 3x3 convs of YOLOv8n and
     // ddddocr (each also timed above or here on the direct/GEMM path).

@@ -14,7 +14,7 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use lele_kernels::ops::conv::{AutoPad, Conv, ConvPackedWeights, ConvWinograd};
+use lele_kernels::ops::conv::{AutoPad, Conv, ConvPackedWeights, ConvTranspose, ConvWinograd};
 use lele_kernels::ops::gemm::{MatRef, prepacked, sgemm, sgemm_packed_b, sgemm_scratch_len};
 use lele_kernels::ops::pool::{AveragePool, MaxPool, Window};
 use lele_kernels::ops::rnn::{Direction, Lstm};

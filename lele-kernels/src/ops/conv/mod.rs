@@ -801,6 +801,7 @@ mod codegen_tests {
             output_padding: [1, 0],
             output_shape: Some([8, 9]),
             auto_pad: AutoPad::SameLower,
+            activation: Activation::Relu,
         };
         let s = op.to_rust().to_string().replace(' ', "");
         assert!(
@@ -813,6 +814,10 @@ mod codegen_tests {
         );
         assert!(
             s.contains("output_shape:::core::option::Option::Some([8usize,9usize])"),
+            "{s}"
+        );
+        assert!(
+            s.contains("activation:::lele::kernels::ops::unary::Activation::Relu"),
             "{s}"
         );
         let r = crate::ops::resize::CoordMode::TfCropAndResize

@@ -204,6 +204,7 @@ fn im2col_and_col2im_chunking() {
         output_padding: [0, 0],
         output_shape: None,
         auto_pad: AutoPad::NotSet,
+        activation: Activation::None,
     };
     let out = run(
         &op,

@@ -3,6 +3,7 @@ use super::{AutoPad, COL_BUDGET, ConvGeom, kernel_from_w, nchw, out_shape, valid
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_scratch_len};
+use crate::ops::unary::Activation;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -11,7 +12,9 @@ use crate::tensor::{TensorMut, TensorRef};
 /// Inputs: `X` `[N, C, (H,) W]`, `W` `[C, M/group, (kH,) kW]`, optional `B`
 /// `[M]`. Output `Y` `[N, M, (oH,) oW]`. When `output_shape` is given the
 /// pads are derived from it (extra padding at the end for `SameUpper`, at
-/// the beginning otherwise), as the ONNX spec says.
+/// the beginning otherwise), as the ONNX spec says. A fused `activation`
+/// (never set by ONNX itself: the compiler's fusion of the activation node
+/// that follows) is applied to each output once it is final.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ConvTranspose {
     /// Number of groups.
@@ -30,6 +33,8 @@ pub struct ConvTranspose {
     pub output_shape: Option<[usize; 2]>,
     /// Automatic padding.
     pub auto_pad: AutoPad,
+    /// The fused activation applied to the output.
+    pub activation: Activation,
 }
 crate::to_rust_struct!(ops::conv::ConvTranspose {
     group,
@@ -39,7 +44,8 @@ crate::to_rust_struct!(ops::conv::ConvTranspose {
     dilations,
     output_padding,
     output_shape,
-    auto_pad
+    auto_pad,
+    activation
 });
 
 /// Output size and begin padding of one ConvTranspose axis.
@@ -251,7 +257,7 @@ impl Kernel for ConvTranspose {
                     let scatter = |m: usize, yp: &mut [f32]| {
                         if tiles {
                             let b = bias.map_or(0.0, |b| b[gi * g.mg + m]);
-                            place_tiles(&g, col, cw, j0, m, b, yp);
+                            place_tiles(&g, col, cw, j0, m, b, self.activation, yp);
                             return;
                         }
                         for (r, crow) in col.chunks_exact(cw).enumerate().skip(m * khkw).take(khkw)
@@ -308,16 +314,32 @@ impl Kernel for ConvTranspose {
                 }
             }
         }
+        // Where outputs accumulate over several products, the activation
+        // waits for the last of them.
+        if !tiles && self.activation != Activation::None {
+            self.activation.apply_in_place(y);
+        }
         Ok(())
     }
 }
 
 /// The products of channel `m` for input positions `j0..j0 + cw` (`col`:
 /// rows `(m, ki, kj)` of `cw` floats) put in its output plane `yp` with the
-/// bias `b`, when the kernel is the stride (no padding or dilation): input
-/// pixel `(ih, iw)`, tap `(ki, kj)` is output pixel `(ih·kh + ki, iw·kw + kj)`,
+/// bias `b` and then `activation` (each output is final once placed), when
+/// the kernel is the stride (no padding or dilation): input pixel
+/// `(ih, iw)`, tap `(ki, kj)` is output pixel `(ih·kh + ki, iw·kw + kj)`,
 /// so each output row segment interleaves the `kw` rows of one `ki`.
-fn place_tiles(g: &ConvGeom, col: &[f32], cw: usize, j0: usize, m: usize, b: f32, yp: &mut [f32]) {
+#[allow(clippy::too_many_arguments)]
+fn place_tiles(
+    g: &ConvGeom,
+    col: &[f32],
+    cw: usize,
+    j0: usize,
+    m: usize,
+    b: f32,
+    activation: Activation,
+    yp: &mut [f32],
+) {
     let (kh, kw) = (g.kh, g.kw);
     for ki in 0..kh {
         let r0 = (m * kh + ki) * kw;
@@ -339,6 +361,9 @@ fn place_tiles(g: &ConvGeom, col: &[f32], cw: usize, j0: usize, m: usize, b: f32
                         *d = col[(r0 + kj) * cw + t + i] + b;
                     }
                 }
+            }
+            if activation != Activation::None {
+                activation.apply_in_place(yrow);
             }
             t += seg;
         }

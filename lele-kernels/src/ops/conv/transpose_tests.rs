@@ -107,6 +107,7 @@ fn conv_transpose_matches_naive() {
             output_padding: opad,
             output_shape: None,
             auto_pad: AutoPad::NotSet,
+            activation: Activation::None,
         };
         let out = run(
             &op,
@@ -136,6 +137,22 @@ fn conv_transpose_matches_naive() {
             *v += b[(i / (oh * ow)) % (mg * group)];
         }
         assert_close(&out[0].1, &want, 1e-5);
+        // A fused activation, on both the write-once and the accumulating
+        // paths: exactly the activation of the unfused outputs.
+        let activation = [Activation::Relu, Activation::Sigmoid][ci % 2];
+        let fused = run(
+            &ConvTranspose { activation, ..op },
+            &[
+                Some(t(&x, &[n, c, h, w])),
+                Some(t(&wt, &[c, mg, kh, kw])),
+                Some(t(&b, &[mg * group])),
+            ],
+            1,
+        )
+        .unwrap();
+        let mut want = out[0].1.clone();
+        activation.apply_in_place(&mut want);
+        assert_eq!(fused[0].1, want, "case {ci}");
     }
 }
 
@@ -158,6 +175,7 @@ fn conv_transpose_onnx_literal_and_output_shape() {
         output_padding: [0, 0],
         output_shape: None,
         auto_pad: AutoPad::NotSet,
+        activation: Activation::None,
     };
     let out = run(
         &op,
