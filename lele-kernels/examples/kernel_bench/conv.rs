@@ -75,6 +75,15 @@ fn conv_case_hw(
     let b = fill(m, 6);
     let xs = Shape::new(&[1, c, hw[0], hw[1]]).expect("rank 4");
     let bs = Shape::new(&[m]).expect("rank 1");
+    // A name containing "residual": a residual added onto the output (the
+    // fused `Add`), as large as the output.
+    let residual_len = if name.contains(" residual") {
+        let (oh, ow) = (hw[0].div_ceil(s), hw[1].div_ceil(s));
+        m * oh * ow
+    } else {
+        0
+    };
+    let residual = fill(residual_len, 7);
     let ins = [
         Some(TensorRef {
             dtype: DType::F32,
@@ -91,13 +100,19 @@ fn conv_case_hw(
             shape: bs,
             data: bytemuck_bytes(&b),
         }),
+        (residual_len > 0).then(|| TensorRef {
+            dtype: DType::F32,
+            shape: Shape::new(&[1, m, hw[0].div_ceil(s), hw[1].div_ceil(s)]).expect("rank 4"),
+            data: bytemuck_bytes(&residual),
+        }),
     ];
+    let ins = &ins[..if residual_len > 0 { 4 } else { 3 }];
     let mut out_shape = [Shape::SCALAR];
     kernel
-        .infer(&ins, &mut out_shape)
+        .infer(ins, &mut out_shape)
         .expect("conv shapes are consistent");
     let mut y = aligned_scratch(4 * out_shape[0].numel());
-    let mut scratch = aligned_scratch(kernel.scratch_bytes(&ins, &out_shape));
+    let mut scratch = aligned_scratch(kernel.scratch_bytes(ins, &out_shape));
     let secs = time(budget, || {
         let mut outs = [TensorMut {
             dtype: DType::F32,
@@ -105,7 +120,7 @@ fn conv_case_hw(
             data: &mut line_bytes(&mut y)[..4 * out_shape[0].numel()],
         }];
         kernel
-            .run(&ins, &mut outs, line_bytes(&mut scratch))
+            .run(ins, &mut outs, line_bytes(&mut scratch))
             .expect("conv arguments are consistent");
         black_box(&y);
     });
@@ -423,6 +438,20 @@ pub(crate) fn cases(budget: f64) {
         ),
     ] {
         conv_case_hw(name, c, m, 1, 1, hw, 1, act, budget);
+    }
+    // PP-OCRv6 det's feed-forward projections, each with the residual
+    // added onto its output (and without, for the residual's cost).
+    for (name, c, m, hw) in [
+        ("v6det 96->48 1x1 120", 96, 48, [120, 120]),
+        ("v6det 96->48 1x1 120 residual", 96, 48, [120, 120]),
+        ("v6det 192->96 1x1 60", 192, 96, [60, 60]),
+        ("v6det 192->96 1x1 60 residual", 192, 96, [60, 60]),
+        ("v6det 384->192 1x1 30 packed", 384, 192, [30, 30]),
+        ("v6det 384->192 1x1 30 residual packed", 384, 192, [30, 30]),
+        ("v6det 768->384 1x1 15 packed", 768, 384, [15, 15]),
+        ("v6det 768->384 1x1 15 residual packed", 768, 384, [15, 15]),
+    ] {
+        conv_case_hw(name, c, m, 1, 1, hw, 1, Activation::None, budget);
     }
     // PP-OCRv4 rec's widest 1x1 convs (HardSwish after each).
     for (name, c, m, hw, act) in [
