@@ -7,6 +7,7 @@ use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
 use crate::ops::broadcast::{
     Num, Rows, broadcast_all, broadcast_copy, check_data, check_out, dispatch, dispatch_num, zip2,
+    zip2_rows,
 };
 use crate::shape::{Shape, broadcast};
 use crate::tensor::{TensorMut, TensorRef};
@@ -184,6 +185,29 @@ impl Kernel for Binary {
             return Ok(());
         }
         let rows = Rows::new([&a.shape, &b.shape], &shape, OP)?;
+        #[cfg(feature = "std")]
+        if a.dtype == DType::F32
+            && matches!(
+                self.op,
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+            )
+        {
+            // Broadcast f32 arithmetic (a per-channel scale or shift): the
+            // output's rows split over the threads when long.
+            let (x, y) = (a.typed::<f32>(OP)?, b.typed::<f32>(OP)?);
+            let o = out.typed::<f32>(OP)?;
+            let op = self.op;
+            crate::threads::for_rows(o, rows.row_len(), &|first, part| {
+                let count = part.len() / rows.row_len().max(1);
+                match op {
+                    BinaryOp::Add => zip2_rows(&rows, first, count, x, y, part, |p, q| p + q),
+                    BinaryOp::Sub => zip2_rows(&rows, first, count, x, y, part, |p, q| p - q),
+                    BinaryOp::Mul => zip2_rows(&rows, first, count, x, y, part, |p, q| p * q),
+                    _ => zip2_rows(&rows, first, count, x, y, part, |p, q| p / q),
+                }
+            });
+            return Ok(());
+        }
         binary(self.op, &rows, a, b, out)
     }
 }
@@ -587,6 +611,69 @@ mod tests {
                     want,
                     "{op:?} on {threads} threads"
                 );
+            }
+        }
+        crate::threads::set_num_threads(1);
+    }
+
+    /// Broadcast f32 operands (a per-channel scale `[1, C, 1, 1]`, a row
+    /// `[W]`, a column `[H, 1]` on the left) split by output rows over the
+    /// threads: every thread count gives the element-by-element result
+    /// bit for bit, including a split inside the broadcast axes.
+    #[cfg(feature = "std")]
+    #[test]
+    fn broadcast_f32_over_threads() {
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let (n, c, h, w) = (2, 13, 37, 41);
+        let len = n * c * h * w;
+        assert!(len > crate::threads::PARALLEL_MIN_ELEMS);
+        let xs: Vec<f32> = (0..len).map(|i| (i % 97) as f32 * 0.25 - 7.0).collect();
+        let a = Owned::new(&[n, c, h, w], &xs);
+        let per_channel: Vec<f32> = (0..c).map(|i| i as f32 * 0.75 - 2.0).collect();
+        let row: Vec<f32> = (0..w).map(|i| i as f32 * 0.125 + 0.5).collect();
+        let column: Vec<f32> = (0..h).map(|i| i as f32 * 0.5 - 3.0).collect();
+        // (other operand, its dims, its index for output element (ni, ci, hi, wi), on the left)
+        type Case<'c> = (
+            &'c [f32],
+            &'c [usize],
+            fn(usize, usize, usize, usize) -> usize,
+            bool,
+        );
+        let cases: [Case<'_>; 3] = [
+            (&per_channel, &[1, c, 1, 1], |_, ci, _, _| ci, false),
+            (&row, &[w], |_, _, _, wi| wi, false),
+            (&column, &[h, 1], |_, _, hi, _| hi, true),
+        ];
+        for (vals, dims, at, left) in cases {
+            let b = Owned::new(dims, vals);
+            for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div] {
+                let mut want = Vec::with_capacity(len);
+                for (i, &x) in xs.iter().enumerate() {
+                    let (wi, hi, ci, ni) = (i % w, (i / w) % h, (i / (w * h)) % c, i / (w * h * c));
+                    let (p, q) = (x, vals[at(ni, ci, hi, wi)]);
+                    let (p, q) = if left { (q, p) } else { (p, q) };
+                    want.push(match op {
+                        BinaryOp::Add => p + q,
+                        BinaryOp::Sub => p - q,
+                        BinaryOp::Mul => p * q,
+                        _ => p / q,
+                    });
+                }
+                for threads in [1, 2, 3] {
+                    crate::threads::set_num_threads(threads);
+                    let got = if left {
+                        bin(op, &b, &a)
+                    } else {
+                        bin(op, &a, &b)
+                    };
+                    // Bit for bit (0/0 makes NaNs, which `==` never matches).
+                    let got: Vec<u32> = got.to::<f32>().iter().map(|v| v.to_bits()).collect();
+                    let want: Vec<u32> = want.iter().map(|v| v.to_bits()).collect();
+                    let first = got.iter().zip(&want).position(|(g, w)| g != w);
+                    assert_eq!(first, None, "{op:?} {dims:?} on {threads} threads");
+                }
             }
         }
         crate::threads::set_num_threads(1);

@@ -88,9 +88,31 @@ impl<const N: usize> Rows<N> {
 
     /// Calls `f(out_offset, len, in_offsets, in_strides)` for every row.
     #[inline]
-    pub fn for_each(&self, mut f: impl FnMut(usize, usize, [usize; N], [usize; N])) {
+    pub fn for_each(&self, f: impl FnMut(usize, usize, [usize; N], [usize; N])) {
+        self.for_each_in(0, usize::MAX, f)
+    }
+
+    /// Elements per row (the output's contiguous innermost run).
+    pub fn row_len(&self) -> usize {
+        self.dims[self.rank - 1]
+    }
+
+    /// Rows in all.
+    pub fn rows(&self) -> usize {
+        self.dims[..self.rank - 1].iter().product()
+    }
+
+    /// [`Rows::for_each`] over rows `first..first + count` only (output
+    /// offsets still counted from the whole output's start).
+    #[inline]
+    pub fn for_each_in(
+        &self,
+        first: usize,
+        count: usize,
+        mut f: impl FnMut(usize, usize, [usize; N], [usize; N]),
+    ) {
         let rank = self.rank;
-        if self.dims[..rank].contains(&0) {
+        if self.dims[..rank].contains(&0) || count == 0 || first >= self.rows() {
             return;
         }
         let inner = self.dims[rank - 1];
@@ -98,11 +120,25 @@ impl<const N: usize> Rows<N> {
         for (k, s) in inner_st.iter_mut().enumerate() {
             *s = self.strides[k][rank - 1];
         }
+        // The multi-index of row `first` and its input offsets.
         let mut idx = [0usize; MAX_RANK];
         let mut offs = [0usize; N];
-        let mut o = 0;
+        let mut rest = first;
+        for d in (0..rank - 1).rev() {
+            idx[d] = rest % self.dims[d];
+            rest /= self.dims[d];
+            for (k, off) in offs.iter_mut().enumerate() {
+                *off += idx[d] * self.strides[k][d];
+            }
+        }
+        let mut o = first * inner;
+        let mut left = count;
         loop {
             f(o, inner, offs, inner_st);
+            left -= 1;
+            if left == 0 {
+                return;
+            }
             o += inner;
             let mut d = rank - 1;
             loop {
@@ -135,8 +171,24 @@ pub fn zip2<A: Copy, B: Copy, O>(
     out: &mut [O],
     f: impl Fn(A, B) -> O,
 ) {
-    rows.for_each(|o, n, [oa, ob], [sa, sb]| {
-        let y = &mut out[o..o + n];
+    zip2_rows(rows, 0, usize::MAX, a, b, out, f)
+}
+
+/// [`zip2`] over rows `first..first + count` of the output only, `out`
+/// holding those rows (it starts at row `first`).
+#[inline]
+pub fn zip2_rows<A: Copy, B: Copy, O>(
+    rows: &Rows<2>,
+    first: usize,
+    count: usize,
+    a: &[A],
+    b: &[B],
+    out: &mut [O],
+    f: impl Fn(A, B) -> O,
+) {
+    let start = first * rows.row_len();
+    rows.for_each_in(first, count, |o, n, [oa, ob], [sa, sb]| {
+        let y = &mut out[o - start..o - start + n];
         match (sa, sb) {
             (1, 1) => {
                 for ((y, &x), &z) in y.iter_mut().zip(&a[oa..oa + n]).zip(&b[ob..ob + n]) {
