@@ -85,6 +85,27 @@ pub(crate) fn f32_init(name: &str, v: f32) -> proto::TensorProto {
     }
 }
 
+/// An f32 initializer of these dims and values.
+pub(crate) fn f32_tensor(name: &str, dims: &[i64], vals: &[f32]) -> proto::TensorProto {
+    proto::TensorProto {
+        name: s(name),
+        data_type: Some(1),
+        dims: dims.to_vec(),
+        float_data: vals.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// The values of node `n`'s input `i`, a constant after the passes.
+pub(crate) fn constant_input(g: &Graph, n: &lele_build::ir::Node, i: usize) -> Vec<f64> {
+    g.values[n.inputs[i].expect("the input is present")]
+        .constant
+        .as_ref()
+        .expect("the input is a constant")
+        .to_f64s()
+        .expect("the constant is numeric")
+}
+
 pub(crate) fn model(
     nodes: Vec<proto::NodeProto>,
     inits: Vec<proto::TensorProto>,

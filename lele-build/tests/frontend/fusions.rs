@@ -55,20 +55,7 @@ fn hardswish_is_fused_from_its_decomposed_form() {
 #[test]
 fn per_channel_affine_after_a_conv_folds_into_its_weights() {
     // y = Add(Mul(Conv(x, W, B), s[1,2,1,1]), t[2,1,1]).
-    let w = proto::TensorProto {
-        name: s("w"),
-        data_type: Some(1),
-        dims: vec![2, 1, 1, 1],
-        float_data: vec![2.0, 3.0],
-        ..Default::default()
-    };
-    let per_channel = |name: &str, dims: Vec<i64>, v: [f32; 2]| proto::TensorProto {
-        name: s(name),
-        data_type: Some(1),
-        dims,
-        float_data: v.to_vec(),
-        ..Default::default()
-    };
+    let w = f32_tensor("w", &[2, 1, 1, 1], &[2.0, 3.0]);
     let build = |extra_reader: bool| {
         let mut nodes = vec![
             node("Conv", &["x", "w", "b"], &["c"], vec![]),
@@ -82,9 +69,9 @@ fn per_channel_affine_after_a_conv_folds_into_its_weights() {
         }
         let inits = vec![
             w.clone(),
-            per_channel("b", vec![2], [1.0, -1.0]),
-            per_channel("s", vec![1, 2, 1, 1], [0.5, 4.0]),
-            per_channel("t", vec![2, 1, 1], [10.0, 20.0]),
+            f32_tensor("b", &[2], &[1.0, -1.0]),
+            f32_tensor("s", &[1, 2, 1, 1], &[0.5, 4.0]),
+            f32_tensor("t", &[2, 1, 1], &[10.0, 20.0]),
         ];
         let m = model(
             nodes,
@@ -97,14 +84,7 @@ fn per_channel_affine_after_a_conv_folds_into_its_weights() {
     let g = build(false);
     assert_eq!(op_types(&g), vec!["Conv"]);
     let conv = &g.main.nodes[0];
-    let vals = |i: usize| {
-        g.values[conv.inputs[i].unwrap()]
-            .constant
-            .as_ref()
-            .unwrap()
-            .to_f64s()
-            .unwrap()
-    };
+    let vals = |i: usize| constant_input(&g, conv, i);
     // W·s and B·s + t, per output channel.
     assert_eq!(vals(1), vec![1.0, 12.0]);
     assert_eq!(vals(2), vec![10.5, 16.0]);
@@ -116,21 +96,9 @@ fn per_channel_affine_after_a_conv_folds_into_its_weights() {
 
 #[test]
 fn batch_norm_after_a_conv_folds_into_its_weights() {
-    let per_channel = |name: &str, v: [f32; 2]| proto::TensorProto {
-        name: s(name),
-        data_type: Some(1),
-        dims: vec![2],
-        float_data: v.to_vec(),
-        ..Default::default()
-    };
+    let per_channel = |name: &str, v: [f32; 2]| f32_tensor(name, &[2], &v);
     let build = |training: bool| {
-        let w = proto::TensorProto {
-            name: s("w"),
-            data_type: Some(1),
-            dims: vec![2, 1, 1, 1],
-            float_data: vec![2.0, 3.0],
-            ..Default::default()
-        };
+        let w = f32_tensor("w", &[2, 1, 1, 1], &[2.0, 3.0]);
         let attrs = vec![
             proto::AttributeProto {
                 name: s("epsilon"),
@@ -138,12 +106,7 @@ fn batch_norm_after_a_conv_folds_into_its_weights() {
                 r#type: Some(proto::attribute_proto::AttributeType::Float as i32),
                 ..Default::default()
             },
-            proto::AttributeProto {
-                name: s("training_mode"),
-                i: Some(training as i64),
-                r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
-                ..Default::default()
-            },
+            int_attr("training_mode", training as i64),
         ];
         let nodes = vec![
             node("Conv", &["x", "w"], &["c"], vec![]),
@@ -172,14 +135,7 @@ fn batch_norm_after_a_conv_folds_into_its_weights() {
     let g = build(false);
     assert_eq!(op_types(&g), vec!["Conv"]);
     let conv = &g.main.nodes[0];
-    let vals = |i: usize| {
-        g.values[conv.inputs[i].unwrap()]
-            .constant
-            .as_ref()
-            .unwrap()
-            .to_f64s()
-            .unwrap()
-    };
+    let vals = |i: usize| constant_input(&g, conv, i);
     // s = scale/√(var + ε) = [1.5, -1], t = shift - mean·s = [-5, -1.75]:
     // W·s and (no bias) t.
     assert_eq!(vals(1), vec![3.0, -3.0]);
@@ -193,19 +149,6 @@ fn batch_norm_after_a_conv_folds_into_its_weights() {
 fn affine_and_activation_after_a_conv_transpose_fuse_into_it() {
     // y = Relu(Add(Mul(ConvTranspose(x, W, B), s), t)), two groups: W is
     // [C = 2, M/group = 2, 1, 1], input channel 1 feeding outputs 2 and 3.
-    let per_channel = |name: &str, dims: Vec<i64>, v: [f32; 4]| proto::TensorProto {
-        name: s(name),
-        data_type: Some(1),
-        dims,
-        float_data: v.to_vec(),
-        ..Default::default()
-    };
-    let group = proto::AttributeProto {
-        name: s("group"),
-        i: Some(2),
-        r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
-        ..Default::default()
-    };
     let build = |activation: &str| {
         let m = model(
             vec![
@@ -213,17 +156,17 @@ fn affine_and_activation_after_a_conv_transpose_fuse_into_it() {
                     "ConvTranspose",
                     &["x", "w", "b"],
                     &["c"],
-                    vec![group.clone()],
+                    vec![int_attr("group", 2)],
                 ),
                 node("Mul", &["c", "s"], &["m"], vec![]),
                 node("Add", &["m", "t"], &["a"], vec![]),
                 node(activation, &["a"], &["y"], vec![]),
             ],
             vec![
-                per_channel("w", vec![2, 2, 1, 1], [1.0, 2.0, 3.0, 4.0]),
-                per_channel("b", vec![4], [1.0, 1.0, 1.0, 1.0]),
-                per_channel("s", vec![1, 4, 1, 1], [0.5, 2.0, -1.0, 3.0]),
-                per_channel("t", vec![4, 1, 1], [1.0, 2.0, 3.0, 4.0]),
+                f32_tensor("w", &[2, 2, 1, 1], &[1.0, 2.0, 3.0, 4.0]),
+                f32_tensor("b", &[4], &[1.0, 1.0, 1.0, 1.0]),
+                f32_tensor("s", &[1, 4, 1, 1], &[0.5, 2.0, -1.0, 3.0]),
+                f32_tensor("t", &[4, 1, 1], &[1.0, 2.0, 3.0, 4.0]),
             ],
             vec![value_info("x", 1, &[1, 2, 2, 2])],
             vec![value_info("y", 1, &[1, 4, 2, 2])],
@@ -233,14 +176,7 @@ fn affine_and_activation_after_a_conv_transpose_fuse_into_it() {
     let g = build("Relu");
     assert_eq!(op_types(&g), vec!["ConvTranspose+Relu"]);
     let conv = &g.main.nodes[0];
-    let vals = |i: usize| {
-        g.values[conv.inputs[i].unwrap()]
-            .constant
-            .as_ref()
-            .unwrap()
-            .to_f64s()
-            .unwrap()
-    };
+    let vals = |i: usize| constant_input(&g, conv, i);
     // W[c, j]·s[group(c)·2 + j] and B·s + t.
     assert_eq!(vals(1), vec![0.5, 4.0, -3.0, 12.0]);
     assert_eq!(vals(2), vec![1.5, 4.0, 2.0, 7.0]);
