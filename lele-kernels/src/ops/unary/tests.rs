@@ -248,8 +248,9 @@ fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
         fn erf_scalar(x: &[f32], y: &mut [f32]) {
             super::map(x, y, super::math::erf_f32)
         }
+        // The AVX2 GELU is the tail form everywhere.
         fn gelu_scalar(x: &[f32], y: &mut [f32]) {
-            super::map(x, y, super::math::gelu_f32)
+            super::map(x, y, super::math::gelu_tail_form)
         }
         fn tanh_scalar(x: &[f32], y: &mut [f32]) {
             super::map(x, y, super::math::tanh_f32)
@@ -409,22 +410,15 @@ fn avx512_activations_equal_avx2_bit_for_bit() {
                 Box<dyn Fn(&[f32], &mut [f32])>,
                 Box<dyn Fn(&mut [f32])>,
             );
-            let mut pairs: Vec<Pair> = vec![
-                (
-                    "gelu",
-                    // SAFETY (every closure below): AVX-512F, AVX2 and FMA
-                    // are available (checked above).
-                    Box::new(|x, y| unsafe { super::x86::gelu(x, y) }),
-                    Box::new(|x, y| unsafe { super::x86_512::gelu(x, y) }),
-                    Box::new(|y| unsafe { super::x86_512::gelu_in_place(y) }),
-                ),
-                (
-                    "sigmoid",
-                    Box::new(|x, y| unsafe { super::x86::sigmoid(x, y) }),
-                    Box::new(|x, y| unsafe { super::x86_512::sigmoid(x, y) }),
-                    Box::new(|y| unsafe { super::x86_512::sigmoid_in_place(y) }),
-                ),
-            ];
+            // GELU: see `avx512_gelu_equals_scalar_bit_for_bit`.
+            let mut pairs: Vec<Pair> = vec![(
+                "sigmoid",
+                // SAFETY (every closure below): AVX-512F, AVX2 and FMA
+                // are available (checked above).
+                Box::new(|x, y| unsafe { super::x86::sigmoid(x, y) }),
+                Box::new(|x, y| unsafe { super::x86_512::sigmoid(x, y) }),
+                Box::new(|y| unsafe { super::x86_512::sigmoid_in_place(y) }),
+            )];
             for alpha in [1.0f32, 1.702, -0.5] {
                 pairs.push((
                     "swish",
@@ -454,6 +448,89 @@ fn avx512_activations_equal_avx2_bit_for_bit() {
                 }
             }
         }
+    }
+}
+
+/// The AVX-512 GELU (out of place and in place) bit for bit against the
+/// scalar `gelu_f32` on the table's range and against the AVX2 tail form
+/// (one element at a time) outside it: every length 0..100 and two long ones over
+/// about ±9.5 with NaN/±inf/-0 in every lane position (table and tail
+/// lanes mixed in one vector), and a sweep over the table's range with
+/// each interval boundary approached to within a few ulps from both sides
+/// (where `x·4 + 16` rounds to the next interval), each value also within
+/// 5e-7 of the f64 reference.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn avx512_gelu_equals_scalar_bit_for_bit() {
+    use super::math::gelu_f32;
+    use crate::ops::gemm::{Isa, isa_available};
+    if !isa_available(Isa::Avx512) {
+        return;
+    }
+    let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    let check = |x: &[f32], what: &str| {
+        let n = x.len();
+        let mut got = vec![0f32; n];
+        // SAFETY: AVX-512F (and AVX2, FMA) are available (checked above).
+        unsafe { super::x86_512::gelu(x, &mut got) };
+        let mut inplace = x.to_vec();
+        // SAFETY: as above.
+        unsafe { super::x86_512::gelu_in_place(&mut inplace) };
+        for i in 0..n {
+            let want = if super::math::gelu_table_position(x[i]).is_some() {
+                gelu_f32(x[i])
+            } else {
+                let mut alone = [0f32];
+                // SAFETY: as above.
+                unsafe { super::x86::gelu(&x[i..=i], &mut alone) };
+                alone[0]
+            };
+            assert!(
+                same(got[i], want) && same(inplace[i], want),
+                "gelu {what} n={n} x={}: avx512 {} in place {} want {want}",
+                x[i],
+                got[i],
+                inplace[i]
+            );
+        }
+    };
+    for n in (0..100).chain([1000, 1003]) {
+        for stride in [7usize, 41, usize::MAX] {
+            check(&activation_inputs(n, stride), &format!("stride {stride}"));
+        }
+    }
+    let mut sweep: Vec<f32> = (0..=90_001)
+        .map(|i| -4.5 + i as f32 * (9.0 / 90_000.0))
+        .collect();
+    for k in 0..=32 {
+        let edge = -4.0 + k as f32 * 0.25;
+        let mut below = edge;
+        let mut above = edge;
+        for _ in 0..6 {
+            below = f32::from_bits(if below > 0.0 {
+                below.to_bits() - 1
+            } else if below == 0.0 {
+                0x8000_0001
+            } else {
+                below.to_bits() + 1
+            });
+            above = f32::from_bits(if above >= 0.0 {
+                above.to_bits() + 1
+            } else {
+                above.to_bits() - 1
+            });
+            sweep.extend([below, above]);
+        }
+        sweep.push(edge);
+    }
+    check(&sweep, "sweep");
+    for &v in &sweep {
+        let want = gelu_f64(v as f64);
+        assert!(
+            close(gelu_f32(v) as f64, want, 5e-7, 1e-37),
+            "gelu_f32({v}) = {}, want {want}",
+            gelu_f32(v)
+        );
     }
 }
 

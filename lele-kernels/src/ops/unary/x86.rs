@@ -606,8 +606,8 @@ pub(super) unsafe fn erf(x: &[f32], y: &mut [f32]) {
     blocks(x, y, |v| erf8(v), super::math::erf_f32);
 }
 
-/// `GELU(x)` of eight lanes: [`super::math::gelu_f32`], lane for lane;
-/// non-finite lanes are flagged for the scalar path.
+/// `GELU(x)` of eight lanes: [`super::math::gelu_tail_form`], lane for
+/// lane; non-finite lanes are flagged for the scalar path.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn gelu8(x_in: __m256) -> (__m256, i32) {
@@ -650,14 +650,16 @@ pub(super) fn gelu8(x_in: __m256) -> (__m256, i32) {
 /// The CPU supports AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn gelu_in_place(y: &mut [f32]) {
-    blocks_in_place(y, |v| gelu8(v), super::math::gelu_f32);
+    blocks_in_place(y, |v| gelu8(v), super::math::gelu_tail_form);
 }
 
-/// `y = GELU(x)` ([`super::math::gelu_f32`] eight lanes at a time).
+/// `y = GELU(x)` ([`super::math::gelu_tail_form`] eight lanes at a time:
+/// the AVX2 code keeps the tail form everywhere, see
+/// [`super::math::gelu_f32`]).
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn gelu(x: &[f32], y: &mut [f32]) {
-    blocks(x, y, |v| gelu8(v), super::math::gelu_f32);
+    blocks(x, y, |v| gelu8(v), super::math::gelu_tail_form);
 }
