@@ -53,7 +53,14 @@ fn conv_case_hw(
     let x = &mut line_bytes(&mut x_lines)[..x_len];
     x.copy_from_slice(bytemuck_bytes(&fill(c * hw[0] * hw[1], 4)));
     let x = &*x;
-    let mut w = fill(m * (c / group) * k * k, 5);
+    // Weights scaled to 3.6/√fan-in so that an output's standard
+    // deviation is about 1.2, as a model's pre-activations (the epilogue's
+    // activation costs depend on the values: GELU's table covers ±4).
+    let fan_in = (c / group * k * k) as f32;
+    let mut w: Vec<f32> = fill(m * (c / group) * k * k, 5)
+        .iter()
+        .map(|v| v * 3.6 / fan_in.sqrt())
+        .collect();
     // A name ending in "packed": the weight stored packed at build time;
     // in "winograd": transformed for Winograd F(2x2, 3x3).
     let packed = ConvPackedWeights { conv };
