@@ -147,11 +147,14 @@ fn depthwise_blocked_matches_naive() {
     } else {
         std::eprintln!("no AVX-512 here: only the eight-lane blocked kernel is run");
     }
+    // Shapes the row-band kernel would take run blocked too.
+    depthwise_rows::OFF.with(|f| f.set(true));
     for lanes in widths {
         depthwise_interleaved::LANES8.with(|f| f.set(lanes == 8));
         blocked_cases(lanes);
     }
     depthwise_interleaved::LANES8.with(|f| f.set(false));
+    depthwise_rows::OFF.with(|f| f.set(false));
 }
 
 /// [`depthwise_blocked_matches_naive`] with the `lanes`-wide kernel.
@@ -233,6 +236,86 @@ fn blocked_cases(lanes: usize) {
             // ReLU, then a residual, in the row tail.
             inputs[2] = Some(t(&b, &[c]));
             let r = rand_vec(want.len(), 930 + ci as u64);
+            inputs.push(Some(t(&r, &[n, c, g.oh, g.ow])));
+            op.activation = Activation::Relu;
+            let got = run(&op, &inputs, 1).unwrap();
+            let want: Vec<f32> = want.iter().zip(&r).map(|(v, r)| v.max(0.0) + r).collect();
+            assert_close(&got[0].1, &want, 1e-5);
+        }
+    }
+    crate::threads::set_num_threads(1);
+}
+
+/// The row-band kernel (AVX-512, stride-1 3×3, 5×5, 7×7) against the naive
+/// convolution through `Conv::run`: every kernel size, output heights that
+/// leave 0–3 rows in the last band, widths that leave every kind of last
+/// 32-column step, symmetric, asymmetric, zero and deeper-than-the-kernel
+/// padding, batches, with and without bias, a ReLU and a residual in the
+/// band tail, on one and two threads. Each case is checked to take the
+/// kernel (on a CPU without AVX-512 that none does).
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[test]
+fn depthwise_rows_match_naive() {
+    use crate::ops::gemm::{Isa, isa_available};
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    // (n, c, h, w, k, pads)
+    type Case = (usize, usize, usize, usize, usize, [usize; 4]);
+    let cases: &[Case] = &[
+        (1, 3, 8, 24, 3, [1, 1, 1, 1]),
+        (2, 5, 13, 45, 3, [1, 1, 1, 1]),
+        (1, 2, 12, 64, 3, [1, 1, 1, 1]),
+        (1, 2, 10, 33, 3, [0, 2, 1, 0]),
+        (1, 2, 9, 30, 3, [3, 3, 3, 3]),
+        (1, 4, 11, 70, 5, [2, 2, 2, 2]),
+        (1, 2, 14, 40, 5, [0, 0, 0, 0]),
+        (1, 3, 10, 33, 7, [3, 3, 3, 3]),
+        (1, 2, 15, 97, 7, [3, 1, 2, 3]),
+        // Enough work to split over threads.
+        (1, 16, 40, 50, 3, [1, 1, 1, 1]),
+    ];
+    for threads in [1, 2] {
+        crate::threads::set_num_threads(threads);
+        for (ci, &(n, c, h, w, k, pads)) in cases.iter().enumerate() {
+            let x = rand_vec(n * c * h * w, 1000 + ci as u64);
+            let wt = rand_vec(c * k * k, 1010 + ci as u64);
+            let b = rand_vec(c, 1020 + ci as u64);
+            let mut op = conv(c, [1, 1], pads, [1, 1]);
+            let mut inputs = vec![
+                Some(t(&x, &[n, c, h, w])),
+                Some(t(&wt, &[c, 1, k, k])),
+                Some(t(&b, &[c])),
+            ];
+            let g = op.geom(&inputs).unwrap();
+            assert_eq!(
+                depthwise_rows::plan(&op, &g).is_some(),
+                isa_available(Isa::Avx512),
+                "case {ci}: the row-band kernel runs exactly on AVX-512 CPUs"
+            );
+            let naive = |bias: Option<&[f32]>| {
+                naive_conv(
+                    &x,
+                    [n, c, h, w],
+                    &wt,
+                    [c, k, k],
+                    bias,
+                    c,
+                    [1, 1],
+                    [g.pt, g.pl],
+                    [1, 1],
+                    [g.oh, g.ow],
+                )
+            };
+            let want = naive(Some(&b));
+            let got = run(&op, &inputs, 1).unwrap();
+            assert_eq!(got[0].0, vec![n, c, g.oh, g.ow], "case {ci}");
+            assert_close(&got[0].1, &want, 1e-5);
+            inputs[2] = None;
+            let got = run(&op, &inputs, 1).unwrap();
+            assert_close(&got[0].1, &naive(None), 1e-5);
+            inputs[2] = Some(t(&b, &[c]));
+            let r = rand_vec(want.len(), 1030 + ci as u64);
             inputs.push(Some(t(&r, &[n, c, g.oh, g.ow])));
             op.activation = Activation::Relu;
             let got = run(&op, &inputs, 1).unwrap();

@@ -20,6 +20,7 @@ mod depthwise;
 // Only x86-64 runs it, but every target sizes its scratch.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 mod depthwise_interleaved;
+mod depthwise_rows;
 #[cfg(test)]
 mod depthwise_tests;
 // Only x86-64 runs it, but every target sizes its scratch (the compiler
@@ -411,6 +412,80 @@ impl Conv {
         g.cg == 1 && g.mg == 1
     }
 
+    /// A depthwise convolution through [`depthwise_rows`]: every plane
+    /// (batch item × channel) on its own, the planes split over the
+    /// threads in a few chunks per thread. `own` holds `plan.len` floats
+    /// (a worker's buffer, `MAX_SCRATCH`, always does).
+    #[allow(clippy::too_many_arguments)]
+    fn run_depthwise_rows(
+        &self,
+        plan: &depthwise_rows::Plan,
+        g: &ConvGeom,
+        x: &[f32],
+        w: &[f32],
+        bias: Option<&[f32]>,
+        residual: Option<&[f32]>,
+        y: &mut [f32],
+        own: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let (ihw, ohw, taps) = (g.x.h * g.x.w, g.ohw(), g.kh * g.kw);
+        let fused = self.has_epilogue() || residual.is_some();
+        let short = core::sync::atomic::AtomicBool::new(false);
+        let one = |i: usize, plane: &mut [f32], buf: &mut [f32]| {
+            let c = i % g.m;
+            let tail = self.tail(residual, i * ohw);
+            let tail = |seg: &mut [f32], at: usize| {
+                if fused {
+                    tail(seg, at)
+                }
+            };
+            let done = depthwise_rows::run_plane(
+                plan,
+                g,
+                &x[i * ihw..(i + 1) * ihw],
+                &w[c * taps..(c + 1) * taps],
+                bias.map_or(0.0, |b| b[c]),
+                plane,
+                buf,
+                &tail,
+            );
+            if !done {
+                short.store(true, core::sync::atomic::Ordering::Relaxed);
+            }
+        };
+        let planes = g.x.n * g.m;
+        #[cfg(feature = "std")]
+        {
+            let threads = crate::threads::num_threads();
+            if threads > 1 && planes >= 2 && planes * ohw * taps >= 1 << 18 {
+                // Planes split in a few chunks per thread.
+                let per = planes.div_ceil(2 * threads);
+                let shared = crate::threads::SharedMut::new(y);
+                crate::threads::run(planes.div_ceil(per), own, &|t, buf| {
+                    for i in t * per..((t + 1) * per).min(planes) {
+                        // SAFETY: plane i belongs to task t only, and
+                        // `run` returns after every task.
+                        one(i, unsafe { shared.range(i * ohw, ohw) }, buf);
+                    }
+                });
+                return Self::buffers_checked(&short);
+            }
+        }
+        for (i, plane) in y.chunks_exact_mut(ohw).enumerate().take(planes) {
+            one(i, plane, own);
+        }
+        Self::buffers_checked(&short)
+    }
+
+    /// `Err` when a plane of [`Self::run_depthwise_rows`] found a buffer
+    /// too small (its output then unwritten).
+    fn buffers_checked(short: &core::sync::atomic::AtomicBool) -> Result<(), KernelError> {
+        match short.load(core::sync::atomic::Ordering::Relaxed) {
+            true => Err(KernelError::Buffer { op: "Conv" }),
+            false => Ok(()),
+        }
+    }
+
     /// The fused tail of the output block that starts at `base` in `Y`:
     /// [`Conv::finish_segment`] without a bias. Its second argument is the
     /// segment's offset inside the block.
@@ -642,7 +717,8 @@ impl Kernel for Conv {
             // Either depthwise kernel may run (AVX-512 or not).
             let staged = depthwise::staged_len(self, &g).unwrap_or(0);
             let blocked = depthwise_interleaved::Ring::new(self, &g).map_or(0, |r| r.scratch_len());
-            4 * staged.max(blocked)
+            let rows = depthwise_rows::scratch_len(self, &g).unwrap_or(0);
+            4 * staged.max(blocked).max(rows)
         } else {
             let gemm = self.gemm_scratch_bytes(&g);
             // Whichever path the running machine picks must fit.
@@ -674,6 +750,13 @@ impl Kernel for Conv {
         let fused_tail = self.has_epilogue() || residual.is_some();
         if ohw == 0 {
             return Ok(());
+        }
+        // Depthwise 3×3, 5×5, 7×7 with AVX-512: bands of rows of a plane.
+        if self.is_depthwise(&g)
+            && let Some(plan) = depthwise_rows::plan(self, &g)
+            && let Ok(own) = scratch_f32(scratch, plan.len, OP)
+        {
+            return self.run_depthwise_rows(&plan, &g, x, w, bias, residual, y, own);
         }
         // Depthwise with AVX-512 or AVX2: a vector of channels at a time.
         #[cfg(target_arch = "x86_64")]

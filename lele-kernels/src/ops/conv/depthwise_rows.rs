@@ -1,0 +1,258 @@
+//! Depthwise convolution a channel plane at a time, several output rows
+//! per pass (AVX-512), for the common stride-1 kernels: 3×3, 5×5 and 7×7,
+//! no dilation.
+//!
+//! The output is computed in bands of [`ROWS`] rows, [`COLS`] columns at a
+//! time, straight from the input plane into the output plane. Consecutive
+//! output rows read the same input rows one kernel row apart, so each
+//! input vector is loaded once per band and feeds every output row that
+//! uses it: a 3×3 layer loads 4.5 vectors per output vector instead of 9,
+//! a 7×7 one 17.5 instead of 49. The padding is never materialized: rows
+//! above and below the image read a zero row, and columns outside it are
+//! masked off the loads. Nothing is transposed, where the
+//! channel-interleaved kernel ([`super::depthwise_interleaved`], which
+//! keeps the strided and narrow layers) transposes its input and its
+//! output (for a 3×3 layer about as many shuffles as multiply-adds).
+//!
+//! The fused tail (activation, scalar affine, residual) runs on each band
+//! of rows right after it is written, while it is in L1.
+
+use super::{Conv, ConvGeom};
+
+/// Output rows computed together (a band).
+const ROWS: usize = 4;
+/// Output columns per step: two vectors of sixteen.
+const COLS: usize = 32;
+#[cfg(all(test, feature = "std"))]
+std::thread_local! {
+    /// Set by tests to run the interleaved kernel on shapes this path
+    /// would take.
+    pub(super) static OFF: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Narrowest output row this path takes: narrower rows leave most of a
+/// 32-column step empty, where the interleaved kernel fills its vectors
+/// with channels.
+const MIN_OW: usize = 24;
+/// Fewest output rows this path takes (a band of four over three rows
+/// computes a row for nothing).
+const MIN_OH: usize = 8;
+
+/// The kernel for one plane (see [`plane_rows`]).
+type PlaneFn = unsafe fn(
+    &PlaneGeom,
+    *const f32,
+    *const f32,
+    f32,
+    &mut [f32],
+    *const f32,
+    &dyn Fn(&mut [f32], usize),
+);
+
+/// The shapes of one plane as [`plane_rows`] reads it.
+#[derive(Clone, Copy)]
+pub(super) struct PlaneGeom {
+    /// Input rows and columns.
+    ih: usize,
+    iw: usize,
+    /// Top and left padding.
+    pt: usize,
+    pl: usize,
+    /// Output rows and columns.
+    oh: usize,
+    ow: usize,
+}
+
+/// How this convolution runs here: the kernel for its shape.
+pub(super) struct Plan {
+    kernel: PlaneFn,
+    /// Floats of scratch one plane needs ([`scratch_len`]).
+    pub(super) len: usize,
+}
+
+/// Floats of scratch one plane needs (a zero row as wide as the input),
+/// on any machine (the scratch is planned on the build machine), for the
+/// shapes this path may take.
+pub(super) fn scratch_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
+    let supported = matches!((g.kh, g.kw), (3, 3) | (5, 5) | (7, 7));
+    (supported && conv.strides == [1, 1] && conv.dilations == [1, 1] && g.ohw() > 0)
+        .then_some(g.x.w)
+}
+
+/// The plan when this path runs these shapes here: an AVX-512 CPU, a
+/// stride-1 3×3, 5×5 or 7×7 kernel without dilation, output planes of at
+/// least [`MIN_OH`] × [`MIN_OW`].
+pub(super) fn plan(conv: &Conv, g: &ConvGeom) -> Option<Plan> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::ops::gemm::{Isa, best_isa};
+        #[cfg(all(test, feature = "std"))]
+        if OFF.with(|f| f.get()) {
+            return None;
+        }
+        if best_isa() != Isa::Avx512 || g.ow < MIN_OW || g.oh < MIN_OH {
+            return None;
+        }
+        let len = scratch_len(conv, g)?;
+        let kernel: PlaneFn = match (g.kh, g.kw) {
+            (3, 3) => plane_rows::<3, 3>,
+            (5, 5) => plane_rows::<5, 5>,
+            (7, 7) => plane_rows::<7, 7>,
+            _ => return None,
+        };
+        Some(Plan { kernel, len })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (conv, g);
+        None
+    }
+}
+
+/// One channel: `xp` (its input plane) convolved with `wk` (its `kh · kw`
+/// taps) plus `bias` into `out` (its output plane, only written), `tail`
+/// run on each finished band of rows (with the band's offset in the
+/// plane). `buf` holds at least [`scratch_len`] floats. Returns `false`,
+/// leaving `out` untouched, when a buffer is too small.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_plane(
+    plan: &Plan,
+    g: &ConvGeom,
+    xp: &[f32],
+    wk: &[f32],
+    bias: f32,
+    out: &mut [f32],
+    buf: &mut [f32],
+    tail: &dyn Fn(&mut [f32], usize),
+) -> bool {
+    let (Some(zero), Some(xp), Some(wk), Some(out)) = (
+        buf.get_mut(..g.x.w),
+        xp.get(..g.x.h * g.x.w),
+        wk.get(..g.kh * g.kw),
+        out.get_mut(..g.ohw()),
+    ) else {
+        return false;
+    };
+    zero.fill(0.0);
+    let pg = PlaneGeom {
+        ih: g.x.h,
+        iw: g.x.w,
+        pt: g.pt,
+        pl: g.pl,
+        oh: g.oh,
+        ow: g.ow,
+    };
+    // SAFETY: the plan exists, so the CPU has AVX-512F; `xp` holds the
+    // `ih × iw` plane, `zero` an input row of zeros, `wk` the kernel's
+    // taps, `out` the `oh × ow` plane.
+    unsafe {
+        (plan.kernel)(
+            &pg,
+            xp.as_ptr(),
+            zero.as_ptr(),
+            bias,
+            out,
+            wk.as_ptr(),
+            tail,
+        )
+    };
+    true
+}
+
+/// Most input rows a band reads: the tallest kernel's rows plus the
+/// band's other rows.
+const MAX_BAND_INPUTS: usize = 7 + ROWS - 1;
+
+/// The output plane `out` (`oh × ow`, only written) from the input plane
+/// at `x` (`ih × iw`) for a `KH × KW` kernel `w` at stride 1, bands of
+/// [`ROWS`] rows and [`COLS`] columns at a time. Output row `o + i`,
+/// column `c + l` reads input row `o + i + ki − pt`, column
+/// `c + l + kj − pl`: for each kernel column `kj` and input row `q` of the
+/// band, one load of 32 columns feeds every output row `i` with
+/// `ki = q − i` in the kernel. Rows outside the image read `zero`, columns
+/// outside it are masked off (zero).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `x` holds `ih · iw` floats, `zero` `iw`
+/// zeros, `w` `KH · KW` floats; `out` holds `oh · ow` floats.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn plane_rows<const KH: usize, const KW: usize>(
+    pg: &PlaneGeom,
+    x: *const f32,
+    zero: *const f32,
+    bias: f32,
+    out: &mut [f32],
+    w: *const f32,
+    tail: &dyn Fn(&mut [f32], usize),
+) {
+    use core::arch::x86_64::*;
+    let PlaneGeom {
+        ih,
+        iw,
+        pt,
+        pl,
+        oh,
+        ow,
+    } = *pg;
+    let inputs = KH + ROWS - 1;
+    debug_assert!(inputs <= MAX_BAND_INPUTS && out.len() >= oh * ow);
+    let b = _mm512_set1_ps(bias);
+    for o in (0..oh).step_by(ROWS) {
+        let rows = ROWS.min(oh - o);
+        // Input row of the band's row q (the zero row outside the image).
+        let mut src = [zero; MAX_BAND_INPUTS];
+        for (q, p) in src.iter_mut().enumerate().take(inputs) {
+            let r = (o + q).wrapping_sub(pt);
+            if r < ih {
+                *p = x.wrapping_add(r * iw);
+            }
+        }
+        for c in (0..ow).step_by(COLS) {
+            let mut acc = [[b; 2]; ROWS];
+            for kj in 0..KW {
+                // Input column of lane 0 (negative in the left padding)
+                // and the lanes inside the image.
+                let start = (c + kj) as isize - pl as isize;
+                let first = (-start).clamp(0, COLS as isize) as u32;
+                let end = (iw as isize - start).clamp(0, COLS as isize) as u32;
+                let valid = ((1u64 << end) - 1) & !((1u64 << first) - 1);
+                let (m0, m1) = (valid as u16, (valid >> 16) as u16);
+                for (q, &row) in src.iter().enumerate().take(inputs) {
+                    let p = row.wrapping_offset(start);
+                    // SAFETY: only the lanes inside the row's `iw`
+                    // columns are read (masked loads touch no other
+                    // memory); `row` is an input row or the zero row.
+                    let (x0, x1) = unsafe {
+                        (
+                            _mm512_maskz_loadu_ps(m0, p),
+                            _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)),
+                        )
+                    };
+                    for (i, acc) in acc.iter_mut().enumerate() {
+                        if q < i || q - i >= KH {
+                            continue;
+                        }
+                        // SAFETY: (q − i)·KW + kj < KH · KW.
+                        let wv = _mm512_set1_ps(unsafe { *w.add((q - i) * KW + kj) });
+                        acc[0] = _mm512_fmadd_ps(wv, x0, acc[0]);
+                        acc[1] = _mm512_fmadd_ps(wv, x1, acc[1]);
+                    }
+                }
+            }
+            let n = COLS.min(ow - c);
+            let valid = (1u64 << n) - 1;
+            let (m0, m1) = (valid as u16, (valid >> 16) as u16);
+            for (i, acc) in acc.iter().enumerate().take(rows) {
+                // SAFETY: the masked stores write columns c..c + n of
+                // output row o + i < oh, inside `out` (oh · ow floats).
+                unsafe {
+                    let d = out.as_mut_ptr().add((o + i) * ow + c);
+                    _mm512_mask_storeu_ps(d, m0, acc[0]);
+                    _mm512_mask_storeu_ps(d.add(16), m1, acc[1]);
+                }
+            }
+        }
+        tail(&mut out[o * ow..(o + rows) * ow], o * ow);
+    }
+}
