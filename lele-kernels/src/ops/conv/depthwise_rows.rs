@@ -74,9 +74,12 @@ pub(super) struct Plan {
 /// on any machine (the scratch is planned on the build machine), for the
 /// shapes this path may take.
 pub(super) fn scratch_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
-    let supported = matches!((g.kh, g.kw), (3, 3) | (5, 5) | (7, 7));
-    (supported && conv.strides == [1, 1] && conv.dilations == [1, 1] && g.ohw() > 0)
-        .then_some(g.x.w)
+    let supported = match conv.strides {
+        [1, 1] => matches!((g.kh, g.kw), (3, 3) | (5, 5) | (7, 7)),
+        [2, 2] => matches!((g.kh, g.kw), (3, 3) | (5, 5)),
+        _ => false,
+    };
+    (supported && conv.dilations == [1, 1] && g.ohw() > 0).then_some(g.x.w)
 }
 
 /// The plan when this path runs these shapes here: an AVX-512 CPU, a
@@ -94,10 +97,12 @@ pub(super) fn plan(conv: &Conv, g: &ConvGeom) -> Option<Plan> {
             return None;
         }
         let len = scratch_len(conv, g)?;
-        let kernel: PlaneFn = match (g.kh, g.kw) {
-            (3, 3) => plane_rows::<3, 3>,
-            (5, 5) => plane_rows::<5, 5>,
-            (7, 7) => plane_rows::<7, 7>,
+        let kernel: PlaneFn = match (g.kh, g.kw, conv.strides[0]) {
+            (3, 3, 1) => plane_rows::<3, 3>,
+            (5, 5, 1) => plane_rows::<5, 5>,
+            (7, 7, 1) => plane_rows::<7, 7>,
+            (3, 3, 2) => plane_rows_s2::<3, 3>,
+            (5, 5, 2) => plane_rows_s2::<5, 5>,
             _ => return None,
         };
         Some(Plan { kernel, len })
@@ -160,7 +165,7 @@ pub(super) fn run_plane(
 }
 
 /// Most input rows a band reads: the tallest kernel's rows plus the
-/// band's other rows.
+/// band's other rows (one each at stride 1, two at stride 2).
 const MAX_BAND_INPUTS: usize = 7 + ROWS - 1;
 
 /// The output plane `out` (`oh × ow`, only written) from the input plane
@@ -256,3 +261,123 @@ unsafe fn plane_rows<const KH: usize, const KW: usize>(
         tail(&mut out[o * ow..(o + rows) * ow], o * ow);
     }
 }
+
+/// [`plane_rows`] at stride 2 (`KH`, `KW` ≤ 5): output row `o + i`,
+/// column `c + l` reads input row `2(o + i) + ki − pt`, column
+/// `2(c + l) + kj − pl`. For each even shift `2t` and input row `q` of
+/// the band, the 64 input columns from `2c + 2t − pl` are loaded once and
+/// split by two permutes each into their even columns (tap `kj = 2t`) and
+/// odd ones (tap `2t + 1`), which feed every output row `i` with
+/// `ki = q − 2i` in the kernel.
+///
+/// # Safety
+/// As [`plane_rows`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn plane_rows_s2<const KH: usize, const KW: usize>(
+    pg: &PlaneGeom,
+    x: *const f32,
+    zero: *const f32,
+    bias: f32,
+    out: &mut [f32],
+    w: *const f32,
+    tail: &dyn Fn(&mut [f32], usize),
+) {
+    use core::arch::x86_64::*;
+    let PlaneGeom {
+        ih,
+        iw,
+        pt,
+        pl,
+        oh,
+        ow,
+    } = *pg;
+    let inputs = 2 * (ROWS - 1) + KH;
+    debug_assert!(inputs <= MAX_BAND_INPUTS_S2 && out.len() >= oh * ow);
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    let b = _mm512_set1_ps(bias);
+    for o in (0..oh).step_by(ROWS) {
+        let rows = ROWS.min(oh - o);
+        let mut src = [zero; MAX_BAND_INPUTS_S2];
+        for (q, p) in src.iter_mut().enumerate().take(inputs) {
+            let r = (2 * o + q).wrapping_sub(pt);
+            if r < ih {
+                *p = x.wrapping_add(r * iw);
+            }
+        }
+        for c in (0..ow).step_by(COLS) {
+            let mut acc = [[b; 2]; ROWS];
+            for t in 0..KW.div_ceil(2) {
+                // Input column of loaded lane 0 and the 64 lanes' validity.
+                let start = (2 * (c + t)) as isize - pl as isize;
+                let first = (-start).clamp(0, 64) as u32;
+                let end = (iw as isize - start).clamp(0, 64) as u32;
+                let valid = (((1u128 << end) - 1) & !((1u128 << first) - 1)) as u64;
+                let m = [
+                    valid as u16,
+                    (valid >> 16) as u16,
+                    (valid >> 32) as u16,
+                    (valid >> 48) as u16,
+                ];
+                for (q, &row) in src.iter().enumerate().take(inputs) {
+                    let p = row.wrapping_offset(start);
+                    // SAFETY: only the lanes inside the row's `iw` columns
+                    // are read (masked loads touch no other memory); `row`
+                    // is an input row or the zero row.
+                    let v = unsafe {
+                        [
+                            _mm512_maskz_loadu_ps(m[0], p),
+                            _mm512_maskz_loadu_ps(m[1], p.wrapping_add(16)),
+                            _mm512_maskz_loadu_ps(m[2], p.wrapping_add(32)),
+                            _mm512_maskz_loadu_ps(m[3], p.wrapping_add(48)),
+                        ]
+                    };
+                    let e0 = _mm512_permutex2var_ps(v[0], even, v[1]);
+                    let e1 = _mm512_permutex2var_ps(v[2], even, v[3]);
+                    let has_odd = 2 * t + 1 < KW;
+                    let (o0, o1) = if has_odd {
+                        (
+                            _mm512_permutex2var_ps(v[0], odd, v[1]),
+                            _mm512_permutex2var_ps(v[2], odd, v[3]),
+                        )
+                    } else {
+                        (e0, e1)
+                    };
+                    for (i, acc) in acc.iter_mut().enumerate() {
+                        if q < 2 * i || q - 2 * i >= KH {
+                            continue;
+                        }
+                        let tap = (q - 2 * i) * KW + 2 * t;
+                        // SAFETY: tap (+ 1 when it exists) < KH · KW.
+                        let we = _mm512_set1_ps(unsafe { *w.add(tap) });
+                        acc[0] = _mm512_fmadd_ps(we, e0, acc[0]);
+                        acc[1] = _mm512_fmadd_ps(we, e1, acc[1]);
+                        if has_odd {
+                            // SAFETY: as above.
+                            let wo = _mm512_set1_ps(unsafe { *w.add(tap + 1) });
+                            acc[0] = _mm512_fmadd_ps(wo, o0, acc[0]);
+                            acc[1] = _mm512_fmadd_ps(wo, o1, acc[1]);
+                        }
+                    }
+                }
+            }
+            let n = COLS.min(ow - c);
+            let valid = (1u64 << n) - 1;
+            let (m0, m1) = (valid as u16, (valid >> 16) as u16);
+            for (i, acc) in acc.iter().enumerate().take(rows) {
+                // SAFETY: the masked stores write columns c..c + n of
+                // output row o + i < oh, inside `out` (oh · ow floats).
+                unsafe {
+                    let d = out.as_mut_ptr().add((o + i) * ow + c);
+                    _mm512_mask_storeu_ps(d, m0, acc[0]);
+                    _mm512_mask_storeu_ps(d.add(16), m1, acc[1]);
+                }
+            }
+        }
+        tail(&mut out[o * ow..(o + rows) * ow], o * ow);
+    }
+}
+
+/// Most input rows a stride-2 band reads (a 5×5 kernel).
+const MAX_BAND_INPUTS_S2: usize = 2 * (ROWS - 1) + 5;

@@ -246,13 +246,14 @@ fn blocked_cases(lanes: usize) {
     crate::threads::set_num_threads(1);
 }
 
-/// The row-band kernel (AVX-512, stride-1 3×3, 5×5, 7×7) against the naive
-/// convolution through `Conv::run`: every kernel size, output heights that
-/// leave 0–3 rows in the last band, widths that leave every kind of last
-/// 32-column step, symmetric, asymmetric, zero and deeper-than-the-kernel
-/// padding, batches, with and without bias, a ReLU and a residual in the
-/// band tail, on one and two threads. Each case is checked to take the
-/// kernel (on a CPU without AVX-512 that none does).
+/// The row-band kernel (AVX-512: stride-1 3×3, 5×5, 7×7, stride-2 3×3,
+/// 5×5) against the naive convolution through `Conv::run`: every kernel,
+/// output heights that leave 0–3 rows in the last band, widths that leave
+/// every kind of last 32-column step (and odd input widths at stride 2),
+/// symmetric, asymmetric, zero and deeper-than-the-kernel padding,
+/// batches, with and without bias, a ReLU and a residual in the band tail,
+/// on one and two threads. Each case is checked to take the kernel (on a
+/// CPU without AVX-512 that none does).
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 #[test]
 fn depthwise_rows_match_naive() {
@@ -260,28 +261,36 @@ fn depthwise_rows_match_naive() {
     let _serial = crate::threads::TEST_LOCK
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    // (n, c, h, w, k, pads)
-    type Case = (usize, usize, usize, usize, usize, [usize; 4]);
+    // (n, c, h, w, k, stride, pads)
+    type Case = (usize, usize, usize, usize, usize, usize, [usize; 4]);
     let cases: &[Case] = &[
-        (1, 3, 8, 24, 3, [1, 1, 1, 1]),
-        (2, 5, 13, 45, 3, [1, 1, 1, 1]),
-        (1, 2, 12, 64, 3, [1, 1, 1, 1]),
-        (1, 2, 10, 33, 3, [0, 2, 1, 0]),
-        (1, 2, 9, 30, 3, [3, 3, 3, 3]),
-        (1, 4, 11, 70, 5, [2, 2, 2, 2]),
-        (1, 2, 14, 40, 5, [0, 0, 0, 0]),
-        (1, 3, 10, 33, 7, [3, 3, 3, 3]),
-        (1, 2, 15, 97, 7, [3, 1, 2, 3]),
+        (1, 3, 8, 24, 3, 1, [1, 1, 1, 1]),
+        (2, 5, 13, 45, 3, 1, [1, 1, 1, 1]),
+        (1, 2, 12, 64, 3, 1, [1, 1, 1, 1]),
+        (1, 2, 10, 33, 3, 1, [0, 2, 1, 0]),
+        (1, 2, 9, 30, 3, 1, [3, 3, 3, 3]),
+        (1, 4, 11, 70, 5, 1, [2, 2, 2, 2]),
+        (1, 2, 14, 40, 5, 1, [0, 0, 0, 0]),
+        (1, 3, 10, 33, 7, 1, [3, 3, 3, 3]),
+        (1, 2, 15, 97, 7, 1, [3, 1, 2, 3]),
+        (1, 3, 17, 49, 3, 2, [1, 1, 1, 1]),
+        (2, 2, 20, 70, 3, 2, [1, 1, 1, 1]),
+        (1, 2, 19, 67, 3, 2, [0, 1, 1, 0]),
+        (1, 3, 21, 80, 5, 2, [2, 2, 2, 2]),
+        (1, 2, 25, 131, 5, 2, [2, 2, 2, 2]),
+        (1, 2, 18, 60, 3, 2, [3, 3, 3, 3]),
         // Enough work to split over threads.
-        (1, 16, 40, 50, 3, [1, 1, 1, 1]),
+        (1, 16, 40, 50, 3, 1, [1, 1, 1, 1]),
+        (1, 32, 64, 64, 3, 2, [1, 1, 1, 1]),
     ];
     for threads in [1, 2] {
         crate::threads::set_num_threads(threads);
-        for (ci, &(n, c, h, w, k, pads)) in cases.iter().enumerate() {
+        for (ci, &(n, c, h, w, k, stride, pads)) in cases.iter().enumerate() {
             let x = rand_vec(n * c * h * w, 1000 + ci as u64);
             let wt = rand_vec(c * k * k, 1010 + ci as u64);
             let b = rand_vec(c, 1020 + ci as u64);
-            let mut op = conv(c, [1, 1], pads, [1, 1]);
+            let strides = [stride; 2];
+            let mut op = conv(c, strides, pads, [1, 1]);
             let mut inputs = vec![
                 Some(t(&x, &[n, c, h, w])),
                 Some(t(&wt, &[c, 1, k, k])),
@@ -301,7 +310,7 @@ fn depthwise_rows_match_naive() {
                     [c, k, k],
                     bias,
                     c,
-                    [1, 1],
+                    strides,
                     [g.pt, g.pl],
                     [1, 1],
                     [g.oh, g.ow],
