@@ -1,6 +1,6 @@
 //! Depthwise convolution a channel plane at a time, several output rows
-//! per pass (AVX-512), for the common kernels: 3×3, 5×5 and 7×7 at stride
-//! 1, 3×3 and 5×5 at stride 2, no dilation.
+//! per pass, for the common kernels: 3×3, 5×5 and 7×7 at stride 1 (AVX-512
+//! and AVX2), 3×3 and 5×5 at stride 2 (AVX-512), no dilation.
 //!
 //! The output is computed in bands of [`ROWS`] rows, [`COLS`] columns at a
 //! time, straight from the input plane into the output plane. Consecutive
@@ -18,16 +18,20 @@
 //! multiply-adds).
 //!
 //! The fused tail (activation, scalar affine, residual) runs on each band
-//! of rows right after it is written, while it is in L1.
+//! of rows right after it is written, while it is in L1. Stores are
+//! masked only in a row's last, partial step (masked stores are slow on
+//! AMD: plain ones took the AVX-512 3×3 layers from 0.17–0.19 to 0.14 ms
+//! at 120², the AVX2 kernel from slower than the interleaved one to
+//! faster).
 //!
 //! Measured on the 2-core Zen 4 machine (`kernel_bench --fastest`,
-//! alternated, interleaved kernel → this one): 48 channels 3×3 at 120²
-//! 0.33 → 0.17–0.19 ms, 64 at 160² 0.86 → 0.44–0.48, 96 at 60² 0.17 →
-//! 0.09–0.10, 192 at 30² 0.092 → 0.052–0.058; 96 channels 7×7 at 120²
-//! 1.69 → 1.35 ms; 240 channels 5×5 at 12×80 0.196 → 0.150; stride 2, 48
-//! channels 3×3 at 120² 0.195 → 0.108–0.122, 96 at 60² 0.100 →
-//! 0.058–0.066. In the models (old and new runners alternated): PP-OCRv6
-//! det 59.6 → 57.5 ms, PP-OCRv4 det 55.0 → 53.2 ms on one thread.
+//! alternated, interleaved kernel → this one), AVX-512: 48 channels 3×3
+//! at 120² 0.33 → 0.14 ms, 64 at 160² 0.86 → 0.38, 96 at 60² 0.17 →
+//! 0.073, 192 at 30² 0.092 → 0.045; 96 channels 7×7 at 120² 1.69 → 1.29;
+//! 240 channels 5×5 at 12×80 0.196 → 0.149; stride 2, 48 channels 3×3 at
+//! 120² 0.195 → 0.077, 96 at 60² 0.100 → 0.042. AVX2 (`LELE_ISA=avx2`):
+//! 3×3 at 120² 0.25 → 0.20, at 160² 0.67 → 0.42–0.45, 5×5 at 12×80 0.189
+//! → 0.138, 7×7 unchanged (1.53).
 
 use super::{Conv, ConvGeom};
 
@@ -40,6 +44,8 @@ std::thread_local! {
     /// Set by tests to run the interleaved kernel on shapes this path
     /// would take.
     pub(super) static OFF: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    /// Set by tests to run the AVX2 kernels on an AVX-512 CPU.
+    pub(super) static AVX2: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
 }
 
 /// Narrowest output row this path takes: narrower rows leave most of a
@@ -94,9 +100,9 @@ pub(super) fn scratch_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
     (supported && conv.dilations == [1, 1] && g.ohw() > 0).then_some(g.x.w)
 }
 
-/// The plan when this path runs these shapes here: an AVX-512 CPU, a
-/// stride-1 3×3, 5×5 or 7×7 kernel without dilation, output planes of at
-/// least [`MIN_OH`] × [`MIN_OW`].
+/// The plan when this path runs these shapes here: a kernel [`scratch_len`]
+/// takes, the CPU's instruction set has it (stride 2 only with AVX-512),
+/// output planes of at least [`MIN_OH`] × [`MIN_OW`].
 pub(super) fn plan(conv: &Conv, g: &ConvGeom) -> Option<Plan> {
     #[cfg(target_arch = "x86_64")]
     {
@@ -105,16 +111,24 @@ pub(super) fn plan(conv: &Conv, g: &ConvGeom) -> Option<Plan> {
         if OFF.with(|f| f.get()) {
             return None;
         }
-        if best_isa() != Isa::Avx512 || g.ow < MIN_OW || g.oh < MIN_OH {
+        #[cfg(all(test, feature = "std"))]
+        let best_isa = || match AVX2.with(|f| f.get()) {
+            true if best_isa() != Isa::Scalar => Isa::Avx2,
+            _ => best_isa(),
+        };
+        if g.ow < MIN_OW || g.oh < MIN_OH {
             return None;
         }
         let len = scratch_len(conv, g)?;
-        let kernel: PlaneFn = match (g.kh, g.kw, conv.strides[0]) {
-            (3, 3, 1) => plane_rows::<3, 3>,
-            (5, 5, 1) => plane_rows::<5, 5>,
-            (7, 7, 1) => plane_rows::<7, 7>,
-            (3, 3, 2) => plane_rows_s2::<3, 3>,
-            (5, 5, 2) => plane_rows_s2::<5, 5>,
+        let kernel: PlaneFn = match (best_isa(), g.kh, g.kw, conv.strides[0]) {
+            (Isa::Avx512, 3, 3, 1) => plane_rows::<3, 3>,
+            (Isa::Avx512, 5, 5, 1) => plane_rows::<5, 5>,
+            (Isa::Avx512, 7, 7, 1) => plane_rows::<7, 7>,
+            (Isa::Avx512, 3, 3, 2) => plane_rows_s2::<3, 3>,
+            (Isa::Avx512, 5, 5, 2) => plane_rows_s2::<5, 5>,
+            (Isa::Avx2, 3, 3, 1) => plane_rows_avx2::<3, 3>,
+            (Isa::Avx2, 5, 5, 1) => plane_rows_avx2::<5, 5>,
+            (Isa::Avx2, 7, 7, 1) => plane_rows_avx2::<7, 7>,
             _ => return None,
         };
         Some(Plan { kernel, len })
@@ -235,16 +249,26 @@ unsafe fn plane_rows<const KH: usize, const KW: usize>(
                 let end = (iw as isize - start).clamp(0, COLS as isize) as u32;
                 let valid = ((1u64 << end) - 1) & !((1u64 << first) - 1);
                 let (m0, m1) = (valid as u16, (valid >> 16) as u16);
+                // Plain loads where all 32 lanes are inside: they gain on
+                // the wider kernels (7×7 at 120², Zen 4: 1.36 → 1.29 ms),
+                // masked ones everywhere suit 3×3 better (0.141 → 0.149
+                // with the branch).
+                let whole = KW > 3 && valid == (1u64 << COLS) - 1;
                 for (q, &row) in src.iter().enumerate().take(inputs) {
                     let p = row.wrapping_offset(start);
-                    // SAFETY: only the lanes inside the row's `iw`
-                    // columns are read (masked loads touch no other
-                    // memory); `row` is an input row or the zero row.
+                    // SAFETY: whole, the 32 columns lie inside the row;
+                    // else only the lanes inside the row's `iw` columns
+                    // are read (masked loads touch no other memory); `row`
+                    // is an input row or the zero row.
                     let (x0, x1) = unsafe {
-                        (
-                            _mm512_maskz_loadu_ps(m0, p),
-                            _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)),
-                        )
+                        if whole {
+                            (_mm512_loadu_ps(p), _mm512_loadu_ps(p.wrapping_add(16)))
+                        } else {
+                            (
+                                _mm512_maskz_loadu_ps(m0, p),
+                                _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)),
+                            )
+                        }
                     };
                     for (i, acc) in acc.iter_mut().enumerate() {
                         if q < i || q - i >= KH {
@@ -265,8 +289,13 @@ unsafe fn plane_rows<const KH: usize, const KW: usize>(
                 // output row o + i < oh, inside `out` (oh · ow floats).
                 unsafe {
                     let d = out.as_mut_ptr().add((o + i) * ow + c);
-                    _mm512_mask_storeu_ps(d, m0, acc[0]);
-                    _mm512_mask_storeu_ps(d.add(16), m1, acc[1]);
+                    if n == COLS {
+                        _mm512_storeu_ps(d, acc[0]);
+                        _mm512_storeu_ps(d.add(16), acc[1]);
+                    } else {
+                        _mm512_mask_storeu_ps(d, m0, acc[0]);
+                        _mm512_mask_storeu_ps(d.wrapping_add(16), m1, acc[1]);
+                    }
                 }
             }
         }
@@ -382,8 +411,13 @@ unsafe fn plane_rows_s2<const KH: usize, const KW: usize>(
                 // output row o + i < oh, inside `out` (oh · ow floats).
                 unsafe {
                     let d = out.as_mut_ptr().add((o + i) * ow + c);
-                    _mm512_mask_storeu_ps(d, m0, acc[0]);
-                    _mm512_mask_storeu_ps(d.add(16), m1, acc[1]);
+                    if n == COLS {
+                        _mm512_storeu_ps(d, acc[0]);
+                        _mm512_storeu_ps(d.add(16), acc[1]);
+                    } else {
+                        _mm512_mask_storeu_ps(d, m0, acc[0]);
+                        _mm512_mask_storeu_ps(d.wrapping_add(16), m1, acc[1]);
+                    }
                 }
             }
         }
@@ -393,3 +427,111 @@ unsafe fn plane_rows_s2<const KH: usize, const KW: usize>(
 
 /// Most input rows a stride-2 band reads (a 5×5 kernel).
 const MAX_BAND_INPUTS_S2: usize = 2 * (ROWS - 1) + 5;
+
+/// [`plane_rows`] with AVX2 (stride 1): bands of [`ROWS`] rows and 16
+/// columns (two vectors of eight; sixteen registers hold the eight
+/// accumulators, the two loaded vectors and their masks), the same sums in
+/// the same order.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA; otherwise as [`plane_rows`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn plane_rows_avx2<const KH: usize, const KW: usize>(
+    pg: &PlaneGeom,
+    x: *const f32,
+    zero: *const f32,
+    bias: f32,
+    out: &mut [f32],
+    w: *const f32,
+    tail: &dyn Fn(&mut [f32], usize),
+) {
+    use core::arch::x86_64::*;
+    const STEP: usize = 16;
+    let PlaneGeom {
+        ih,
+        iw,
+        pt,
+        pl,
+        oh,
+        ow,
+    } = *pg;
+    let inputs = KH + ROWS - 1;
+    debug_assert!(inputs <= MAX_BAND_INPUTS && out.len() >= oh * ow);
+    let b = _mm256_set1_ps(bias);
+    let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let width = _mm256_set1_epi32(iw as i32);
+    // Lanes `start + l` inside 0..limit: all bits set (maskload's sign).
+    let inside = |start: isize, limit: __m256i| {
+        let at = _mm256_add_epi32(lanes, _mm256_set1_epi32(start as i32));
+        _mm256_and_si256(
+            _mm256_cmpgt_epi32(at, _mm256_set1_epi32(-1)),
+            _mm256_cmpgt_epi32(limit, at),
+        )
+    };
+    for o in (0..oh).step_by(ROWS) {
+        let rows = ROWS.min(oh - o);
+        let mut src = [zero; MAX_BAND_INPUTS];
+        for (q, p) in src.iter_mut().enumerate().take(inputs) {
+            let r = (o + q).wrapping_sub(pt);
+            if r < ih {
+                *p = x.wrapping_add(r * iw);
+            }
+        }
+        for c in (0..ow).step_by(STEP) {
+            let mut acc = [[b; 2]; ROWS];
+            for kj in 0..KW {
+                let start = (c + kj) as isize - pl as isize;
+                // Masked loads only at the edges: AVX2's are slower.
+                let whole = start >= 0 && start + STEP as isize <= iw as isize;
+                let (m0, m1) = (inside(start, width), inside(start + 8, width));
+                for (q, &row) in src.iter().enumerate().take(inputs) {
+                    let p = row.wrapping_offset(start);
+                    // SAFETY: whole, the 16 columns lie inside the row;
+                    // else only the lanes inside the row's `iw` columns
+                    // are read (masked-off lanes of a masked load touch no
+                    // memory); `row` is an input row or the zero row.
+                    let (x0, x1) = unsafe {
+                        if whole {
+                            (_mm256_loadu_ps(p), _mm256_loadu_ps(p.wrapping_add(8)))
+                        } else {
+                            (
+                                _mm256_maskload_ps(p, m0),
+                                _mm256_maskload_ps(p.wrapping_add(8), m1),
+                            )
+                        }
+                    };
+                    for (i, acc) in acc.iter_mut().enumerate() {
+                        if q < i || q - i >= KH {
+                            continue;
+                        }
+                        // SAFETY: (q − i)·KW + kj < KH · KW.
+                        let wv = _mm256_set1_ps(unsafe { *w.add((q - i) * KW + kj) });
+                        acc[0] = _mm256_fmadd_ps(wv, x0, acc[0]);
+                        acc[1] = _mm256_fmadd_ps(wv, x1, acc[1]);
+                    }
+                }
+            }
+            let n = STEP.min(ow - c) as isize;
+            let count = _mm256_set1_epi32(n as i32);
+            let (m0, m1) = (inside(0, count), inside(8, count));
+            for (i, acc) in acc.iter().enumerate().take(rows) {
+                // SAFETY: the stores write columns c..c + n of output row
+                // o + i < oh, inside `out` (oh · ow floats): all 16 when
+                // n is 16, else the masked lanes (masked stores are slow
+                // on AMD, so only the last step of a row uses them).
+                unsafe {
+                    let d = out.as_mut_ptr().add((o + i) * ow + c);
+                    if n == STEP as isize {
+                        _mm256_storeu_ps(d, acc[0]);
+                        _mm256_storeu_ps(d.add(8), acc[1]);
+                    } else {
+                        _mm256_maskstore_ps(d, m0, acc[0]);
+                        _mm256_maskstore_ps(d.wrapping_add(8), m1, acc[1]);
+                    }
+                }
+            }
+        }
+        tail(&mut out[o * ow..(o + rows) * ow], o * ow);
+    }
+}

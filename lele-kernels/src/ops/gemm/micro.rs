@@ -17,10 +17,20 @@ pub(crate) enum Isa {
 
 static ISA: AtomicU8 = AtomicU8::new(0);
 
+/// The instruction set the CPU offers, capped by the `LELE_ISA`
+/// environment variable (`avx2` or `scalar`; read once, at the first
+/// kernel call): it lets a user run the AVX2 or portable code on an
+/// AVX-512 machine (to compare paths, or to match a fleet without
+/// AVX-512). A value naming more than the CPU has changes nothing.
 fn detect_isa() -> Isa {
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     {
-        if std::is_x86_feature_detected!("avx512f") {
+        let cap = std::env::var("LELE_ISA").unwrap_or_default();
+        if cap.eq_ignore_ascii_case("scalar") {
+            return Isa::Scalar;
+        }
+        let avx2_cap = cap.eq_ignore_ascii_case("avx2");
+        if !avx2_cap && std::is_x86_feature_detected!("avx512f") {
             return Isa::Avx512;
         }
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
