@@ -5,9 +5,10 @@ use half::{bf16, f16};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
+#[cfg(feature = "std")]
+use crate::ops::broadcast::zip2_rows;
 use crate::ops::broadcast::{
     Num, Rows, broadcast_all, broadcast_copy, check_data, check_out, dispatch, dispatch_num, zip2,
-    zip2_rows,
 };
 use crate::shape::{Shape, broadcast};
 use crate::tensor::{TensorMut, TensorRef};

@@ -36,8 +36,10 @@
 use super::{Conv, ConvGeom};
 
 /// Output rows computed together (a band).
+#[cfg(target_arch = "x86_64")]
 const ROWS: usize = 4;
 /// Output columns per step: two vectors of sixteen.
+#[cfg(target_arch = "x86_64")]
 const COLS: usize = 32;
 #[cfg(all(test, feature = "std"))]
 std::thread_local! {
@@ -51,9 +53,11 @@ std::thread_local! {
 /// Narrowest output row this path takes: narrower rows leave most of a
 /// 32-column step empty, where the interleaved kernel fills its vectors
 /// with channels.
+#[cfg(target_arch = "x86_64")]
 const MIN_OW: usize = 24;
 /// Fewest output rows this path takes (a band of four over three rows
 /// computes a row for nothing).
+#[cfg(target_arch = "x86_64")]
 const MIN_OH: usize = 8;
 
 /// The kernel for one plane (see [`plane_rows`]).
@@ -67,7 +71,9 @@ type PlaneFn = unsafe fn(
     &dyn Fn(&mut [f32], usize),
 );
 
-/// The shapes of one plane as [`plane_rows`] reads it.
+/// The shapes of one plane as [`plane_rows`] reads it (only the x86
+/// kernels exist to read them).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[derive(Clone, Copy)]
 pub(super) struct PlaneGeom {
     /// Input rows and columns.
@@ -97,7 +103,8 @@ pub(super) fn scratch_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
         [2, 2] => matches!((g.kh, g.kw), (3, 3) | (5, 5)),
         _ => false,
     };
-    (supported && conv.dilations == [1, 1] && g.ohw() > 0).then_some(g.x.w)
+    (supported && conv.dilations == [1, 1] && g.ohw() > 0 && g.x.w <= crate::ops::gemm::MAX_SCRATCH)
+        .then_some(g.x.w)
 }
 
 /// The plan when this path runs these shapes here: a kernel [`scratch_len`]
@@ -173,7 +180,8 @@ pub(super) fn run_plane(
         oh: g.oh,
         ow: g.ow,
     };
-    // SAFETY: the plan exists, so the CPU has AVX-512F; `xp` holds the
+    // SAFETY: the plan exists, so the CPU has the kernel's instruction
+    // set (`plan` picked it); `xp` holds the
     // `ih × iw` plane, `zero` an input row of zeros, `wk` the kernel's
     // taps, `out` the `oh × ow` plane.
     unsafe {
@@ -191,8 +199,75 @@ pub(super) fn run_plane(
 }
 
 /// Most input rows a band reads: the tallest kernel's rows plus the
-/// band's other rows (one each at stride 1, two at stride 2).
-const MAX_BAND_INPUTS: usize = 7 + ROWS - 1;
+/// band's other rows, one each at stride 1 (7 + 3 for 7×7), two at stride
+/// 2 (5 + 6 for 5×5).
+#[cfg(target_arch = "x86_64")]
+const MAX_BAND_INPUTS: usize = 2 * (ROWS - 1) + 5;
+
+/// The input row of each of a band's first `inputs` input rows: row
+/// `first + q − pt` of the plane at `x` (`first` is the band's first
+/// output row times the stride), the zero row where that lies outside.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn band_inputs(
+    pg: &PlaneGeom,
+    x: *const f32,
+    zero: *const f32,
+    first: usize,
+    inputs: usize,
+) -> [*const f32; MAX_BAND_INPUTS] {
+    let mut src = [zero; MAX_BAND_INPUTS];
+    for (q, p) in src.iter_mut().enumerate().take(inputs) {
+        let r = (first + q).wrapping_sub(pg.pt);
+        if r < pg.ih {
+            *p = x.wrapping_add(r * pg.iw);
+        }
+    }
+    src
+}
+
+/// Lanes `first..end` (both at most 64) as a mask.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn lanes(first: u32, end: u32) -> u64 {
+    let below = |n: u32| if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    below(end) & !below(first)
+}
+
+/// Lanes `0..count` (at most 64) whose input column `start + lane` lies
+/// inside a row of `iw` columns, as a mask.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn inside_row(start: isize, iw: usize, count: u32) -> u64 {
+    let count = count as isize;
+    lanes(
+        (-start).clamp(0, count) as u32,
+        (iw as isize - start).clamp(0, count) as u32,
+    )
+}
+
+/// The first `n` (at most 32) of the 32 outputs in `acc` stored at `d`:
+/// plain stores for all 32 (masked stores are slow on AMD), else masked.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `d..d + n` is writable.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn store32(d: *mut f32, n: usize, acc: [core::arch::x86_64::__m512; 2]) {
+    use core::arch::x86_64::*;
+    // SAFETY: the caller's contract; masked-off lanes are not written.
+    unsafe {
+        if n == COLS {
+            _mm512_storeu_ps(d, acc[0]);
+            _mm512_storeu_ps(d.add(16), acc[1]);
+        } else {
+            let valid = lanes(0, n as u32);
+            _mm512_mask_storeu_ps(d, valid as u16, acc[0]);
+            _mm512_mask_storeu_ps(d.wrapping_add(16), (valid >> 16) as u16, acc[1]);
+        }
+    }
+}
 
 /// The output plane `out` (`oh × ow`, only written) from the input plane
 /// at `x` (`ih × iw`) for a `KH × KW` kernel `w` at stride 1, bands of
@@ -218,36 +293,21 @@ unsafe fn plane_rows<const KH: usize, const KW: usize>(
     tail: &dyn Fn(&mut [f32], usize),
 ) {
     use core::arch::x86_64::*;
-    let PlaneGeom {
-        ih,
-        iw,
-        pt,
-        pl,
-        oh,
-        ow,
-    } = *pg;
+    let PlaneGeom { iw, pl, oh, ow, .. } = *pg;
     let inputs = KH + ROWS - 1;
     debug_assert!(inputs <= MAX_BAND_INPUTS && out.len() >= oh * ow);
     let b = _mm512_set1_ps(bias);
     for o in (0..oh).step_by(ROWS) {
         let rows = ROWS.min(oh - o);
         // Input row of the band's row q (the zero row outside the image).
-        let mut src = [zero; MAX_BAND_INPUTS];
-        for (q, p) in src.iter_mut().enumerate().take(inputs) {
-            let r = (o + q).wrapping_sub(pt);
-            if r < ih {
-                *p = x.wrapping_add(r * iw);
-            }
-        }
+        let src = band_inputs(pg, x, zero, o, inputs);
         for c in (0..ow).step_by(COLS) {
             let mut acc = [[b; 2]; ROWS];
             for kj in 0..KW {
                 // Input column of lane 0 (negative in the left padding)
                 // and the lanes inside the image.
                 let start = (c + kj) as isize - pl as isize;
-                let first = (-start).clamp(0, COLS as isize) as u32;
-                let end = (iw as isize - start).clamp(0, COLS as isize) as u32;
-                let valid = ((1u64 << end) - 1) & !((1u64 << first) - 1);
+                let valid = inside_row(start, iw, COLS as u32);
                 let (m0, m1) = (valid as u16, (valid >> 16) as u16);
                 // Plain loads where all 32 lanes are inside: they gain on
                 // the wider kernels (7×7 at 120², Zen 4: 1.36 → 1.29 ms),
@@ -282,21 +342,10 @@ unsafe fn plane_rows<const KH: usize, const KW: usize>(
                 }
             }
             let n = COLS.min(ow - c);
-            let valid = (1u64 << n) - 1;
-            let (m0, m1) = (valid as u16, (valid >> 16) as u16);
             for (i, acc) in acc.iter().enumerate().take(rows) {
-                // SAFETY: the masked stores write columns c..c + n of
-                // output row o + i < oh, inside `out` (oh · ow floats).
-                unsafe {
-                    let d = out.as_mut_ptr().add((o + i) * ow + c);
-                    if n == COLS {
-                        _mm512_storeu_ps(d, acc[0]);
-                        _mm512_storeu_ps(d.add(16), acc[1]);
-                    } else {
-                        _mm512_mask_storeu_ps(d, m0, acc[0]);
-                        _mm512_mask_storeu_ps(d.wrapping_add(16), m1, acc[1]);
-                    }
-                }
+                // SAFETY: columns c..c + n of output row o + i < oh lie
+                // inside `out` (oh · ow floats).
+                unsafe { store32(out.as_mut_ptr().add((o + i) * ow + c), n, *acc) };
             }
         }
         tail(&mut out[o * ow..(o + rows) * ow], o * ow);
@@ -325,36 +374,21 @@ unsafe fn plane_rows_s2<const KH: usize, const KW: usize>(
     tail: &dyn Fn(&mut [f32], usize),
 ) {
     use core::arch::x86_64::*;
-    let PlaneGeom {
-        ih,
-        iw,
-        pt,
-        pl,
-        oh,
-        ow,
-    } = *pg;
+    let PlaneGeom { iw, pl, oh, ow, .. } = *pg;
     let inputs = 2 * (ROWS - 1) + KH;
-    debug_assert!(inputs <= MAX_BAND_INPUTS_S2 && out.len() >= oh * ow);
+    debug_assert!(inputs <= MAX_BAND_INPUTS && out.len() >= oh * ow);
     let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     let b = _mm512_set1_ps(bias);
     for o in (0..oh).step_by(ROWS) {
         let rows = ROWS.min(oh - o);
-        let mut src = [zero; MAX_BAND_INPUTS_S2];
-        for (q, p) in src.iter_mut().enumerate().take(inputs) {
-            let r = (2 * o + q).wrapping_sub(pt);
-            if r < ih {
-                *p = x.wrapping_add(r * iw);
-            }
-        }
+        let src = band_inputs(pg, x, zero, 2 * o, inputs);
         for c in (0..ow).step_by(COLS) {
             let mut acc = [[b; 2]; ROWS];
             for t in 0..KW.div_ceil(2) {
                 // Input column of loaded lane 0 and the 64 lanes' validity.
                 let start = (2 * (c + t)) as isize - pl as isize;
-                let first = (-start).clamp(0, 64) as u32;
-                let end = (iw as isize - start).clamp(0, 64) as u32;
-                let valid = (((1u128 << end) - 1) & !((1u128 << first) - 1)) as u64;
+                let valid = inside_row(start, iw, 64);
                 let m = [
                     valid as u16,
                     (valid >> 16) as u16,
@@ -404,29 +438,15 @@ unsafe fn plane_rows_s2<const KH: usize, const KW: usize>(
                 }
             }
             let n = COLS.min(ow - c);
-            let valid = (1u64 << n) - 1;
-            let (m0, m1) = (valid as u16, (valid >> 16) as u16);
             for (i, acc) in acc.iter().enumerate().take(rows) {
-                // SAFETY: the masked stores write columns c..c + n of
-                // output row o + i < oh, inside `out` (oh · ow floats).
-                unsafe {
-                    let d = out.as_mut_ptr().add((o + i) * ow + c);
-                    if n == COLS {
-                        _mm512_storeu_ps(d, acc[0]);
-                        _mm512_storeu_ps(d.add(16), acc[1]);
-                    } else {
-                        _mm512_mask_storeu_ps(d, m0, acc[0]);
-                        _mm512_mask_storeu_ps(d.wrapping_add(16), m1, acc[1]);
-                    }
-                }
+                // SAFETY: columns c..c + n of output row o + i < oh lie
+                // inside `out` (oh · ow floats).
+                unsafe { store32(out.as_mut_ptr().add((o + i) * ow + c), n, *acc) };
             }
         }
         tail(&mut out[o * ow..(o + rows) * ow], o * ow);
     }
 }
-
-/// Most input rows a stride-2 band reads (a 5×5 kernel).
-const MAX_BAND_INPUTS_S2: usize = 2 * (ROWS - 1) + 5;
 
 /// [`plane_rows`] with AVX2 (stride 1): bands of [`ROWS`] rows and 16
 /// columns (two vectors of eight; sixteen registers hold the eight
@@ -448,22 +468,15 @@ unsafe fn plane_rows_avx2<const KH: usize, const KW: usize>(
 ) {
     use core::arch::x86_64::*;
     const STEP: usize = 16;
-    let PlaneGeom {
-        ih,
-        iw,
-        pt,
-        pl,
-        oh,
-        ow,
-    } = *pg;
+    let PlaneGeom { iw, pl, oh, ow, .. } = *pg;
     let inputs = KH + ROWS - 1;
     debug_assert!(inputs <= MAX_BAND_INPUTS && out.len() >= oh * ow);
     let b = _mm256_set1_ps(bias);
-    let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let lane_index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     let width = _mm256_set1_epi32(iw as i32);
     // Lanes `start + l` inside 0..limit: all bits set (maskload's sign).
     let inside = |start: isize, limit: __m256i| {
-        let at = _mm256_add_epi32(lanes, _mm256_set1_epi32(start as i32));
+        let at = _mm256_add_epi32(lane_index, _mm256_set1_epi32(start as i32));
         _mm256_and_si256(
             _mm256_cmpgt_epi32(at, _mm256_set1_epi32(-1)),
             _mm256_cmpgt_epi32(limit, at),
@@ -471,13 +484,7 @@ unsafe fn plane_rows_avx2<const KH: usize, const KW: usize>(
     };
     for o in (0..oh).step_by(ROWS) {
         let rows = ROWS.min(oh - o);
-        let mut src = [zero; MAX_BAND_INPUTS];
-        for (q, p) in src.iter_mut().enumerate().take(inputs) {
-            let r = (o + q).wrapping_sub(pt);
-            if r < ih {
-                *p = x.wrapping_add(r * iw);
-            }
-        }
+        let src = band_inputs(pg, x, zero, o, inputs);
         for c in (0..ow).step_by(STEP) {
             let mut acc = [[b; 2]; ROWS];
             for kj in 0..KW {

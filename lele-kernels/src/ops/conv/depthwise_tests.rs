@@ -160,19 +160,7 @@ fn depthwise_blocked_matches_naive() {
 /// [`depthwise_blocked_matches_naive`] with the `lanes`-wide kernel.
 #[cfg(all(target_arch = "x86_64", feature = "std"))]
 fn blocked_cases(lanes: usize) {
-    // (n, c, h, w, kh, kw, strides, pads, dilations)
-    type Case = (
-        usize,
-        usize,
-        usize,
-        usize,
-        usize,
-        usize,
-        [usize; 2],
-        [usize; 4],
-        [usize; 2],
-    );
-    let cases: &[Case] = &[
+    let cases: &[DepthwiseCase] = &[
         (1, 16, 15, 15, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
         (1, 17, 16, 16, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
         (2, 15, 9, 17, 3, 3, [2, 2], [1, 1, 1, 1], [1, 1]),
@@ -196,51 +184,13 @@ fn blocked_cases(lanes: usize) {
     ];
     for threads in [1, 2] {
         crate::threads::set_num_threads(threads);
-        for (ci, &(n, c, h, w, kh, kw, strides, pads, dil)) in cases.iter().enumerate() {
-            let x = rand_vec(n * c * h * w, 900 + ci as u64);
-            let wt = rand_vec(c * kh * kw, 910 + ci as u64);
-            let b = rand_vec(c, 920 + ci as u64);
-            let mut op = conv(c, strides, pads, dil);
-            let mut inputs = vec![
-                Some(t(&x, &[n, c, h, w])),
-                Some(t(&wt, &[c, 1, kh, kw])),
-                Some(t(&b, &[c])),
-            ];
-            let g = op.geom(&inputs).unwrap();
-            assert!(
-                depthwise_interleaved::Ring::new(&op, &g).is_some(),
-                "case {ci} does not take the {lanes}-lane blocked kernel"
-            );
-            let naive = |bias: Option<&[f32]>| {
-                naive_conv(
-                    &x,
-                    [n, c, h, w],
-                    &wt,
-                    [c, kh, kw],
-                    bias,
-                    c,
-                    strides,
-                    [g.pt, g.pl],
-                    dil,
-                    [g.oh, g.ow],
-                )
-            };
-            let want = naive(Some(&b));
-            let got = run(&op, &inputs, 1).unwrap();
-            assert_eq!(got[0].0, vec![n, c, g.oh, g.ow], "case {ci} lanes {lanes}");
-            assert_close(&got[0].1, &want, 1e-5);
-            // Without bias.
-            inputs[2] = None;
-            let got = run(&op, &inputs, 1).unwrap();
-            assert_close(&got[0].1, &naive(None), 1e-5);
-            // ReLU, then a residual, in the row tail.
-            inputs[2] = Some(t(&b, &[c]));
-            let r = rand_vec(want.len(), 930 + ci as u64);
-            inputs.push(Some(t(&r, &[n, c, g.oh, g.ow])));
-            op.activation = Activation::Relu;
-            let got = run(&op, &inputs, 1).unwrap();
-            let want: Vec<f32> = want.iter().zip(&r).map(|(v, r)| v.max(0.0) + r).collect();
-            assert_close(&got[0].1, &want, 1e-5);
+        for (ci, &case) in cases.iter().enumerate() {
+            check_against_naive(case, 900 + ci as u64, &|op, g| {
+                assert!(
+                    depthwise_interleaved::Ring::new(op, g).is_some(),
+                    "case {ci} does not take the {lanes}-lane blocked kernel"
+                );
+            });
         }
     }
     crate::threads::set_num_threads(1);
@@ -308,51 +258,82 @@ fn rows_cases(isa: crate::ops::gemm::Isa) {
     for threads in [1, 2] {
         crate::threads::set_num_threads(threads);
         for (ci, &(n, c, h, w, k, stride, pads)) in cases.iter().enumerate() {
-            let x = rand_vec(n * c * h * w, 1000 + ci as u64);
-            let wt = rand_vec(c * k * k, 1010 + ci as u64);
-            let b = rand_vec(c, 1020 + ci as u64);
-            let strides = [stride; 2];
-            let mut op = conv(c, strides, pads, [1, 1]);
-            let mut inputs = vec![
-                Some(t(&x, &[n, c, h, w])),
-                Some(t(&wt, &[c, 1, k, k])),
-                Some(t(&b, &[c])),
-            ];
-            let g = op.geom(&inputs).unwrap();
-            assert_eq!(
-                depthwise_rows::plan(&op, &g).is_some(),
-                isa == Isa::Avx512 || stride == 1,
-                "case {ci}: the {isa:?} row-band kernel takes stride 1 (AVX-512 also 2)"
-            );
-            let naive = |bias: Option<&[f32]>| {
-                naive_conv(
-                    &x,
-                    [n, c, h, w],
-                    &wt,
-                    [c, k, k],
-                    bias,
-                    c,
-                    strides,
-                    [g.pt, g.pl],
-                    [1, 1],
-                    [g.oh, g.ow],
-                )
-            };
-            let want = naive(Some(&b));
-            let got = run(&op, &inputs, 1).unwrap();
-            assert_eq!(got[0].0, vec![n, c, g.oh, g.ow], "case {ci}");
-            assert_close(&got[0].1, &want, 1e-5);
-            inputs[2] = None;
-            let got = run(&op, &inputs, 1).unwrap();
-            assert_close(&got[0].1, &naive(None), 1e-5);
-            inputs[2] = Some(t(&b, &[c]));
-            let r = rand_vec(want.len(), 1030 + ci as u64);
-            inputs.push(Some(t(&r, &[n, c, g.oh, g.ow])));
-            op.activation = Activation::Relu;
-            let got = run(&op, &inputs, 1).unwrap();
-            let want: Vec<f32> = want.iter().zip(&r).map(|(v, r)| v.max(0.0) + r).collect();
-            assert_close(&got[0].1, &want, 1e-5);
+            let case = (n, c, h, w, k, k, [stride; 2], pads, [1, 1]);
+            check_against_naive(case, 1000 + ci as u64, &|op, g| {
+                assert_eq!(
+                    depthwise_rows::plan(op, g).is_some(),
+                    isa == Isa::Avx512 || stride == 1,
+                    "case {ci}: the {isa:?} row-band kernel takes stride 1 (AVX-512 also 2)"
+                );
+            });
         }
     }
     crate::threads::set_num_threads(1);
+}
+
+/// A depthwise case: `(n, c, h, w, kh, kw, strides, pads, dilations)`.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+type DepthwiseCase = (
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    [usize; 2],
+    [usize; 4],
+    [usize; 2],
+);
+
+/// One depthwise case through `Conv::run` against the naive convolution
+/// (inputs drawn from `seed`, `seed + 10`, …): with bias, without, and
+/// with a ReLU and a residual in the tail; `check_path` asserts first
+/// which kernel the case takes.
+#[cfg(all(target_arch = "x86_64", feature = "std"))]
+fn check_against_naive(
+    (n, c, h, w, kh, kw, strides, pads, dil): DepthwiseCase,
+    seed: u64,
+    check_path: &dyn Fn(&Conv, &ConvGeom),
+) {
+    let x = rand_vec(n * c * h * w, seed);
+    let wt = rand_vec(c * kh * kw, seed + 10);
+    let b = rand_vec(c, seed + 20);
+    let mut op = conv(c, strides, pads, dil);
+    let mut inputs = vec![
+        Some(t(&x, &[n, c, h, w])),
+        Some(t(&wt, &[c, 1, kh, kw])),
+        Some(t(&b, &[c])),
+    ];
+    let g = op.geom(&inputs).unwrap();
+    check_path(&op, &g);
+    let naive = |bias: Option<&[f32]>| {
+        naive_conv(
+            &x,
+            [n, c, h, w],
+            &wt,
+            [c, kh, kw],
+            bias,
+            c,
+            strides,
+            [g.pt, g.pl],
+            dil,
+            [g.oh, g.ow],
+        )
+    };
+    let want = naive(Some(&b));
+    let got = run(&op, &inputs, 1).unwrap();
+    assert_eq!(got[0].0, vec![n, c, g.oh, g.ow], "seed {seed}");
+    assert_close(&got[0].1, &want, 1e-5);
+    // Without bias.
+    inputs[2] = None;
+    let got = run(&op, &inputs, 1).unwrap();
+    assert_close(&got[0].1, &naive(None), 1e-5);
+    // ReLU, then a residual, in the tail.
+    inputs[2] = Some(t(&b, &[c]));
+    let r = rand_vec(want.len(), seed + 30);
+    inputs.push(Some(t(&r, &[n, c, g.oh, g.ow])));
+    op.activation = Activation::Relu;
+    let got = run(&op, &inputs, 1).unwrap();
+    let want: Vec<f32> = want.iter().zip(&r).map(|(v, r)| v.max(0.0) + r).collect();
+    assert_close(&got[0].1, &want, 1e-5);
 }

@@ -453,33 +453,7 @@ impl Conv {
                 short.store(true, core::sync::atomic::Ordering::Relaxed);
             }
         };
-        let planes = g.x.n * g.m;
-        #[cfg(feature = "std")]
-        {
-            let threads = crate::threads::num_threads();
-            if threads > 1 && planes >= 2 && planes * ohw * taps >= 1 << 18 {
-                // Planes split in a few chunks per thread.
-                let per = planes.div_ceil(2 * threads);
-                let shared = crate::threads::SharedMut::new(y);
-                crate::threads::run(planes.div_ceil(per), own, &|t, buf| {
-                    for i in t * per..((t + 1) * per).min(planes) {
-                        // SAFETY: plane i belongs to task t only, and
-                        // `run` returns after every task.
-                        one(i, unsafe { shared.range(i * ohw, ohw) }, buf);
-                    }
-                });
-                return Self::buffers_checked(&short);
-            }
-        }
-        for (i, plane) in y.chunks_exact_mut(ohw).enumerate().take(planes) {
-            one(i, plane, own);
-        }
-        Self::buffers_checked(&short)
-    }
-
-    /// `Err` when a plane of [`Self::run_depthwise_rows`] found a buffer
-    /// too small (its output then unwritten).
-    fn buffers_checked(short: &core::sync::atomic::AtomicBool) -> Result<(), KernelError> {
+        each_plane(y, ohw, taps, own, &one);
         match short.load(core::sync::atomic::Ordering::Relaxed) {
             true => Err(KernelError::Buffer { op: "Conv" }),
             false => Ok(()),
@@ -702,6 +676,38 @@ impl Conv {
     }
 }
 
+/// The work on one output plane: `(plane index, plane, scratch)`.
+type PlaneJob<'a> = dyn Fn(usize, &mut [f32], &mut [f32]) + Sync + 'a;
+
+/// `one(i, plane, buf)` for every output plane `i` of `y` (`ohw` floats
+/// each, `taps` multiply-adds per output): on the threads in a few chunks
+/// per thread when there is enough work (`buf` a worker's own scratch, or
+/// `own`), else in order on this thread with `own`.
+fn each_plane(y: &mut [f32], ohw: usize, taps: usize, own: &mut [f32], one: &PlaneJob<'_>) {
+    #[cfg(feature = "std")]
+    {
+        let planes = y.len() / ohw;
+        let threads = crate::threads::num_threads();
+        if threads > 1 && planes >= 2 && planes * ohw * taps >= 1 << 18 {
+            let per = planes.div_ceil(2 * threads);
+            let shared = crate::threads::SharedMut::new(y);
+            crate::threads::run(planes.div_ceil(per), own, &|t, buf| {
+                for i in t * per..((t + 1) * per).min(planes) {
+                    // SAFETY: plane i belongs to task t only, and `run`
+                    // returns after every task.
+                    one(i, unsafe { shared.range(i * ohw, ohw) }, buf);
+                }
+            });
+            return;
+        }
+    }
+    #[cfg(not(feature = "std"))]
+    let _ = taps;
+    for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
+        one(i, plane, own);
+    }
+}
+
 impl Kernel for Conv {
     fn infer(
         &self,
@@ -815,27 +821,7 @@ impl Kernel for Conv {
             };
             let staged = depthwise::staged_len(self, &g).unwrap_or(0);
             let own = scratch_f32(scratch, staged, OP)?;
-            #[cfg(feature = "std")]
-            {
-                let planes = g.x.n * g.m;
-                let threads = crate::threads::num_threads();
-                if threads > 1 && planes >= 2 && planes * ohw * k >= 1 << 18 {
-                    // Planes split in a few chunks per thread.
-                    let per = planes.div_ceil(2 * threads);
-                    let shared = crate::threads::SharedMut::new(y);
-                    crate::threads::run(planes.div_ceil(per), own, &|t, buf| {
-                        for i in t * per..((t + 1) * per).min(planes) {
-                            // SAFETY: plane i belongs to task t only, and
-                            // `run` returns after every task.
-                            one(i, unsafe { shared.range(i * ohw, ohw) }, buf);
-                        }
-                    });
-                    return Ok(());
-                }
-            }
-            for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
-                one(i, plane, own);
-            }
+            each_plane(y, ohw, k, own, &one);
             return Ok(());
         }
         let groups = self.group;
