@@ -181,7 +181,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         .into_iter()
         .map(|p| passes::size_graph(g, &[p]).ok().map(|s| s.shapes))
         .collect();
-    if let Some(shapes) = shapes {
+    if let Some(shapes) = &shapes {
         let same = |a: ValueId, b: ValueId| {
             shapes.iter().all(|s| match (s.get(&a), s.get(&b)) {
                 (Some(x), Some(y)) => x == y,
@@ -189,14 +189,15 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
             })
         };
         fused += passes::fuse_residual_add(g, &same);
-        fused += passes::fuse_attention(g, &shapes);
+        fused += passes::fuse_attention(g, shapes);
     }
     // After every fusion into the MatMul (its bias and residual).
     fused += passes::prepack_matmul_weights(g);
     // Then the activation after a packed product (one without a residual:
     // the graph adds that after the product, before the activation).
     fused += passes::fuse_packed_matmul_activation(g);
-    fused += passes::prepack_conv_weights(g);
+    // Winograd's tile size by the output planes at the sizing points.
+    fused += passes::prepack_conv_weights(g, shapes.as_deref().unwrap_or(&[]));
     if fused > 0 {
         passes::eliminate_dead_code(g);
     }

@@ -7,13 +7,15 @@
 //! written into the weights blob here, at build time: no call re-packs
 //! it (for a 40-row product against an 18710-column weight, that copy
 //! was as long as the product itself).
-use lele_kernels::DType;
+use std::collections::HashMap;
+
 use lele_kernels::ops::conv::{Conv, ConvPackedWeights, ConvWinograd};
 use lele_kernels::ops::gemm::MatRef;
 use lele_kernels::ops::gemm::prepacked::{pack_into, packed_len};
 use lele_kernels::ops::matmul::{Gemm, MatMul, MatMulBias};
 use lele_kernels::ops::matmul_packed::MatMulPacked;
 use lele_kernels::ops::unary::Activation;
+use lele_kernels::{DType, Shape};
 
 use super::fold_conv::fuse_following_activation;
 use super::fuse::{kernel_of, runs};
@@ -189,14 +191,17 @@ pub fn fuse_packed_matmul_activation(g: &mut Graph) -> usize {
 /// weight into one reading a transformed copy of it, when either applies:
 /// - a dense 3×3 convolution of unit strides and dilations with enough
 ///   input channels ([`ConvWinograd::applies`]) runs as Winograd
-///   `F(2×2, 3×3)`, its weight transformed here;
+///   `F(2×2, 3×3)` or `F(4×4, 3×3)`, its weight transformed here: 4×4
+///   tiles where [`ConvWinograd::tile_for`] picks them for the largest
+///   output plane over `shapes` (the graph sized at each sizing point),
+///   or for any plane when no point knows the output's shape;
 /// - one the GEMM runs for any input (more output channels per group than
 ///   the direct path takes: 128 for a 1×1 kernel, 64 for larger ones)
 ///   reads its weight packed for the GEMM's left operand
 ///   ([`ConvPackedWeights`]).
 ///
 /// Returns how many.
-pub fn prepack_conv_weights(g: &mut Graph) -> usize {
+pub fn prepack_conv_weights(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -> usize {
     let mut count = 0;
     for i in 0..g.main.nodes.len() {
         let n = &g.main.nodes[i];
@@ -221,9 +226,18 @@ pub fn prepack_conv_weights(g: &mut Graph) -> usize {
             .collect();
         let dims = wt.dims.clone();
         let (t, suffix, op): (_, _, Box<dyn crate::ops::OpKernel>) = if winograd {
+            // The largest output plane over the sizing points that know it.
+            let out_area = n.outputs.first().and_then(|&y| {
+                let areas = shapes.iter().filter_map(|s| match s.get(&y)?.dims() {
+                    &[_, _, oh, ow] => Some(oh * ow),
+                    _ => None,
+                });
+                areas.max()
+            });
+            let tile = ConvWinograd::tile_for(&dims, out_area);
             let (Some(u), Some(udims)) = (
-                ConvWinograd::pack(&dims, &values),
-                ConvWinograd::packed_dims(&dims),
+                ConvWinograd::pack_for(tile, &dims, &values),
+                ConvWinograd::packed_dims_for(tile, &dims),
             ) else {
                 continue;
             };

@@ -62,7 +62,8 @@ fn conv_case_hw(
         .map(|v| v * 3.6 / fan_in.sqrt())
         .collect();
     // A name ending in "packed": the weight stored packed at build time;
-    // in "winograd": transformed for Winograd F(2x2, 3x3).
+    // in "winograd": transformed for Winograd F(2x2, 3x3); in "winograd4":
+    // for F(4x4, 3x3).
     let packed = ConvPackedWeights { conv };
     let winograd = ConvWinograd { conv, m };
     let mut ws = Shape::new(&[m, c / group, k, k]).expect("rank 4");
@@ -70,10 +71,13 @@ fn conv_case_hw(
         w = ConvPackedWeights::pack(group, &[m, c / group, k, k], &w)
             .expect("the weight qualifies for packing");
         &packed
-    } else if name.ends_with(" winograd") {
+    } else if let Some(tile) = [(" winograd", 2), (" winograd4", 4)]
+        .iter()
+        .find_map(|&(end, tile)| name.ends_with(end).then_some(tile))
+    {
         let dims = [m, c / group, k, k];
-        w = ConvWinograd::pack(&dims, &w).expect("a 3x3 weight");
-        let pd = ConvWinograd::packed_dims(&dims).expect("a 3x3 weight");
+        w = ConvWinograd::pack_for(tile, &dims, &w).expect("a 3x3 weight");
+        let pd = ConvWinograd::packed_dims_for(tile, &dims).expect("a 3x3 weight");
         ws = Shape::new(&pd).expect("rank 3");
         &winograd
     } else {
@@ -523,8 +527,9 @@ pub(crate) fn cases(budget: f64) {
     ] {
         conv_transpose_case(name, c, m, h, act, budget);
     }
-    // Winograd F(2x2, 3x3) on the dense stride-1 3x3 convs of YOLOv8n and
-    // ddddocr (each also timed above or here on the direct/GEMM path).
+    // Winograd F(2x2, 3x3) and F(4x4, 3x3) on the dense stride-1 3x3 convs
+    // of YOLOv8n and ddddocr (each also timed above or here on the
+    // direct/GEMM path).
     for (c, m, h) in [
         (16, 16, 160),
         (32, 32, 80),
@@ -537,7 +542,7 @@ pub(crate) fn cases(budget: f64) {
         (64, 256, 13),
         (24, 24, 40),
     ] {
-        for path in ["", " winograd"] {
+        for path in ["", " winograd", " winograd4"] {
             let name = format!("wino {c}->{m} 3x3 {h}{path}");
             conv_case(&name, c, m, 3, 1, h, 1, Activation::Swish, budget);
         }
@@ -560,21 +565,18 @@ pub(crate) fn cases(budget: f64) {
     for name in [
         "dddd 64->256 3x3 8x20 packed",
         "dddd 64->256 3x3 8x20 winograd",
+        "dddd 64->256 3x3 8x20 winograd4",
     ] {
         conv_case_hw(name, 64, 256, 3, 1, [8, 20], 1, Activation::Swish, budget);
     }
-    // ddddocr's 48->192 at its own 16x40 plane (160 Winograd tiles).
-    conv_case_hw(
+    // ddddocr's 48->192 at its own 16x40 plane (160 Winograd tiles of 2x2,
+    // 40 of 4x4).
+    for name in [
         "dddd 48->192 3x3 16x40 winograd",
-        48,
-        192,
-        3,
-        1,
-        [16, 40],
-        1,
-        Activation::Swish,
-        budget,
-    );
+        "dddd 48->192 3x3 16x40 winograd4",
+    ] {
+        conv_case_hw(name, 48, 192, 3, 1, [16, 40], 1, Activation::Swish, budget);
+    }
     // PP-OCRv6 rec at 48x320: the stem's stride-2 3x3 on a 24x160 plane.
     conv_case_hw(
         "v6rec 96->48 3x3 s2 24x160",

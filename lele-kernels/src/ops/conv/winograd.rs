@@ -39,6 +39,26 @@ use crate::tensor::{TensorMut, TensorRef};
 
 /// Fewest input channels worth the transforms.
 pub const MIN_CHANNELS: usize = 32;
+/// Fewest input channels for 4×4 tiles ([`ConvWinograd::tile_for`]).
+/// `kernel_bench --fastest`, 2-core Zen 4, 2×2 → 4×4 tiles, one thread /
+/// two threads / AVX2 (`LELE_ISA=avx2`): 64→64 at 40² 0.89 → 0.67 / 0.51
+/// → 0.34 / 0.99 → 0.95 ms, 128→128 at 20² 0.87 → 0.57 / 0.45 → 0.32 /
+/// 1.07 → 0.81, 48→192 at 25² 0.93 → 0.74 / 0.50 → 0.40 / 1.12 → 1.01.
+/// With AVX-512 fewer channels gain too (32→32 at 80² 1.04 → 0.85), but
+/// with AVX2 they lose (1.14 → 1.23; 16 and 24 channels likewise), and
+/// the tile size is fixed when the weight is transformed, before the
+/// machine is known.
+pub const TILE4_MIN_CHANNELS: usize = 48;
+/// Fewest outputs per plane for 4×4 tiles. Their transformed weight is
+/// 36/16 of the 2×2 tiles' (four times the weight itself) and stays in the
+/// process's memory, while the time it saves grows with the tiles each
+/// weight serves: over small planes it costs more memory than it saves
+/// time. YOLOv8n at 640² with 4×4 tiles everywhere: 64.1 ms and 50.0 MiB
+/// peak RSS, against ORT's 136; the 20² convolutions (128→128, 256→64)
+/// held 7.8 MB of that for about 1.6 ms (128→128 at 20² 0.87 → 0.60 ms).
+/// ddddocr's 48→192 at 16×40 keeps them (0.70 → 0.62 ms, two threads 0.46
+/// → 0.33).
+pub const TILE4_MIN_AREA: usize = 512;
 /// Most input or output channels taken (a block of one run needs about
 /// `512·(C + M)` floats, which must fit a worker's scratch well before).
 const MAX_CHANNELS: usize = 1 << 12;
@@ -47,11 +67,28 @@ const MAX_CHANNELS: usize = 1 << 12;
 /// vectors at a time.
 const RUN: usize = 32;
 const _: () = assert!(RUN.is_multiple_of(PANEL));
-/// Floats a staged input row holds: a segment's columns (two per tile plus
-/// two) and a run of slack for lanes past its end.
-const STAGE: usize = 2 * MAX_BLOCK + 2 * RUN + 2;
+/// Floats a staged input row holds: a segment's columns (up to four per
+/// tile plus two) and a run of slack for lanes past its end.
+const STAGE: usize = 4 * MAX_BLOCK + 4 * RUN + 2;
 /// Floats of an output row of a segment, with a run of slack.
-const OUT_ROW: usize = 2 * MAX_BLOCK + 2 * RUN;
+const OUT_ROW: usize = 4 * MAX_BLOCK + 4 * RUN;
+/// Most transform positions (`F(4×4, 3×3)`'s 6×6).
+const MAX_POS: usize = 36;
+
+/// Positions of the transform (products per block) for output tiles of
+/// `t × t`: `(t + 2)²`, 16 for `F(2×2, 3×3)` and 36 for `F(4×4, 3×3)`.
+const fn positions(t: usize) -> usize {
+    (t + 2) * (t + 2)
+}
+
+/// The output tile size of a transformed weight with `p` positions.
+fn tile_of_positions(p: usize) -> Option<usize> {
+    match p {
+        16 => Some(2),
+        36 => Some(4),
+        _ => None,
+    }
+}
 /// Floats of `V` and products a block aims to keep (L2-sized).
 const BLOCK_FLOATS: usize = 1 << 17;
 /// Floats added between the matrices of a block (one cache line).
@@ -61,9 +98,11 @@ const MAX_BLOCK: usize = 8 * RUN;
 /// Fewest multiply-adds (of the products) split over threads.
 const PARALLEL_MIN_MACS: usize = 1 << 21;
 
-/// [`Conv`] computed by Winograd `F(2×2, 3×3)` from a weight transformed
-/// by [`ConvWinograd::pack`]: a tensor `[16, M', C]` (`M'` is `M` rounded
-/// up to whole panels) holding the sixteen transformed `M × C` matrices.
+/// [`Conv`] computed by Winograd `F(2×2, 3×3)` or `F(4×4, 3×3)` from a
+/// weight transformed by [`ConvWinograd::pack_for`]: a tensor `[16, M',
+/// C]` or `[36, M', C]` (`M'` is `M` rounded up to whole panels) holding
+/// the sixteen or 36 transformed `M × C` matrices; the first dim tells the
+/// tile size.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ConvWinograd {
     /// The convolution (one group, 3×3 kernel, unit strides and dilations).
@@ -73,17 +112,25 @@ pub struct ConvWinograd {
 }
 crate::to_rust_struct!(ops::conv::ConvWinograd { conv, m });
 
-/// Tiles per block for `c` input and `m` output channels: a multiple of
-/// [`RUN`] whose working set fits [`BLOCK_FLOATS`], at least one run.
-fn block_tiles(c: usize, m: usize) -> usize {
-    let per_tile = 16 * (c + m);
-    (BLOCK_FLOATS / per_tile.max(1) / RUN * RUN).clamp(RUN, MAX_BLOCK)
+/// Tiles per block for `c` input and `m` output channels and tiles of
+/// `t × t`: a multiple of [`RUN`] whose working set fits [`BLOCK_FLOATS`],
+/// at least one run; with 4×4 tiles, whose 36 positions need more per
+/// tile, half a run (one panel) where a whole run's block would not fit a
+/// worker's scratch (128 input and output channels; with blocks of half a
+/// run where a run fits, 48→192 at 25² took 0.74 → 0.83 ms).
+fn block_tiles(c: usize, m: usize, t: usize) -> usize {
+    let per_tile = positions(t) * (c + m);
+    let tiles = (BLOCK_FLOATS / per_tile.max(1) / RUN * RUN).clamp(RUN, MAX_BLOCK);
+    if t == 4 && tiles == RUN && block_len(c, m, RUN, t) > crate::ops::gemm::MAX_SCRATCH {
+        return PANEL;
+    }
+    tiles
 }
 
 /// Floats one block of `tiles` tiles needs: `V`, the products and the
 /// GEMM's own scratch.
-fn block_len(c: usize, m: usize, tiles: usize) -> usize {
-    16 * v_stride(c, tiles) + prod_len(m, tiles) + sgemm_scratch_len(m, tiles, c)
+fn block_len(c: usize, m: usize, tiles: usize, t: usize) -> usize {
+    positions(t) * v_stride(c, tiles) + prod_len(m, tiles, t) + sgemm_scratch_len(m, tiles, c)
 }
 
 /// Floats between two of a block's sixteen `V` matrices: one cache line
@@ -101,8 +148,8 @@ fn prod_stride(m: usize, tiles: usize) -> usize {
 
 /// Floats of a block's sixteen `m × tiles` products, plus one run so the
 /// output transform reads whole runs in place.
-fn prod_len(m: usize, tiles: usize) -> usize {
-    16 * prod_stride(m, tiles) + RUN
+fn prod_len(m: usize, tiles: usize, t: usize) -> usize {
+    positions(t) * prod_stride(m, tiles) + RUN
 }
 
 /// `dst.copy_from_slice(src)` for the short copies of the transforms, in
@@ -234,35 +281,68 @@ impl ConvWinograd {
             && c >= MIN_CHANNELS
             // Far past what fits (and no arithmetic below can overflow).
             && c.max(m) <= MAX_CHANNELS
-            && block_len(c, m, block_tiles(c, m)) <= crate::ops::gemm::MAX_SCRATCH
+            && fits_scratch(c, m, 2)
     }
 
-    /// Dims of the transformed weight of a `[M, C, 3, 3]` weight (`None`
-    /// for other dims or an `M` too large to round up).
+    /// The output tile size to transform the weight `dims` for, given the
+    /// output plane (`oh·ow`) it is expected to see, if known: 4
+    /// (`F(4×4, 3×3)`: 36 products per 16 outputs instead of 64, larger
+    /// transforms) for at least [`TILE4_MIN_CHANNELS`] input channels,
+    /// unless the plane is known to be smaller than [`TILE4_MIN_AREA`], when
+    /// its block fits a worker's scratch; else 2 (`F(2×2, 3×3)`).
+    pub fn tile_for(dims: &[usize], out_area: Option<usize>) -> usize {
+        match dims {
+            &[m, c, 3, 3]
+                if c >= TILE4_MIN_CHANNELS
+                    && out_area.is_none_or(|area| area >= TILE4_MIN_AREA)
+                    && c.max(m) <= MAX_CHANNELS
+                    && fits_scratch(c, m, 4) =>
+            {
+                4
+            }
+            _ => 2,
+        }
+    }
+
+    /// Dims of the transformed weight of a `[M, C, 3, 3]` weight for 2×2
+    /// tiles (`None` for other dims or an `M` too large to round up).
     pub fn packed_dims(dims: &[usize]) -> Option<[usize; 3]> {
+        Self::packed_dims_for(2, dims)
+    }
+
+    /// Dims of the weight transformed for output tiles of `t × t` (2 or
+    /// 4): `[(t + 2)², M rounded up to whole panels, C]`.
+    pub fn packed_dims_for(t: usize, dims: &[usize]) -> Option<[usize; 3]> {
         let &[m, c, 3, 3] = dims else { return None };
-        Some([16, m.checked_next_multiple_of(A_PANEL)?, c])
+        tile_of_positions(positions(t))?;
+        Some([positions(t), m.checked_next_multiple_of(A_PANEL)?, c])
     }
 
     /// The transformed weight (see [`ConvWinograd`]) of `w` (`[M, C, 3, 3]`
-    /// as `dims`, row-major), computed in f64 and rounded once; `None` when
-    /// `w` does not match `dims` or they are not a 3×3 kernel's.
+    /// as `dims`, row-major) for 2×2 tiles; `None` when `w` does not match
+    /// `dims` or they are not a 3×3 kernel's.
     pub fn pack(dims: &[usize], w: &[f32]) -> Option<Vec<f32>> {
-        let [_, mp, c] = Self::packed_dims(dims)?;
+        Self::pack_for(2, dims, w)
+    }
+
+    /// [`ConvWinograd::pack`] for output tiles of `t × t` (2 or 4), each
+    /// transformed matrix computed in f64 and rounded once.
+    pub fn pack_for(t: usize, dims: &[usize], w: &[f32]) -> Option<Vec<f32>> {
+        let [p, mp, c] = Self::packed_dims_for(t, dims)?;
         let m = dims[0];
         if m.max(c) > MAX_CHANNELS || w.len() != m * c * 9 {
             return None;
         }
-        // u[k][i·c + j]: position k = 4ξ + ν of output i, input j.
-        let mut u = alloc::vec![alloc::vec![0f32; m * c]; 16];
+        // u[k][i·c + j]: position k = (t + 2)·ξ + ν of output i, input j.
+        let mut u = alloc::vec![alloc::vec![0f32; m * c]; p];
         for (ij, g) in w.chunks_exact(9).enumerate() {
-            for (k, v) in kernel_transform(g).into_iter().enumerate() {
+            for (k, v) in kernel_transform(t, g).into_iter().take(p).enumerate() {
                 u[k][ij] = v;
             }
         }
         let per = panels_a_len(m, c);
         debug_assert_eq!(per, mp * c);
-        let mut out = alloc::vec![0f32; 16 * per];
+        let mut out = alloc::vec![0f32; p * per];
         for (src, dst) in u.iter().zip(out.chunks_exact_mut(per.max(1))) {
             if !pack_a_panels(MatRef::row_major(src, c), m, c, dst) {
                 return None;
@@ -271,7 +351,8 @@ impl ConvWinograd {
         Some(out)
     }
 
-    fn geom(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<ConvGeom, KernelError> {
+    /// The geometry and the output tile size (from the weight's positions).
+    fn geom(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<(ConvGeom, usize), KernelError> {
         const OP: &str = "Conv";
         let xt = input(inputs, 0, OP)?;
         let wt = input(inputs, 1, OP)?;
@@ -279,34 +360,53 @@ impl ConvWinograd {
         check_f32(wt, OP)?;
         let x = nchw(&xt.shape, OP)?;
         let mp = self.m.checked_next_multiple_of(A_PANEL);
-        if x.one_d || mp.is_none_or(|mp| wt.shape.dims() != [16, mp, x.c].as_slice()) {
+        let tile = match wt.shape.dims() {
+            &[p, wm, wc] if Some(wm) == mp && wc == x.c && !x.one_d => tile_of_positions(p),
+            _ => None,
+        };
+        let Some(t) = tile else {
             return Err(KernelError::Shape {
                 op: OP,
                 msg: "Winograd weight does not match the input channels",
             });
-        }
-        self.conv.geom_from(inputs, x, [3, 3], self.m, x.c)
+        };
+        Ok((self.conv.geom_from(inputs, x, [3, 3], self.m, x.c)?, t))
     }
 }
 
-/// `G·g·Gᵀ` of a 3×3 kernel `g` (row-major), row-major 4×4.
-fn kernel_transform(g: &[f32]) -> [f32; 16] {
-    const G: [[f64; 3]; 4] = [
+/// Whether a block for `c` input and `m` output channels and tiles of
+/// `t × t` fits a worker's scratch.
+fn fits_scratch(c: usize, m: usize, t: usize) -> bool {
+    block_len(c, m, block_tiles(c, m, t), t) <= crate::ops::gemm::MAX_SCRATCH
+}
+
+/// `G·g·Gᵀ` of a 3×3 kernel `g` (row-major) for output tiles of `t × t`
+/// (2: Lavin and Gray's `F(2×2, 3×3)` at 0, ±1, ∞; 4: `F(4×4, 3×3)` at
+/// 0, ±1, ±2, ∞), row-major `(t + 2) × (t + 2)` in the first floats.
+fn kernel_transform(t: usize, g: &[f32]) -> [f32; MAX_POS] {
+    const G2: [[f64; 3]; 4] = [
         [1.0, 0.0, 0.0],
         [0.5, 0.5, 0.5],
         [0.5, -0.5, 0.5],
         [0.0, 0.0, 1.0],
     ];
-    let mut gg = [[0f64; 3]; 4];
-    for (row, gr) in gg.iter_mut().zip(&G) {
-        for (j, v) in row.iter_mut().enumerate() {
-            *v = (0..3).map(|t| gr[t] * f64::from(g[t * 3 + j])).sum();
-        }
-    }
-    let mut u = [0f32; 16];
-    for (xi, row) in gg.iter().enumerate() {
-        for (nu, gr) in G.iter().enumerate() {
-            u[xi * 4 + nu] = (0..3).map(|t| row[t] * gr[t]).sum::<f64>() as f32;
+    const G4: [[f64; 3]; 6] = [
+        [1.0 / 4.0, 0.0, 0.0],
+        [-1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0],
+        [-1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0],
+        [1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0],
+        [1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0],
+        [0.0, 0.0, 1.0],
+    ];
+    let gm: &[[f64; 3]] = if t == 4 { &G4 } else { &G2 };
+    let a = gm.len();
+    let mut u = [0f32; MAX_POS];
+    for (xi, gx) in gm.iter().enumerate() {
+        // Row xi of G·g.
+        let row: [f64; 3] =
+            core::array::from_fn(|j| (0..3).map(|r| gx[r] * f64::from(g[r * 3 + j])).sum());
+        for (nu, gn) in gm.iter().enumerate() {
+            u[xi * a + nu] = (0..3).map(|r| row[r] * gn[r]).sum::<f64>() as f32;
         }
     }
     u
@@ -365,6 +465,8 @@ fn pieces(s: Segment, aligned: bool) -> impl Iterator<Item = (usize, usize)> {
 /// The shapes of a run: tile grid and block size.
 #[derive(Clone, Copy)]
 struct Plan {
+    /// Output tile size (2 or 4).
+    t: usize,
     /// Tiles per row, rows of tiles, tiles.
     tw: usize,
     th: usize,
@@ -378,12 +480,14 @@ impl Plan {
     /// threads when the work is worth splitting (or whole runs each, where
     /// that loads the busiest thread no more), all of one size but the
     /// last.
-    fn new(g: &ConvGeom, threads: usize) -> Self {
-        let (tw, th) = (g.ow.div_ceil(2), g.oh.div_ceil(2));
+    fn new(g: &ConvGeom, threads: usize, t: usize) -> Self {
+        let (tw, th) = (g.ow.div_ceil(t), g.oh.div_ceil(t));
         let tiles = (tw * th).max(1);
-        let most = block_tiles(g.cg, g.m);
+        let most = block_tiles(g.cg, g.m, t);
         let mut blocks = tiles.div_ceil(most);
-        let macs = tiles.saturating_mul(16 * g.cg).saturating_mul(g.m);
+        let macs = tiles
+            .saturating_mul(positions(t) * g.cg)
+            .saturating_mul(g.m);
         let mut block = tiles.div_ceil(blocks);
         if threads > 1 && macs >= PARALLEL_MIN_MACS {
             blocks = blocks.next_multiple_of(threads).min(tiles);
@@ -402,7 +506,7 @@ impl Plan {
                 block = b;
             }
         }
-        Plan { tw, th, block }
+        Plan { t, tw, th, block }
     }
 
     fn blocks(&self) -> usize {
@@ -446,15 +550,16 @@ impl Image<'_> {
         let t0 = b * plan.block;
         let tb = plan.block.min(plan.tiles() - t0);
         let vlen = packed_len(c, tb);
+        let (t, p) = (plan.t, positions(plan.t));
         let buf = buf
-            .get_mut(..block_len(c, m, tb))
+            .get_mut(..block_len(c, m, tb, t))
             .ok_or(KernelError::Buffer { op: OP })?;
         let (vs, ps) = (v_stride(c, tb), prod_stride(m, tb));
-        let (v, rest) = buf.split_at_mut(16 * vs);
-        let (prod, gs) = rest.split_at_mut(prod_len(m, tb));
+        let (v, rest) = buf.split_at_mut(p * vs);
+        let (prod, gs) = rest.split_at_mut(prod_len(m, tb, t));
         input_transform(self, t0, tb, v);
         let ulen = panels_a_len(m, c);
-        for k in 0..16 {
+        for k in 0..p {
             let a = PanelsA {
                 data: &self.u[k * ulen..][..ulen],
             };
@@ -468,34 +573,44 @@ impl Image<'_> {
     }
 }
 
-/// The input transform of tiles `t0..t0 + tb` into `v` (sixteen `C × tb`
-/// matrices in the [`Prepacked`] layout, `packed_len(C, tb)` apart).
+/// The input transform of tiles `t0..t0 + tb` into `v` ((t + 2)² `C × tb`
+/// matrices in the [`Prepacked`] layout, [`v_stride`] apart).
 fn input_transform(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32]) {
+    let four = im.plan.t == 4;
     #[cfg(target_arch = "x86_64")]
     match crate::ops::gemm::best_isa() {
         // SAFETY: the ISA's features were detected at run time.
-        crate::ops::gemm::Isa::Avx512 => return unsafe { input_avx512(im, t0, tb, v) },
+        crate::ops::gemm::Isa::Avx512 => return unsafe { input_avx512(im, t0, tb, v, four) },
         // SAFETY: as above.
-        crate::ops::gemm::Isa::Avx2 => return unsafe { input_avx2(im, t0, tb, v) },
+        crate::ops::gemm::Isa::Avx2 => return unsafe { input_avx2(im, t0, tb, v, four) },
         _ => {}
     }
-    input_body(im, t0, tb, v, Moves::<false>)
+    match four {
+        true => input_body::<false, 4>(im, t0, tb, v, Moves),
+        false => input_body::<false, 2>(im, t0, tb, v, Moves),
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn input_avx512(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32]) {
-    input_body(im, t0, tb, v, Moves::<true>)
+unsafe fn input_avx512(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32], four: bool) {
+    match four {
+        true => input_body::<true, 4>(im, t0, tb, v, Moves),
+        false => input_body::<true, 2>(im, t0, tb, v, Moves),
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn input_avx2(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32]) {
-    input_body(im, t0, tb, v, Moves::<false>)
+unsafe fn input_avx2(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32], four: bool) {
+    match four {
+        true => input_body::<false, 4>(im, t0, tb, v, Moves),
+        false => input_body::<false, 2>(im, t0, tb, v, Moves),
+    }
 }
 
 #[inline(always)]
-fn input_body<const AVX512: bool>(
+fn input_body<const AVX512: bool, const T: usize>(
     im: &Image<'_>,
     t0: usize,
     tb: usize,
@@ -504,7 +619,7 @@ fn input_body<const AVX512: bool>(
 ) {
     let g = im.g;
     let (c, ihw) = (g.cg, g.x.h * g.x.w);
-    let vs = v_stride(c, tb);
+    let (vs, p) = (v_stride(c, tb), positions(T));
     // The last panel's columns past `tb` are padding the GEMM reads (and
     // whose products it drops): zero them, as the layout requires, rather
     // than leave whatever the scratch held. Stale bits there can be
@@ -512,23 +627,38 @@ fn input_body<const AVX512: bool>(
     // microcode (measured: ddddocr's Conv_36 0.8 -> 1.9 ms).
     let (full, rem) = (tb / PANEL * PANEL, tb % PANEL);
     if rem > 0 {
-        for k in 0..16 {
+        for k in 0..p {
             for ci in 0..c {
                 moves.zero(&mut v[k * vs + full * c + ci * PANEL + rem..][..PANEL - rem]);
             }
         }
     }
-    let mut rows = [[0f32; STAGE]; 4];
-    let mut out = [[0f32; RUN]; 16];
+    let mut rows = [[0f32; STAGE]; 6];
+    let mut out = [[0f32; RUN]; MAX_POS];
+    let mut down = [[[0f32; RUN + 1]; 4]; 6];
+    let mut lines = [[0f32; 4 * RUN + 4]; 6];
     for ci in 0..c {
         let xc = &im.x[ci * ihw..][..ihw];
         for s in segments(t0, tb, im.plan.tw) {
-            stage_rows(g, xc, s, &mut rows, moves);
+            stage_rows::<AVX512, T>(g, xc, s, &mut rows, moves);
             for (off, n) in pieces(s, true) {
-                if n <= RUN / 2 {
-                    transform_inputs::<{ RUN / 2 }>(&rows, 2 * off, &mut out);
-                } else {
-                    transform_inputs::<RUN>(&rows, 2 * off, &mut out);
+                match (T, n <= RUN / 2) {
+                    (4, true) => transform_inputs4::<AVX512, { RUN / 2 }>(
+                        &rows,
+                        4 * off,
+                        &mut lines,
+                        &mut down,
+                        &mut out,
+                    ),
+                    (4, false) => transform_inputs4::<AVX512, RUN>(
+                        &rows,
+                        4 * off,
+                        &mut lines,
+                        &mut down,
+                        &mut out,
+                    ),
+                    (_, true) => transform_inputs::<{ RUN / 2 }>(&rows, 2 * off, &mut out),
+                    (_, false) => transform_inputs::<RUN>(&rows, 2 * off, &mut out),
                 }
                 // Tiles u..u + n, panel by panel (row ci of each).
                 let mut done = 0;
@@ -536,7 +666,7 @@ fn input_body<const AVX512: bool>(
                     let u = s.u + off + done;
                     let len = (PANEL - u % PANEL).min(n - done);
                     let at = (u / PANEL) * PANEL * c + ci * PANEL + u % PANEL;
-                    for (k, o) in out.iter().enumerate() {
+                    for (k, o) in out[..p].iter().enumerate() {
                         moves.copy(&mut v[k * vs + at..][..len], &o[done..done + len]);
                     }
                     done += len;
@@ -546,25 +676,25 @@ fn input_body<const AVX512: bool>(
     }
 }
 
-/// Copies the four input rows under tile row `s.ty`, from the first column
-/// under tile `s.tx` on (`2·s.n + 2` columns), into `rows` (zero outside
-/// the input).
+/// Copies the `T + 2` input rows under tile row `s.ty`, from the first
+/// column under tile `s.tx` on (`T·s.n + 2` columns), into `rows` (zero
+/// outside the input).
 #[inline(always)]
-fn stage_rows<const AVX512: bool>(
+fn stage_rows<const AVX512: bool, const T: usize>(
     g: &ConvGeom,
     xc: &[f32],
     s: Segment,
-    rows: &mut [[f32; STAGE]; 4],
+    rows: &mut [[f32; STAGE]; 6],
     moves: Moves<AVX512>,
 ) {
     let (h, w) = (g.x.h, g.x.w);
-    // Input column of staged column q: 2·tx - pl + q.
-    let (col0, len) = (2 * s.tx, 2 * s.n + 2);
+    // Input column of staged column q: T·tx - pl + q.
+    let (col0, len) = (T * s.tx, T * s.n + 2);
     let q_lo = g.pl.saturating_sub(col0).min(len);
     let q_hi = (w + g.pl).saturating_sub(col0).clamp(q_lo, len);
-    for (i, row) in rows.iter_mut().enumerate() {
+    for (i, row) in rows.iter_mut().take(T + 2).enumerate() {
         let row = &mut row[..len];
-        let iy = 2 * s.ty + i;
+        let iy = T * s.ty + i;
         if iy < g.pt || iy - g.pt >= h {
             moves.zero(row);
             continue;
@@ -579,13 +709,13 @@ fn stage_rows<const AVX512: bool>(
     }
 }
 
-/// `Bᵀ·d·B` of the `L` tiles of `rows` from column `off` on (tile `u` is
-/// columns `off + 2u..off + 2u + 4`): `out[4ξ + ν][u]`.
+/// `Bᵀ·d·B` of the `L` 4×4 tiles of `rows` from column `off` on (tile `u`
+/// is columns `off + 2u..off + 2u + 4`): `out[4ξ + ν][u]`.
 #[inline(always)]
 fn transform_inputs<const L: usize>(
-    rows: &[[f32; STAGE]; 4],
+    rows: &[[f32; STAGE]; 6],
     off: usize,
-    out: &mut [[f32; RUN]; 16],
+    out: &mut [[f32; RUN]; MAX_POS],
 ) {
     let r: [&[f32]; 4] = core::array::from_fn(|i| &rows[i][off..][..2 * L + 2]);
     for u in 0..L {
@@ -603,7 +733,128 @@ fn transform_inputs<const L: usize>(
     }
 }
 
-/// The output transform of the products of tiles `t0..t0 + tb` (sixteen
+/// `Bᵀ·d` for one line `d` of a 6×6 tile of `F(4×4, 3×3)` (its `Bᵀ` at 0,
+/// ±1, ±2, ∞).
+#[inline(always)]
+fn input_line4([d0, d1, d2, d3, d4, d5]: [f32; 6]) -> [f32; 6] {
+    [
+        4.0 * d0 - 5.0 * d2 + d4,
+        (d3 + d4) - 4.0 * (d1 + d2),
+        4.0 * (d1 - d2) - (d3 - d4),
+        2.0 * (d3 - d1) + (d4 - d2),
+        2.0 * (d1 - d3) + (d4 - d2),
+        4.0 * d1 - 5.0 * d3 + d5,
+    ]
+}
+
+/// `Bᵀ·d·B` of the `L` 6×6 tiles of `rows` from column `off` on (tile `u`
+/// is columns `off + 4u..off + 4u + 6`): `out[6ξ + ν][u]`. First down
+/// every column, contiguous (so it compiles to vectors), into `lines`;
+/// each line then split by column phase (`q mod 4`) into `down`, so that
+/// across, tile `u`'s six columns are element `u` or `u + 1` of four
+/// contiguous phase rows.
+#[inline(always)]
+fn transform_inputs4<const AVX512: bool, const L: usize>(
+    rows: &[[f32; STAGE]; 6],
+    off: usize,
+    lines: &mut [[f32; 4 * RUN + 4]; 6],
+    down: &mut [[[f32; RUN + 1]; 4]; 6],
+    out: &mut [[f32; RUN]; MAX_POS],
+) {
+    let row = |i: usize| &rows[i][off..][..4 * L + 4];
+    let r = [row(0), row(1), row(2), row(3), row(4), row(5)];
+    for q in 0..4 * L + 4 {
+        let line = input_line4([r[0][q], r[1][q], r[2][q], r[3][q], r[4][q], r[5][q]]);
+        for (xi, v) in line.into_iter().enumerate() {
+            lines[xi][q] = v;
+        }
+    }
+    // down[ξ][k][u]: row ξ of Bᵀ·d at column 4u + k (u..=L).
+    for (line, ph) in lines.iter().zip(down.iter_mut()) {
+        split_phases::<AVX512>(&line[..4 * L + 4], ph, L + 1);
+    }
+    for (xi, ph) in down.iter().enumerate() {
+        for u in 0..L {
+            let line = input_line4([
+                ph[0][u],
+                ph[1][u],
+                ph[2][u],
+                ph[3][u],
+                ph[0][u + 1],
+                ph[1][u + 1],
+            ]);
+            for nu in 0..6 {
+                out[6 * xi + nu][u] = line[nu];
+            }
+        }
+    }
+}
+
+/// `ph[k][u] = src[4u + k]` for `u < n` (`src` holds `4n` floats): with
+/// AVX-512 sixteen `u` at a time by permutes, the rest one by one.
+#[inline(always)]
+fn split_phases<const AVX512: bool>(src: &[f32], ph: &mut [[f32; RUN + 1]; 4], n: usize) {
+    let n = n.min(src.len() / 4).min(RUN + 1);
+    #[allow(unused_mut)]
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if AVX512 {
+        // SAFETY: `Moves::<true>`'s callers, the only ones passing
+        // AVX512, detected AVX-512F (`input_avx512`).
+        done = unsafe { split_phases_avx512(src, ph, n) };
+    }
+    for u in done..n {
+        for (k, p) in ph.iter_mut().enumerate() {
+            p[u] = src[4 * u + k];
+        }
+    }
+}
+
+/// [`split_phases`] for whole groups of sixteen `u`; returns how many `u`
+/// it did.
+///
+/// # Safety
+/// AVX-512F is available.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn split_phases_avx512(src: &[f32], ph: &mut [[f32; RUN + 1]; 4], n: usize) -> usize {
+    use core::arch::x86_64::*;
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    let mut u = 0;
+    while u + 16 <= n {
+        // SAFETY: floats 4u..4u + 64 are inside `src` (4n <= src.len()),
+        // and each phase row holds u + 16 <= n <= RUN + 1 floats.
+        unsafe {
+            let p = src.as_ptr().add(4 * u);
+            let a = [
+                _mm512_loadu_ps(p),
+                _mm512_loadu_ps(p.add(16)),
+                _mm512_loadu_ps(p.add(32)),
+                _mm512_loadu_ps(p.add(48)),
+            ];
+            // Columns of even and odd offset, then each split again.
+            let e01 = _mm512_permutex2var_ps(a[0], even, a[1]);
+            let o01 = _mm512_permutex2var_ps(a[0], odd, a[1]);
+            let e23 = _mm512_permutex2var_ps(a[2], even, a[3]);
+            let o23 = _mm512_permutex2var_ps(a[2], odd, a[3]);
+            let phases = [
+                _mm512_permutex2var_ps(e01, even, e23),
+                _mm512_permutex2var_ps(o01, even, o23),
+                _mm512_permutex2var_ps(e01, odd, e23),
+                _mm512_permutex2var_ps(o01, odd, o23),
+            ];
+            for (row, v) in ph.iter_mut().zip(phases) {
+                _mm512_storeu_ps(row.as_mut_ptr().add(u), v);
+            }
+        }
+        u += 16;
+    }
+    u
+}
+
+/// The output transform of the products of tiles `t0..t0 + tb` (`(t + 2)²`
 /// `M × tb` matrices `prod`), each output segment passed to `sink`.
 fn output_transform(
     im: &Image<'_>,
@@ -612,15 +863,23 @@ fn output_transform(
     prod: &[f32],
     sink: &mut dyn FnMut(usize, &[f32]),
 ) {
+    let four = im.plan.t == 4;
     #[cfg(target_arch = "x86_64")]
     match crate::ops::gemm::best_isa() {
         // SAFETY: the ISA's features were detected at run time.
-        crate::ops::gemm::Isa::Avx512 => return unsafe { output_avx512(im, t0, tb, prod, sink) },
+        crate::ops::gemm::Isa::Avx512 => {
+            return unsafe { output_avx512(im, t0, tb, prod, sink, four) };
+        }
         // SAFETY: as above.
-        crate::ops::gemm::Isa::Avx2 => return unsafe { output_avx2(im, t0, tb, prod, sink) },
+        crate::ops::gemm::Isa::Avx2 => {
+            return unsafe { output_avx2(im, t0, tb, prod, sink, four) };
+        }
         _ => {}
     }
-    output_body(im, t0, tb, prod, sink)
+    match four {
+        true => output_body::<4>(im, t0, tb, prod, sink),
+        false => output_body::<2>(im, t0, tb, prod, sink),
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -631,8 +890,12 @@ unsafe fn output_avx512(
     tb: usize,
     prod: &[f32],
     sink: &mut dyn FnMut(usize, &[f32]),
+    four: bool,
 ) {
-    output_body(im, t0, tb, prod, sink)
+    match four {
+        true => output_body::<4>(im, t0, tb, prod, sink),
+        false => output_body::<2>(im, t0, tb, prod, sink),
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -643,12 +906,19 @@ unsafe fn output_avx2(
     tb: usize,
     prod: &[f32],
     sink: &mut dyn FnMut(usize, &[f32]),
+    four: bool,
 ) {
-    output_body(im, t0, tb, prod, sink)
+    match four {
+        true => output_body::<4>(im, t0, tb, prod, sink),
+        false => output_body::<2>(im, t0, tb, prod, sink),
+    }
 }
 
+/// A run of zeros standing for the positions a 2×2 tile's transform lacks.
+static NO_RUN: [f32; RUN] = [0.0; RUN];
+
 #[inline(always)]
-fn output_body(
+fn output_body<const T: usize>(
     im: &Image<'_>,
     t0: usize,
     tb: usize,
@@ -656,28 +926,35 @@ fn output_body(
     sink: &mut dyn FnMut(usize, &[f32]),
 ) {
     let g = im.g;
-    let (m, ohw, ps) = (g.m, g.oh * g.ow, prod_stride(g.m, tb));
-    let mut out = [[0f32; OUT_ROW]; 2];
+    let (m, ohw, ps, p) = (g.m, g.oh * g.ow, prod_stride(g.m, tb), positions(T));
+    let mut out = [[0f32; OUT_ROW]; 4];
+    let mut down = [[[0f32; RUN]; 6]; 4];
     for mi in 0..m {
         let bias = im.bias.map_or(0.0, |b| b[mi]);
         for s in segments(t0, tb, im.plan.tw) {
             for (off, n) in pieces(s, false) {
                 // Whole runs (`prod` has one run of slack at the end);
                 // lanes past `n` give outputs nobody keeps.
-                let mv: [&[f32; RUN]; 16] = core::array::from_fn(|k| {
+                let mut mv = [&NO_RUN; MAX_POS];
+                for (k, run) in mv.iter_mut().take(p).enumerate() {
                     let at = k * ps + mi * tb + s.u + off;
-                    prod[at..at + RUN].try_into().unwrap_or(&[0.0; RUN])
-                });
-                if n <= RUN / 2 {
-                    transform_outputs::<{ RUN / 2 }>(&mv, bias, &mut out, 2 * off);
-                } else {
-                    transform_outputs::<RUN>(&mv, bias, &mut out, 2 * off);
+                    *run = prod[at..at + RUN].try_into().unwrap_or(&NO_RUN);
+                }
+                match (T, n <= RUN / 2) {
+                    (4, true) => {
+                        transform_outputs4::<{ RUN / 2 }>(&mv, bias, &mut down, &mut out, 4 * off)
+                    }
+                    (4, false) => {
+                        transform_outputs4::<RUN>(&mv, bias, &mut down, &mut out, 4 * off)
+                    }
+                    (_, true) => transform_outputs::<{ RUN / 2 }>(&mv, bias, &mut out, 2 * off),
+                    (_, false) => transform_outputs::<RUN>(&mv, bias, &mut out, 2 * off),
                 }
             }
-            let col = 2 * s.tx;
-            let len = (2 * s.n).min(g.ow - col);
-            for (a, row) in out.iter_mut().enumerate() {
-                let oy = 2 * s.ty + a;
+            let col = T * s.tx;
+            let len = (T * s.n).min(g.ow - col);
+            for (a, row) in out.iter_mut().take(T).enumerate() {
+                let oy = T * s.ty + a;
                 if oy >= g.oh {
                     break;
                 }
@@ -696,12 +973,12 @@ fn output_body(
 /// `a` of tile `u`'s outputs at `out[a][off + 2u..off + 2u + 2]`.
 #[inline(always)]
 fn transform_outputs<const L: usize>(
-    mv: &[&[f32; RUN]; 16],
+    mv: &[&[f32; RUN]; MAX_POS],
     bias: f32,
-    out: &mut [[f32; OUT_ROW]; 2],
+    out: &mut [[f32; OUT_ROW]; 4],
     off: usize,
 ) {
-    let [o0, o1] = out;
+    let [o0, o1, _, _] = out;
     let mut o = [&mut o0[off..][..2 * L], &mut o1[off..][..2 * L]];
     for u in 0..L {
         let mut s = [[0f32; 4]; 2];
@@ -717,20 +994,71 @@ fn transform_outputs<const L: usize>(
     }
 }
 
+/// `Aᵀ·m` for one line `m` of a tile's 6×6 products in `F(4×4, 3×3)`.
+#[inline(always)]
+fn output_line4([m0, m1, m2, m3, m4, m5]: [f32; 6]) -> [f32; 4] {
+    let (sum12, dif12, sum34, dif34) = (m1 + m2, m1 - m2, m3 + m4, m3 - m4);
+    [
+        m0 + sum12 + sum34,
+        dif12 + 2.0 * dif34,
+        sum12 + 4.0 * sum34,
+        dif12 + 8.0 * dif34 + m5,
+    ]
+}
+
+/// `Aᵀ·M·A + bias` of the first `L` tiles of `mv` (`mv[6ξ + ν][u]`): row
+/// `a` of tile `u`'s outputs at `out[a][off + 4u..off + 4u + 4]`.
+#[inline(always)]
+fn transform_outputs4<const L: usize>(
+    mv: &[&[f32; RUN]; MAX_POS],
+    bias: f32,
+    down: &mut [[[f32; RUN]; 6]; 4],
+    out: &mut [[f32; OUT_ROW]; 4],
+    off: usize,
+) {
+    // down[a][ν][u]: row a of Aᵀ·M, contiguous over tiles (u < L written
+    // before read).
+    for nu in 0..6 {
+        for u in 0..L {
+            let line = output_line4([
+                mv[nu][u],
+                mv[6 + nu][u],
+                mv[12 + nu][u],
+                mv[18 + nu][u],
+                mv[24 + nu][u],
+                mv[30 + nu][u],
+            ]);
+            for a in 0..4 {
+                down[a][nu][u] = line[a];
+            }
+        }
+    }
+    for (oa, d) in out.iter_mut().zip(down.iter()) {
+        let oa = &mut oa[off..][..4 * L];
+        for u in 0..L {
+            let line = output_line4([d[0][u], d[1][u], d[2][u], d[3][u], d[4][u], d[5][u]]);
+            for j in 0..4 {
+                oa[4 * u + j] = line[j] + bias;
+            }
+        }
+    }
+}
+
 impl Kernel for ConvWinograd {
     fn infer(
         &self,
         inputs: &[Option<TensorRef<'_>>],
         outputs: &mut [Shape],
     ) -> Result<(), KernelError> {
-        infer_output(&self.geom(inputs)?, inputs, outputs)
+        infer_output(&self.geom(inputs)?.0, inputs, outputs)
     }
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
         // A whole block whatever the input size (the arena is planned at a
         // few sizes; a block never grows past this).
-        self.geom(inputs)
-            .map_or(0, |g| 4 * block_len(g.cg, g.m, block_tiles(g.cg, g.m)))
+        self.geom(inputs).map_or(0, |(g, t)| {
+            4 * block_len(g.cg, g.m, block_tiles(g.cg, g.m, t), t)
+        })
     }
 
     fn run(
@@ -741,7 +1069,7 @@ impl Kernel for ConvWinograd {
     ) -> Result<(), KernelError> {
         const OP: &str = "Conv";
         let conv = &self.conv;
-        let geom = self.geom(inputs)?;
+        let (geom, t) = self.geom(inputs)?;
         let Operands {
             g,
             x,
@@ -749,7 +1077,9 @@ impl Kernel for ConvWinograd {
             bias,
             residual,
             y,
-        } = conv.operands_of(geom, inputs, outputs, |g| 16 * panels_a_len(g.m, g.cg))?;
+        } = conv.operands_of(geom, inputs, outputs, |g| {
+            positions(t) * panels_a_len(g.m, g.cg)
+        })?;
         let (ihw, ohw) = (g.x.h * g.x.w, g.ohw());
         if ohw == 0 {
             return Ok(());
@@ -758,8 +1088,8 @@ impl Kernel for ConvWinograd {
         let threads = crate::threads::num_threads();
         #[cfg(not(feature = "std"))]
         let threads = 1;
-        let plan = Plan::new(&g, threads);
-        let own = scratch_f32(scratch, block_len(g.cg, g.m, plan.block), OP)?;
+        let plan = Plan::new(&g, threads, t);
+        let own = scratch_f32(scratch, block_len(g.cg, g.m, plan.block, t), OP)?;
         let blocks = plan.blocks();
         let fused_tail = conv.has_epilogue() || residual.is_some();
         for n in 0..g.x.n {
@@ -823,13 +1153,37 @@ mod padding_tests {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         crate::threads::set_num_threads(1);
-        // 5×5 = 25 tiles in one block: one full panel and 9 columns.
-        let (c, m, h, w) = (8, 8, 10, 10);
+        // 5×5 = 25 tiles of 2×2 or 4×4 in one block: one full panel and 9
+        // columns.
+        for tile in [2, 4] {
+            check_padding_columns(tile);
+        }
+    }
+
+    /// 4×4 tiles for at least 48 input channels unless the plane is known
+    /// to be small, in blocks of one panel where a run's block would not
+    /// fit a worker's scratch, not at all where neither fits.
+    #[test]
+    fn tile_size_by_channels_plane_and_scratch() {
+        assert_eq!(ConvWinograd::tile_for(&[64, 64, 3, 3], Some(1600)), 4);
+        assert_eq!(ConvWinograd::tile_for(&[64, 64, 3, 3], None), 4);
+        assert_eq!(ConvWinograd::tile_for(&[64, 32, 3, 3], Some(1600)), 2);
+        assert_eq!(ConvWinograd::tile_for(&[64, 64, 3, 3], Some(400)), 2);
+        assert_eq!(ConvWinograd::tile_for(&[64, 64, 1, 1], Some(1600)), 2);
+        assert_eq!((block_tiles(64, 64, 4), block_tiles(64, 64, 2)), (RUN, 64));
+        assert_eq!(block_tiles(128, 130, 4), PANEL);
+        assert_eq!(ConvWinograd::tile_for(&[130, 128, 3, 3], Some(640)), 4);
+        assert!(fits_scratch(224, 224, 2) && !fits_scratch(224, 224, 4));
+        assert_eq!(ConvWinograd::tile_for(&[224, 224, 3, 3], Some(640)), 2);
+    }
+
+    fn check_padding_columns(tile: usize) {
+        let (c, m, h, w) = (8, 8, 5 * tile, 5 * tile);
         let conv = conv([1; 4], AutoPad::NotSet, Activation::None, 1.0);
         let dims = [m, c, 3, 3];
         let (xv, wv) = (rand_vec(c * h * w, 1), rand_vec(m * c * 9, 2));
-        let packed = ConvWinograd::pack(&dims, &wv).unwrap();
-        let pdims = ConvWinograd::packed_dims(&dims).unwrap();
+        let packed = ConvWinograd::pack_for(tile, &dims, &wv).unwrap();
+        let pdims = ConvWinograd::packed_dims_for(tile, &dims).unwrap();
         let kernel = ConvWinograd { conv, m };
         let ins = [Some(t(&xv, &[1, c, h, w])), Some(t(&packed, &pdims)), None];
         let mut shapes = [Shape::SCALAR];
@@ -842,15 +1196,17 @@ mod padding_tests {
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut scratch);
         kernel.run(&ins, &mut outs, &mut bytes[..sb]).unwrap();
         let (tiles, vs) = (25, v_stride(c, 25));
-        assert_eq!(Plan::new(&kernel.geom(&ins).unwrap(), 1).block, tiles);
+        let (geom, t) = kernel.geom(&ins).unwrap();
+        assert_eq!(t, tile);
+        assert_eq!(Plan::new(&geom, 1, t).block, tiles);
         let rem = tiles % PANEL;
-        for k in 0..16 {
+        for k in 0..positions(t) {
             for ci in 0..c {
                 let at = k * vs + tiles / PANEL * PANEL * c + ci * PANEL;
                 let pad = &scratch[at + rem..at + PANEL];
                 assert!(
                     pad.iter().all(|&v| v == 0.0),
-                    "matrix {k} row {ci}: {pad:?}"
+                    "tile {tile} matrix {k} row {ci}: {pad:?}"
                 );
                 // The tiles' own columns were written.
                 assert!(
