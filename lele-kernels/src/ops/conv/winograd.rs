@@ -37,6 +37,16 @@ use crate::ops::gemm::{
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
+mod moves;
+#[cfg(all(test, feature = "std"))]
+mod tests;
+mod tiles;
+
+use moves::{Moves, copy_short};
+use tiles::{
+    kernel_transform, transform_inputs, transform_inputs4, transform_outputs, transform_outputs4,
+};
+
 /// Fewest input channels worth the transforms.
 pub const MIN_CHANNELS: usize = 32;
 /// Fewest input channels for 4×4 tiles ([`ConvWinograd::tile_for`]).
@@ -152,120 +162,6 @@ fn prod_len(m: usize, tiles: usize, t: usize) -> usize {
     positions(t) * prod_stride(m, tiles) + RUN
 }
 
-/// `dst.copy_from_slice(src)` for the short copies of the transforms, in
-/// fixed-size pieces the compiler turns into vector moves (a call to
-/// `memmove` per run cost a quarter of a 64-channel convolution's time).
-#[inline(always)]
-fn copy_short(dst: &mut [f32], src: &[f32]) {
-    let n = dst.len().min(src.len());
-    let (dst, src) = (&mut dst[..n], &src[..n]);
-    let (d16, dst) = dst.as_chunks_mut::<16>();
-    let (s16, src) = src.as_chunks::<16>();
-    for (a, b) in d16.iter_mut().zip(s16) {
-        *a = *b;
-    }
-    let (d8, dst) = dst.as_chunks_mut::<8>();
-    let (s8, src) = src.as_chunks::<8>();
-    for (a, b) in d8.iter_mut().zip(s8) {
-        *a = *b;
-    }
-    let (d4, dst) = dst.as_chunks_mut::<4>();
-    let (s4, src) = src.as_chunks::<4>();
-    for (a, b) in d4.iter_mut().zip(s4) {
-        *a = *b;
-    }
-    // Element by element: a loop here compiles to a call to `memcpy`.
-    match (dst, src) {
-        ([a, b, c], [x, y, z]) => (*a, *b, *c) = (*x, *y, *z),
-        ([a, b], [x, y]) => (*a, *b) = (*x, *y),
-        ([a], [x]) => *a = *x,
-        _ => {}
-    }
-}
-
-/// [`copy_short`] with AVX-512: whole vectors, then one masked vector
-/// (the short copies of the input transform took a third of a 256→64
-/// convolution's time at 20², most of it in `memcpy` and `memset` calls).
-///
-/// # Safety
-/// AVX-512F is available.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn copy_avx512(dst: &mut [f32], src: &[f32]) {
-    use core::arch::x86_64::*;
-    let n = dst.len().min(src.len());
-    let mut i = 0;
-    while i + 16 <= n {
-        // SAFETY: both hold `i + 16 <= n` floats.
-        unsafe {
-            let v = _mm512_loadu_ps(src.as_ptr().add(i));
-            _mm512_storeu_ps(dst.as_mut_ptr().add(i), v);
-        }
-        i += 16;
-    }
-    if i < n {
-        let mask: __mmask16 = (1u16 << (n - i)) - 1;
-        // SAFETY: the masked lanes are the `n - i` floats both still hold;
-        // masked-off lanes are neither read nor written.
-        unsafe {
-            let v = _mm512_maskz_loadu_ps(mask, src.as_ptr().add(i));
-            _mm512_mask_storeu_ps(dst.as_mut_ptr().add(i), mask, v);
-        }
-    }
-}
-
-/// `dst.fill(0.0)` with AVX-512 (as [`copy_avx512`]).
-///
-/// # Safety
-/// AVX-512F is available.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn zero_avx512(dst: &mut [f32]) {
-    use core::arch::x86_64::*;
-    let n = dst.len();
-    let mut i = 0;
-    while i + 16 <= n {
-        // SAFETY: `dst` holds `i + 16 <= n` floats.
-        unsafe { _mm512_storeu_ps(dst.as_mut_ptr().add(i), _mm512_setzero_ps()) };
-        i += 16;
-    }
-    if i < n {
-        let mask: __mmask16 = (1u16 << (n - i)) - 1;
-        // SAFETY: only the `n - i` floats left are written.
-        unsafe { _mm512_mask_storeu_ps(dst.as_mut_ptr().add(i), mask, _mm512_setzero_ps()) };
-    }
-}
-
-/// The short copies and fills of the input transform: AVX-512 ones when
-/// `AVX512` (the caller detected it), else [`copy_short`] and `fill`.
-#[derive(Clone, Copy)]
-struct Moves<const AVX512: bool>;
-
-impl<const AVX512: bool> Moves<AVX512> {
-    #[inline(always)]
-    fn copy(self, dst: &mut [f32], src: &[f32]) {
-        #[cfg(target_arch = "x86_64")]
-        if AVX512 {
-            // SAFETY: `Moves::<true>` is only made where AVX-512F was
-            // detected (`input_avx512`).
-            return unsafe { copy_avx512(dst, src) };
-        }
-        copy_short(dst, src)
-    }
-
-    #[inline(always)]
-    fn zero(self, dst: &mut [f32]) {
-        #[cfg(target_arch = "x86_64")]
-        if AVX512 {
-            // SAFETY: as in `copy`.
-            return unsafe { zero_avx512(dst) };
-        }
-        dst.fill(0.0)
-    }
-}
-
 impl ConvWinograd {
     /// Whether a convolution with weight dims `dims` (`[M, C, kH, kW]`) runs
     /// this way: one group, a 3×3 kernel, unit strides and dilations, at
@@ -378,38 +274,6 @@ impl ConvWinograd {
 /// `t × t` fits a worker's scratch.
 fn fits_scratch(c: usize, m: usize, t: usize) -> bool {
     block_len(c, m, block_tiles(c, m, t), t) <= crate::ops::gemm::MAX_SCRATCH
-}
-
-/// `G·g·Gᵀ` of a 3×3 kernel `g` (row-major) for output tiles of `t × t`
-/// (2: Lavin and Gray's `F(2×2, 3×3)` at 0, ±1, ∞; 4: `F(4×4, 3×3)` at
-/// 0, ±1, ±2, ∞), row-major `(t + 2) × (t + 2)` in the first floats.
-fn kernel_transform(t: usize, g: &[f32]) -> [f32; MAX_POS] {
-    const G2: [[f64; 3]; 4] = [
-        [1.0, 0.0, 0.0],
-        [0.5, 0.5, 0.5],
-        [0.5, -0.5, 0.5],
-        [0.0, 0.0, 1.0],
-    ];
-    const G4: [[f64; 3]; 6] = [
-        [1.0 / 4.0, 0.0, 0.0],
-        [-1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0],
-        [-1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0],
-        [1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0],
-        [1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0],
-        [0.0, 0.0, 1.0],
-    ];
-    let gm: &[[f64; 3]] = if t == 4 { &G4 } else { &G2 };
-    let a = gm.len();
-    let mut u = [0f32; MAX_POS];
-    for (xi, gx) in gm.iter().enumerate() {
-        // Row xi of G·g.
-        let row: [f64; 3] =
-            core::array::from_fn(|j| (0..3).map(|r| gx[r] * f64::from(g[r * 3 + j])).sum());
-        for (nu, gn) in gm.iter().enumerate() {
-            u[xi * a + nu] = (0..3).map(|r| row[r] * gn[r]).sum::<f64>() as f32;
-        }
-    }
-    u
 }
 
 /// The tiles of one tile row inside a block: `n` tiles of tile row `ty`
@@ -709,151 +573,6 @@ fn stage_rows<const AVX512: bool, const T: usize>(
     }
 }
 
-/// `Bᵀ·d·B` of the `L` 4×4 tiles of `rows` from column `off` on (tile `u`
-/// is columns `off + 2u..off + 2u + 4`): `out[4ξ + ν][u]`.
-#[inline(always)]
-fn transform_inputs<const L: usize>(
-    rows: &[[f32; STAGE]; 6],
-    off: usize,
-    out: &mut [[f32; RUN]; MAX_POS],
-) {
-    let r: [&[f32]; 4] = core::array::from_fn(|i| &rows[i][off..][..2 * L + 2]);
-    for u in 0..L {
-        let mut t = [[0f32; 4]; 4];
-        for (ti, row) in t.iter_mut().zip(&r) {
-            let [d0, d1, d2, d3] = [row[2 * u], row[2 * u + 1], row[2 * u + 2], row[2 * u + 3]];
-            *ti = [d0 - d2, d1 + d2, d2 - d1, d1 - d3];
-        }
-        for nu in 0..4 {
-            out[nu][u] = t[0][nu] - t[2][nu];
-            out[4 + nu][u] = t[1][nu] + t[2][nu];
-            out[8 + nu][u] = t[2][nu] - t[1][nu];
-            out[12 + nu][u] = t[1][nu] - t[3][nu];
-        }
-    }
-}
-
-/// `Bᵀ·d` for one line `d` of a 6×6 tile of `F(4×4, 3×3)` (its `Bᵀ` at 0,
-/// ±1, ±2, ∞).
-#[inline(always)]
-fn input_line4([d0, d1, d2, d3, d4, d5]: [f32; 6]) -> [f32; 6] {
-    [
-        4.0 * d0 - 5.0 * d2 + d4,
-        (d3 + d4) - 4.0 * (d1 + d2),
-        4.0 * (d1 - d2) - (d3 - d4),
-        2.0 * (d3 - d1) + (d4 - d2),
-        2.0 * (d1 - d3) + (d4 - d2),
-        4.0 * d1 - 5.0 * d3 + d5,
-    ]
-}
-
-/// `Bᵀ·d·B` of the `L` 6×6 tiles of `rows` from column `off` on (tile `u`
-/// is columns `off + 4u..off + 4u + 6`): `out[6ξ + ν][u]`. First down
-/// every column, contiguous (so it compiles to vectors), into `lines`;
-/// each line then split by column phase (`q mod 4`) into `down`, so that
-/// across, tile `u`'s six columns are element `u` or `u + 1` of four
-/// contiguous phase rows.
-#[inline(always)]
-fn transform_inputs4<const AVX512: bool, const L: usize>(
-    rows: &[[f32; STAGE]; 6],
-    off: usize,
-    lines: &mut [[f32; 4 * RUN + 4]; 6],
-    down: &mut [[[f32; RUN + 1]; 4]; 6],
-    out: &mut [[f32; RUN]; MAX_POS],
-) {
-    let row = |i: usize| &rows[i][off..][..4 * L + 4];
-    let r = [row(0), row(1), row(2), row(3), row(4), row(5)];
-    for q in 0..4 * L + 4 {
-        let line = input_line4([r[0][q], r[1][q], r[2][q], r[3][q], r[4][q], r[5][q]]);
-        for (xi, v) in line.into_iter().enumerate() {
-            lines[xi][q] = v;
-        }
-    }
-    // down[ξ][k][u]: row ξ of Bᵀ·d at column 4u + k (u..=L).
-    for (line, ph) in lines.iter().zip(down.iter_mut()) {
-        split_phases::<AVX512>(&line[..4 * L + 4], ph, L + 1);
-    }
-    for (xi, ph) in down.iter().enumerate() {
-        for u in 0..L {
-            let line = input_line4([
-                ph[0][u],
-                ph[1][u],
-                ph[2][u],
-                ph[3][u],
-                ph[0][u + 1],
-                ph[1][u + 1],
-            ]);
-            for nu in 0..6 {
-                out[6 * xi + nu][u] = line[nu];
-            }
-        }
-    }
-}
-
-/// `ph[k][u] = src[4u + k]` for `u < n` (`src` holds `4n` floats): with
-/// AVX-512 sixteen `u` at a time by permutes, the rest one by one.
-#[inline(always)]
-fn split_phases<const AVX512: bool>(src: &[f32], ph: &mut [[f32; RUN + 1]; 4], n: usize) {
-    let n = n.min(src.len() / 4).min(RUN + 1);
-    #[allow(unused_mut)]
-    let mut done = 0;
-    #[cfg(target_arch = "x86_64")]
-    if AVX512 {
-        // SAFETY: `Moves::<true>`'s callers, the only ones passing
-        // AVX512, detected AVX-512F (`input_avx512`).
-        done = unsafe { split_phases_avx512(src, ph, n) };
-    }
-    for u in done..n {
-        for (k, p) in ph.iter_mut().enumerate() {
-            p[u] = src[4 * u + k];
-        }
-    }
-}
-
-/// [`split_phases`] for whole groups of sixteen `u`; returns how many `u`
-/// it did.
-///
-/// # Safety
-/// AVX-512F is available.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn split_phases_avx512(src: &[f32], ph: &mut [[f32; RUN + 1]; 4], n: usize) -> usize {
-    use core::arch::x86_64::*;
-    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    let mut u = 0;
-    while u + 16 <= n {
-        // SAFETY: floats 4u..4u + 64 are inside `src` (4n <= src.len()),
-        // and each phase row holds u + 16 <= n <= RUN + 1 floats.
-        unsafe {
-            let p = src.as_ptr().add(4 * u);
-            let a = [
-                _mm512_loadu_ps(p),
-                _mm512_loadu_ps(p.add(16)),
-                _mm512_loadu_ps(p.add(32)),
-                _mm512_loadu_ps(p.add(48)),
-            ];
-            // Columns of even and odd offset, then each split again.
-            let e01 = _mm512_permutex2var_ps(a[0], even, a[1]);
-            let o01 = _mm512_permutex2var_ps(a[0], odd, a[1]);
-            let e23 = _mm512_permutex2var_ps(a[2], even, a[3]);
-            let o23 = _mm512_permutex2var_ps(a[2], odd, a[3]);
-            let phases = [
-                _mm512_permutex2var_ps(e01, even, e23),
-                _mm512_permutex2var_ps(o01, even, o23),
-                _mm512_permutex2var_ps(e01, odd, e23),
-                _mm512_permutex2var_ps(o01, odd, o23),
-            ];
-            for (row, v) in ph.iter_mut().zip(phases) {
-                _mm512_storeu_ps(row.as_mut_ptr().add(u), v);
-            }
-        }
-        u += 16;
-    }
-    u
-}
-
 /// The output transform of the products of tiles `t0..t0 + tb` (`(t + 2)²`
 /// `M × tb` matrices `prod`), each output segment passed to `sink`.
 fn output_transform(
@@ -969,81 +688,6 @@ fn output_body<const T: usize>(
     }
 }
 
-/// `Aᵀ·M·A + bias` of the first `L` tiles of `mv` (`mv[4ξ + ν][u]`): row
-/// `a` of tile `u`'s outputs at `out[a][off + 2u..off + 2u + 2]`.
-#[inline(always)]
-fn transform_outputs<const L: usize>(
-    mv: &[&[f32; RUN]; MAX_POS],
-    bias: f32,
-    out: &mut [[f32; OUT_ROW]; 4],
-    off: usize,
-) {
-    let [o0, o1, _, _] = out;
-    let mut o = [&mut o0[off..][..2 * L], &mut o1[off..][..2 * L]];
-    for u in 0..L {
-        let mut s = [[0f32; 4]; 2];
-        for nu in 0..4 {
-            let [m0, m1, m2, m3] = [mv[nu][u], mv[4 + nu][u], mv[8 + nu][u], mv[12 + nu][u]];
-            s[0][nu] = m0 + m1 + m2;
-            s[1][nu] = m1 - m2 - m3;
-        }
-        for (oa, sa) in o.iter_mut().zip(&s) {
-            oa[2 * u] = sa[0] + sa[1] + sa[2] + bias;
-            oa[2 * u + 1] = sa[1] - sa[2] - sa[3] + bias;
-        }
-    }
-}
-
-/// `Aᵀ·m` for one line `m` of a tile's 6×6 products in `F(4×4, 3×3)`.
-#[inline(always)]
-fn output_line4([m0, m1, m2, m3, m4, m5]: [f32; 6]) -> [f32; 4] {
-    let (sum12, dif12, sum34, dif34) = (m1 + m2, m1 - m2, m3 + m4, m3 - m4);
-    [
-        m0 + sum12 + sum34,
-        dif12 + 2.0 * dif34,
-        sum12 + 4.0 * sum34,
-        dif12 + 8.0 * dif34 + m5,
-    ]
-}
-
-/// `Aᵀ·M·A + bias` of the first `L` tiles of `mv` (`mv[6ξ + ν][u]`): row
-/// `a` of tile `u`'s outputs at `out[a][off + 4u..off + 4u + 4]`.
-#[inline(always)]
-fn transform_outputs4<const L: usize>(
-    mv: &[&[f32; RUN]; MAX_POS],
-    bias: f32,
-    down: &mut [[[f32; RUN]; 6]; 4],
-    out: &mut [[f32; OUT_ROW]; 4],
-    off: usize,
-) {
-    // down[a][ν][u]: row a of Aᵀ·M, contiguous over tiles (u < L written
-    // before read).
-    for nu in 0..6 {
-        for u in 0..L {
-            let line = output_line4([
-                mv[nu][u],
-                mv[6 + nu][u],
-                mv[12 + nu][u],
-                mv[18 + nu][u],
-                mv[24 + nu][u],
-                mv[30 + nu][u],
-            ]);
-            for a in 0..4 {
-                down[a][nu][u] = line[a];
-            }
-        }
-    }
-    for (oa, d) in out.iter_mut().zip(down.iter()) {
-        let oa = &mut oa[off..][..4 * L];
-        for u in 0..L {
-            let line = output_line4([d[0][u], d[1][u], d[2][u], d[3][u], d[4][u], d[5][u]]);
-            for j in 0..4 {
-                oa[4 * u + j] = line[j] + bias;
-            }
-        }
-    }
-}
-
 impl Kernel for ConvWinograd {
     fn infer(
         &self,
@@ -1130,91 +774,5 @@ impl Kernel for ConvWinograd {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(all(test, feature = "std"))]
-mod padding_tests {
-    use alloc::vec;
-
-    use super::*;
-    use crate::dtype::DType;
-    use crate::ops::conv::AutoPad;
-    use crate::ops::conv::winograd_tests::conv;
-    use crate::ops::gemm::testutil::{rand_vec, t};
-    use crate::ops::unary::Activation;
-
-    /// After a run, the columns of `V`'s last panel past the block's tiles
-    /// are zero, whatever the scratch held: the GEMM multiplies them, and
-    /// stale subnormal bits there cost a microcode assist per vector.
-    #[test]
-    fn padding_columns_of_the_transformed_input_are_zero() {
-        let _serial = crate::threads::TEST_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        crate::threads::set_num_threads(1);
-        // 5×5 = 25 tiles of 2×2 or 4×4 in one block: one full panel and 9
-        // columns.
-        for tile in [2, 4] {
-            check_padding_columns(tile);
-        }
-    }
-
-    /// 4×4 tiles for at least 48 input channels unless the plane is known
-    /// to be small, in blocks of one panel where a run's block would not
-    /// fit a worker's scratch, not at all where neither fits.
-    #[test]
-    fn tile_size_by_channels_plane_and_scratch() {
-        assert_eq!(ConvWinograd::tile_for(&[64, 64, 3, 3], Some(1600)), 4);
-        assert_eq!(ConvWinograd::tile_for(&[64, 64, 3, 3], None), 4);
-        assert_eq!(ConvWinograd::tile_for(&[64, 32, 3, 3], Some(1600)), 2);
-        assert_eq!(ConvWinograd::tile_for(&[64, 64, 3, 3], Some(400)), 2);
-        assert_eq!(ConvWinograd::tile_for(&[64, 64, 1, 1], Some(1600)), 2);
-        assert_eq!((block_tiles(64, 64, 4), block_tiles(64, 64, 2)), (RUN, 64));
-        assert_eq!(block_tiles(128, 130, 4), PANEL);
-        assert_eq!(ConvWinograd::tile_for(&[130, 128, 3, 3], Some(640)), 4);
-        assert!(fits_scratch(224, 224, 2) && !fits_scratch(224, 224, 4));
-        assert_eq!(ConvWinograd::tile_for(&[224, 224, 3, 3], Some(640)), 2);
-    }
-
-    fn check_padding_columns(tile: usize) {
-        let (c, m, h, w) = (8, 8, 5 * tile, 5 * tile);
-        let conv = conv([1; 4], AutoPad::NotSet, Activation::None, 1.0);
-        let dims = [m, c, 3, 3];
-        let (xv, wv) = (rand_vec(c * h * w, 1), rand_vec(m * c * 9, 2));
-        let packed = ConvWinograd::pack_for(tile, &dims, &wv).unwrap();
-        let pdims = ConvWinograd::packed_dims_for(tile, &dims).unwrap();
-        let kernel = ConvWinograd { conv, m };
-        let ins = [Some(t(&xv, &[1, c, h, w])), Some(t(&packed, &pdims)), None];
-        let mut shapes = [Shape::SCALAR];
-        kernel.infer(&ins, &mut shapes).unwrap();
-        let mut y = vec![0f32; shapes[0].numel()];
-        let sb = kernel.scratch_bytes(&ins, &shapes);
-        let mut scratch = vec![f32::from_bits(1); sb.div_ceil(4)];
-        let mut outs =
-            [TensorMut::new(DType::F32, shapes[0], bytemuck::cast_slice_mut(&mut y)).unwrap()];
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut scratch);
-        kernel.run(&ins, &mut outs, &mut bytes[..sb]).unwrap();
-        let (tiles, vs) = (25, v_stride(c, 25));
-        let (geom, t) = kernel.geom(&ins).unwrap();
-        assert_eq!(t, tile);
-        assert_eq!(Plan::new(&geom, 1, t).block, tiles);
-        let rem = tiles % PANEL;
-        for k in 0..positions(t) {
-            for ci in 0..c {
-                let at = k * vs + tiles / PANEL * PANEL * c + ci * PANEL;
-                let pad = &scratch[at + rem..at + PANEL];
-                assert!(
-                    pad.iter().all(|&v| v == 0.0),
-                    "tile {tile} matrix {k} row {ci}: {pad:?}"
-                );
-                // The tiles' own columns were written.
-                assert!(
-                    scratch[at..at + rem]
-                        .iter()
-                        .all(|&v| v != f32::from_bits(1))
-                );
-            }
-        }
     }
 }
