@@ -210,7 +210,9 @@ impl ConvWinograd {
     /// 4): `[(t + 2)², M rounded up to whole panels, C]`.
     pub fn packed_dims_for(t: usize, dims: &[usize]) -> Option<[usize; 3]> {
         let &[m, c, 3, 3] = dims else { return None };
-        tile_of_positions(positions(t))?;
+        if !matches!(t, 2 | 4) {
+            return None;
+        }
         Some([positions(t), m.checked_next_multiple_of(A_PANEL)?, c])
     }
 

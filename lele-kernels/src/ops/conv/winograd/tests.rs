@@ -86,6 +86,18 @@ fn tile_size_by_channels_plane_and_scratch() {
     assert_eq!(ConvWinograd::tile_for(&[224, 224, 3, 3], Some(640)), 2);
 }
 
+/// Only 2×2 and 4×4 tiles have transforms: any other size is refused,
+/// however large, without arithmetic overflow.
+#[test]
+fn other_tile_sizes_are_refused() {
+    let dims = [8, 8, 3, 3];
+    for tile in [0, 1, 3, 5, 6, usize::MAX / 2, usize::MAX] {
+        assert_eq!(ConvWinograd::packed_dims_for(tile, &dims), None);
+        assert_eq!(ConvWinograd::pack_for(tile, &dims, &[0.0; 576]), None);
+    }
+    assert!(ConvWinograd::packed_dims_for(4, &dims).is_some());
+}
+
 fn check_padding_columns(tile: usize) {
     let (c, m, h, w) = (8, 8, 5 * tile, 5 * tile);
     let conv = conv([1; 4], AutoPad::NotSet, Activation::None, 1.0);
