@@ -704,6 +704,13 @@ pub(crate) fn cases(budget: f64) {
     ] {
         conv_case(name, c, c, k, s, h, c, Activation::None, budget);
     }
+    // PP-OCRv6 rec's depthwise layers over its flat planes.
+    for (name, c, hw) in [
+        ("depthwise 192 3x3 s1 6x80", 192, [6, 80]),
+        ("depthwise 384 3x3 s1 3x80", 384, [3, 80]),
+    ] {
+        conv_case_hw(name, c, c, 3, 1, hw, c, Activation::None, budget);
+    }
     conv_case(
         "depthwise 64 3x3 s1 160",
         64,

@@ -181,6 +181,9 @@ fn blocked_cases(lanes: usize) {
         (1, 8, 1, 12, 3, 3, [1, 1], [3, 1, 3, 1], [1, 1]),
         // Enough work to split over threads: one block, split by rows.
         (1, 16, 70, 66, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
+        // Enough work and blocks to split over threads by whole blocks,
+        // unevenly (5 or 10 blocks: a contiguous range per thread).
+        (1, 80, 20, 20, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
     ];
     for threads in [1, 2] {
         crate::threads::set_num_threads(threads);

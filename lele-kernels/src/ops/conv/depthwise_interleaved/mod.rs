@@ -202,16 +202,34 @@ pub(super) unsafe fn run(
         } else {
             1
         };
+        // With whole blocks per thread, one contiguous range of blocks
+        // per task.
+        let per = if threads > 1 && strips == 1 && work >= 1 << 18 {
+            blocks.div_ceil(threads)
+        } else {
+            1
+        };
         let shared = crate::threads::SharedMut::new(y);
-        crate::threads::run(blocks * strips, own, &|t, buf| {
-            let (b, s) = (t / strips, t % strips);
+        crate::threads::run(blocks.div_ceil(per) * strips, own, &|t, buf| {
+            let (t, s) = (t / strips, t % strips);
             let rows = s * g.oh / strips..(s + 1) * g.oh / strips;
-            // SAFETY: the caller's contract (the kernel runs here); task t
-            // alone writes these rows of its block's planes, and `run`
-            // returns after every task. Workers' buffers hold MAX_SCRATCH
-            // floats, at least the ring's (`Ring::new`).
-            unsafe {
-                (kernel.block_rows)(conv, g, ring, block(b), rows, shared.as_ptr(), buf, tail);
+            for b in t * per..((t + 1) * per).min(blocks) {
+                // SAFETY: the caller's contract (the kernel runs here); task
+                // t alone writes these rows of its blocks' planes, and `run`
+                // returns after every task. Workers' buffers hold
+                // MAX_SCRATCH floats, at least the ring's (`Ring::new`).
+                unsafe {
+                    (kernel.block_rows)(
+                        conv,
+                        g,
+                        ring,
+                        block(b),
+                        rows.clone(),
+                        shared.as_ptr(),
+                        buf,
+                        tail,
+                    );
+                }
             }
         });
     }
