@@ -704,40 +704,6 @@ pub(crate) fn cases(budget: f64) {
     ] {
         conv_case(name, c, c, k, s, h, c, Activation::None, budget);
     }
-    // PP-OCRv6 rec's 1×1 convolutions over its flat planes (GELU fused
-    // into those that widen, as the compiled model runs them).
-    for (name, c, m, hw, act) in [
-        (
-            "v6rec 192->384 1x1 6x80 gelu packed",
-            192,
-            384,
-            [6, 80],
-            Activation::Gelu,
-        ),
-        (
-            "v6rec 384->192 1x1 6x80 packed",
-            384,
-            192,
-            [6, 80],
-            Activation::None,
-        ),
-        (
-            "v6rec 384->768 1x1 3x80 gelu packed",
-            384,
-            768,
-            [3, 80],
-            Activation::Gelu,
-        ),
-        (
-            "v6rec 768->384 1x1 3x80 packed",
-            768,
-            384,
-            [3, 80],
-            Activation::None,
-        ),
-    ] {
-        conv_case_hw(name, c, m, 1, 1, hw, 1, act, budget);
-    }
     // PP-OCRv6 rec's depthwise layers over its flat planes.
     for (name, c, hw) in [
         ("depthwise 192 3x3 s1 6x80", 192, [6, 80]),

@@ -1,17 +1,18 @@
-//! Winograd `F(2×2, 3×3)`: dense 3×3 convolutions of stride and dilation
-//! one with 16 multiplications per 2×2 outputs and input channel instead of
-//! 36.
+//! Winograd `F(2×2, 3×3)` and `F(4×4, 3×3)`: dense 3×3 convolutions of
+//! stride and dilation one with 16 multiplications per 2×2 outputs (36 per
+//! 4×4) and input channel instead of 36 (144).
 //!
-//! Each 2×2 output tile comes from the 4×4 input tile `d` under it as
-//! `Aᵀ·[Σ_c U_c ⊙ (Bᵀ·d_c·B)]·A`, where `U = G·g·Gᵀ` is the 3×3 kernel `g`
-//! transformed (Lavin and Gray's matrices). The weight transform is done at
-//! build time ([`ConvWinograd::pack`]): sixteen `M × C` matrices, one per
-//! position `(ξ, ν)` of the 4×4 transform, each in the GEMM's
-//! [`PanelsA`] layout. A run takes the tiles in blocks of at most `T`:
+//! Each `t × t` output tile comes from the `(t + 2) × (t + 2)` input tile
+//! `d` under it as `Aᵀ·[Σ_c U_c ⊙ (Bᵀ·d_c·B)]·A`, where `U = G·g·Gᵀ` is the
+//! 3×3 kernel `g` transformed (Lavin and Gray's matrices). The weight
+//! transform is done at build time ([`ConvWinograd::pack_for`], the tile
+//! size from [`ConvWinograd::tile_for`]): one `M × C` matrix per position
+//! `(ξ, ν)` of the transform (16 or 36), each in the GEMM's [`PanelsA`]
+//! layout. A run takes the tiles in blocks of at most `T`:
 //!
-//! 1. the input transform writes sixteen `C × T` matrices `V` straight in
-//!    the GEMM's right-operand panel layout ([`Prepacked`]);
-//! 2. sixteen products `U(ξ,ν)·V(ξ,ν)` run through the blocked GEMM;
+//! 1. the input transform writes one `C × T` matrix `V` per position
+//!    straight in the GEMM's right-operand panel layout ([`Prepacked`]);
+//! 2. the products `U(ξ,ν)·V(ξ,ν)` run through the blocked GEMM;
 //! 3. the output transform adds the bias and applies the fused tail
 //!    (activation, scalar affine, residual) while writing the outputs.
 //!
@@ -200,14 +201,10 @@ impl ConvWinograd {
         }
     }
 
-    /// Dims of the transformed weight of a `[M, C, 3, 3]` weight for 2×2
-    /// tiles (`None` for other dims or an `M` too large to round up).
-    pub fn packed_dims(dims: &[usize]) -> Option<[usize; 3]> {
-        Self::packed_dims_for(2, dims)
-    }
-
-    /// Dims of the weight transformed for output tiles of `t × t` (2 or
-    /// 4): `[(t + 2)², M rounded up to whole panels, C]`.
+    /// Dims of a `[M, C, 3, 3]` weight transformed for output tiles of
+    /// `t × t` (2 or 4): `[(t + 2)², M rounded up to whole panels, C]`
+    /// (`None` for other dims or tile sizes, or an `M` too large to round
+    /// up).
     pub fn packed_dims_for(t: usize, dims: &[usize]) -> Option<[usize; 3]> {
         let &[m, c, 3, 3] = dims else { return None };
         if !matches!(t, 2 | 4) {
@@ -217,14 +214,9 @@ impl ConvWinograd {
     }
 
     /// The transformed weight (see [`ConvWinograd`]) of `w` (`[M, C, 3, 3]`
-    /// as `dims`, row-major) for 2×2 tiles; `None` when `w` does not match
-    /// `dims` or they are not a 3×3 kernel's.
-    pub fn pack(dims: &[usize], w: &[f32]) -> Option<Vec<f32>> {
-        Self::pack_for(2, dims, w)
-    }
-
-    /// [`ConvWinograd::pack`] for output tiles of `t × t` (2 or 4), each
-    /// transformed matrix computed in f64 and rounded once.
+    /// as `dims`, row-major) for output tiles of `t × t` (2 or 4), each
+    /// matrix computed in f64 and rounded once; `None` when `w` does not
+    /// match `dims`, they are not a 3×3 kernel's or `t` is neither.
     pub fn pack_for(t: usize, dims: &[usize], w: &[f32]) -> Option<Vec<f32>> {
         let [p, mp, c] = Self::packed_dims_for(t, dims)?;
         let m = dims[0];

@@ -230,7 +230,7 @@ fn only_dense_unit_stride_3x3_convolutions_qualify() {
     // Absurd channel counts from a model file are refused, not overflowed.
     assert!(!ConvWinograd::applies(&op, &[64, usize::MAX / 4, 3, 3]));
     assert!(!ConvWinograd::applies(&op, &[usize::MAX, 64, 3, 3]));
-    assert!(ConvWinograd::pack(&[usize::MAX, 64, 3, 3], &[0.0; 9]).is_none());
+    assert!(ConvWinograd::pack_for(2, &[usize::MAX, 64, 3, 3], &[0.0; 9]).is_none());
     assert!(!ConvWinograd::applies(&op, &[64, 64, 1, 1]));
     assert!(!ConvWinograd::applies(&op, &[64, 64, 3]));
     for changed in [
@@ -250,5 +250,5 @@ fn only_dense_unit_stride_3x3_convolutions_qualify() {
     ] {
         assert!(!ConvWinograd::applies(&changed, &[64, 64, 3, 3]));
     }
-    assert!(ConvWinograd::pack(&[8, 16, 3, 3], &[0.0; 8 * 16 * 9 - 1]).is_none());
+    assert!(ConvWinograd::pack_for(2, &[8, 16, 3, 3], &[0.0; 8 * 16 * 9 - 1]).is_none());
 }
