@@ -1,12 +1,14 @@
 //! Times lele's kernels on one thread and prints one JSON object per line
 //! (`cargo xtask bench --kernels` runs this next to NumPy's BLAS).
 //!
-//! `cargo run --release -p lele-kernels --example kernel_bench [-- --quick] [--only TEXT] [--fastest] [--cold]`
+//! `cargo run --release -p lele-kernels --example kernel_bench [-- --quick] [--only TEXT] [--fastest] [--cold] [--threads N] [--shared-input]`
 //! (`--only` runs the cases whose kernel or case name contains TEXT;
 //! `--fastest` reports each case's fastest call instead of the median, steadier
 //! on a machine shared with other load; `--cold` sweeps a 64 MiB buffer through
 //! the caches before each timed call, so operands come from memory as a
-//! model's weights do in a forward pass).
+//! model's weights do in a forward pass; `--shared-input` has the kernels'
+//! threads rewrite a convolution's input before each call, as the layer
+//! before it would).
 //!
 //! The cases live by family in `gemm.rs`, `conv.rs` and `misc.rs`
 //! (pooling, element-wise); this file holds the timing and the flags.
@@ -35,7 +37,13 @@ fn fill(n: usize, seed: u32) -> Vec<f32> {
 }
 
 /// Median seconds per call of `f`, repeated until about `budget` seconds.
-fn time(budget: f64, mut f: impl FnMut()) -> f64 {
+fn time(budget: f64, f: impl FnMut()) -> f64 {
+    time_prepared(budget, || {}, f)
+}
+
+/// [`time`], with `prepare` run untimed before each call.
+fn time_prepared(budget: f64, mut prepare: impl FnMut(), mut f: impl FnMut()) -> f64 {
+    prepare();
     f();
     let t0 = Instant::now();
     f();
@@ -44,6 +52,7 @@ fn time(budget: f64, mut f: impl FnMut()) -> f64 {
     let mut v: Vec<f64> = (0..reps)
         .map(|_| {
             evict_caches();
+            prepare();
             let t = Instant::now();
             f();
             t.elapsed().as_secs_f64()
@@ -74,6 +83,12 @@ static COLD: OnceLock<Option<std::sync::Mutex<Vec<u32>>>> = OnceLock::new();
 
 /// `--fastest`: report the fastest call of a case, not the median.
 static FASTEST: OnceLock<bool> = OnceLock::new();
+
+/// `--shared-input`: convolution inputs rewritten before each call by an
+/// element-wise kernel on the kernels' threads (each writes a contiguous
+/// part), as a model's previous layer leaves them: with two threads, half
+/// of the input sits in the other core's cache.
+static SHARED_INPUT: OnceLock<bool> = OnceLock::new();
 
 /// The `--only` filter.
 static ONLY: OnceLock<Option<String>> = OnceLock::new();
@@ -129,6 +144,7 @@ fn main() {
         .and_then(|i| args.get(i + 1).cloned());
     ONLY.get_or_init(|| only);
     FASTEST.get_or_init(|| args.iter().any(|a| a == "--fastest"));
+    SHARED_INPUT.get_or_init(|| args.iter().any(|a| a == "--shared-input"));
     COLD.get_or_init(|| {
         args.iter()
             .any(|a| a == "--cold")

@@ -5,11 +5,11 @@
 //! phase planes (or packed as im2col panels) first, a copy of the whole
 //! input per call, and rows narrower than the tile waste lanes (a 40-wide
 //! output row fills 40 of 64). Here a register tile is 8 output pixels of
-//! one row × 16 or 32 output channels: per tap the weights of those
-//! channels are one or two vectors, and each pixel's input is a single
+//! one row × 16, 32 or 48 output channels: per tap the weights of those
+//! channels are one to three vectors, and each pixel's input is a single
 //! float broadcast from wherever the stride puts it, so the input is read
 //! in place whatever the stride and row width. The weight is laid out per
-//! call in blocks of 32 output channels, tap by tap ([`weights_from_rows`],
+//! call in blocks of up to 48 output channels, tap by tap ([`weights_from_rows`],
 //! [`weights_from_panels`]: from a row-major weight or one stored for the
 //! GEMM by [`ConvPackedWeights`](super::ConvPackedWeights)), so a tap's
 //! weights are one vector load per 16 channels.
@@ -35,12 +35,20 @@ const MIN_ROW: usize = 32;
 
 /// Output channels per vector.
 pub(super) const LANES: usize = 16;
-/// Output pixels per register tile.
+/// Output pixels per register tile, most.
 const TILE_P: usize = 8;
-/// Tiles per segment of an output row (their partial sums, 8 KiB at 32
+
+/// Output pixels per register tile of `vectors` channel vectors: 8, or 6
+/// for three vectors (24 accumulators left the compiler short of
+/// registers: it kept the broadcasts that neighbouring pixels share at
+/// stride 2 and spilled, 0.50 → 0.65 ms on PP-OCRv6 rec's 96→48 3×3 s2).
+const fn pixels_per_tile(vectors: usize) -> usize {
+    if vectors >= 3 { 6 } else { TILE_P }
+}
+/// Tiles per segment of an output row (their partial sums, 12 KiB at 48
 /// channels, stay in L1 between channel chunks).
 const SEGMENT_TILES: usize = 8;
-/// Taps per channel chunk, about (its weights: 12 KiB at 32 channels).
+/// Taps per channel chunk, about (its weights: 18 KiB at 48 channels).
 const CHUNK_TAPS: usize = 96;
 
 /// Whether this path may take a convolution (on a machine with AVX-512):
@@ -102,17 +110,51 @@ pub(super) fn applies(
     }
 }
 
-/// Output channels per weight block (the last block may hold 16).
-const BLOCK: usize = 2 * LANES;
+/// Most output channels per weight block (three vectors).
+const BLOCK: usize = 3 * LANES;
+
+/// Vectors in the weight block that starts `left` vectors before the end
+/// of the output channels: two, except that an odd count starts with a
+/// block of three (and a lone vector stays one). A one-vector block runs
+/// 9 loads for 8 multiply-adds a tap, short of the multiply-add rate;
+/// three vectors by 6 pixels are 18 accumulators fed by 9 loads
+/// (`kernel_bench`, PP-OCRv6 rec's 96→48 3×3 s2 at 24×160, medians of
+/// ten alternated runs: 0.53 → 0.50 ms, a block of 32 and one of 16
+/// before). Even counts
+/// keep blocks of two: three-vector blocks measured no better on YOLOv8n's
+/// 128- and 256-channel layers.
+fn block_vectors(left: usize) -> usize {
+    match left {
+        1 => 1,
+        n if n % 2 == 1 => 3,
+        _ => 2,
+    }
+}
+
+/// The weight blocks of `m` output channels (`m` a multiple of 16): each
+/// block's first channel and its count of vectors.
+fn blocks(m: usize) -> impl Iterator<Item = (usize, usize)> {
+    let mut c0 = 0;
+    core::iter::from_fn(move || {
+        if c0 >= m {
+            return None;
+        }
+        let vectors = block_vectors((m - c0) / LANES);
+        let block = (c0, vectors);
+        c0 += vectors * LANES;
+        Some(block)
+    })
+}
 
 /// Element `(i, t)` (channel `i`, tap `t`) of an `m × k` weight laid out in
-/// blocks: block `i / 32` starts at `(i / 32)·32·k`, holds the block's
-/// channels (32, or the 16 left) for each tap in turn.
+/// blocks ([`blocks`]): a block starting at channel `c0` starts at `c0·k`
+/// and holds its channels for each tap in turn.
 #[cfg(test)]
 fn block_index(m: usize, k: usize, i: usize, t: usize) -> usize {
-    let start = i / BLOCK * BLOCK;
-    let width = (m - start).min(BLOCK);
-    start * k + t * width + (i - start)
+    let (start, vectors) = blocks(m)
+        .find(|&(c0, v)| (c0..c0 + v * LANES).contains(&i))
+        .expect("channel inside the weight");
+    start * k + t * vectors * LANES + (i - start)
 }
 
 /// Lays a row-major `m × k` weight out in blocks (`dst` holds `m·k`): a
@@ -122,8 +164,8 @@ fn block_index(m: usize, k: usize, i: usize, t: usize) -> usize {
 /// row's lines: a tenth of PP-OCRv6 rec's 96→48 3×3 s2).
 pub(super) fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
     const TAPS: usize = 64;
-    for start in (0..m).step_by(BLOCK) {
-        let width = (m - start).min(BLOCK);
+    for (start, vectors) in blocks(m) {
+        let width = vectors * LANES;
         let block = &mut dst[start * k..][..width * k];
         for t0 in (0..k).step_by(TAPS) {
             let t1 = (t0 + TAPS).min(k);
@@ -142,17 +184,26 @@ pub(super) fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) 
 /// floats of a panel are 8 consecutive floats of the tap in a block.
 pub(super) fn weights_from_panels(panels: &[f32], m: usize, k: usize, dst: &mut [f32]) {
     use crate::ops::gemm::A_PANEL;
+    let mut block = blocks(m).peekable();
     for (p, panel) in panels
         .chunks_exact(A_PANEL * k)
         .take(m / A_PANEL)
         .enumerate()
     {
         let first = p * A_PANEL;
-        let start = first / BLOCK * BLOCK;
-        let width = (m - start).min(BLOCK);
-        let block = &mut dst[start * k..][..width * k];
+        while let Some(&(c0, v)) = block.peek() {
+            if first < c0 + v * LANES {
+                break;
+            }
+            block.next();
+        }
+        let Some(&(start, vectors)) = block.peek() else {
+            return;
+        };
+        let width = vectors * LANES;
+        let dst_block = &mut dst[start * k..][..width * k];
         for (t, rows) in panel.chunks_exact(A_PANEL).enumerate() {
-            block[t * width + first - start..][..A_PANEL].copy_from_slice(rows);
+            dst_block[t * width + first - start..][..A_PANEL].copy_from_slice(rows);
         }
     }
 }
@@ -185,13 +236,12 @@ pub(super) fn run(
         ow: g.ow,
         k: g.k(),
     };
-    // Blocks of 32 channels, then one of 16 if the count is odd in vectors.
-    let blocks = g.mg.div_ceil(2 * LANES);
     let ohw = g.oh * g.ow;
-    // `out`: the start of `y`, whose length matches the geometry.
-    let row = |block: usize, oy: usize, out: *mut f32| {
-        let c0 = block * 2 * LANES;
-        let vectors = ((g.mg - c0) / LANES).min(2);
+    // `out`: the start of `y`, whose length matches the geometry; `sums`:
+    // the caller's buffer of partial sums (one per thread, zeroed once per
+    // layer rather than per row and block: 8 KiB cleared per call cost
+    // YOLOv8n's 64→128 3×3 s2 at 80² 2–4%).
+    let row = |(c0, vectors): (usize, usize), oy: usize, out: *mut f32, sums: &mut PartialSums| {
         // SAFETY: AVX-512F was detected ([`applies`]); the lengths of `x`,
         // `weights` and `y` match the geometry (checked by the caller), and
         // each (block, row) pair writes only its own channels' row `oy`.
@@ -199,16 +249,27 @@ pub(super) fn run(
             // Kernel widths 1 to 3 unrolled (64→64 3×3 s2 at 80²: 1.03 →
             // 0.69 ms against a loop over the taps of a row), others looped.
             macro_rules! widths {
-                ($v:literal, $sw:literal) => {
+                ($v:literal, $sw:literal) => {{
+                    const P: usize = pixels_per_tile($v);
                     match g.kw {
-                        3 => x86::block_row::<$v, $sw, 3>(&geo, x, weights, bias, c0, oy, out),
-                        2 => x86::block_row::<$v, $sw, 2>(&geo, x, weights, bias, c0, oy, out),
-                        1 => x86::block_row::<$v, $sw, 1>(&geo, x, weights, bias, c0, oy, out),
-                        _ => x86::block_row::<$v, $sw, 0>(&geo, x, weights, bias, c0, oy, out),
+                        3 => x86::block_row::<$v, P, $sw, 3>(
+                            &geo, x, weights, bias, c0, oy, out, sums,
+                        ),
+                        2 => x86::block_row::<$v, P, $sw, 2>(
+                            &geo, x, weights, bias, c0, oy, out, sums,
+                        ),
+                        1 => x86::block_row::<$v, P, $sw, 1>(
+                            &geo, x, weights, bias, c0, oy, out, sums,
+                        ),
+                        _ => x86::block_row::<$v, P, $sw, 0>(
+                            &geo, x, weights, bias, c0, oy, out, sums,
+                        ),
                     }
-                };
+                }};
             }
             match (vectors, strides[1]) {
+                (3, 2) => widths!(3, 2),
+                (3, _) => widths!(3, 1),
                 (2, 2) => widths!(2, 2),
                 (2, _) => widths!(2, 1),
                 (_, 2) => widths!(1, 2),
@@ -230,7 +291,7 @@ pub(super) fn run(
     #[cfg(feature = "std")]
     {
         let threads = crate::threads::num_threads();
-        if threads > 1 && blocks * g.oh >= 2 && g.mg * ohw * g.k() >= 1 << 18 {
+        if threads > 1 && g.oh >= 2 && g.mg * ohw * g.k() >= 1 << 18 {
             // One run of rows per thread, each over every block (four runs
             // per thread, claimed as they came, left PP-OCRv6 rec's 96→48
             // 3×3 stride-2 layer at 0.49 ms on two threads in the model,
@@ -238,9 +299,10 @@ pub(super) fn run(
             let per = g.oh.div_ceil(threads);
             let shared = crate::threads::SharedMut::new(y);
             crate::threads::run(g.oh.div_ceil(per), &mut [], &|t, _| {
+                let mut sums = PartialSums::new();
                 for oy in t * per..((t + 1) * per).min(g.oh) {
-                    for block in 0..blocks {
-                        row(block, oy, shared.as_ptr());
+                    for block in blocks(g.mg) {
+                        row(block, oy, shared.as_ptr(), &mut sums);
                     }
                 }
             });
@@ -248,10 +310,23 @@ pub(super) fn run(
         }
     }
     let out = y.as_mut_ptr();
+    let mut sums = PartialSums::new();
     for oy in 0..g.oh {
-        for block in 0..blocks {
-            row(block, oy, out);
+        for block in blocks(g.mg) {
+            row(block, oy, out, &mut sums);
         }
+    }
+}
+
+/// A row segment's partial sums between channel chunks (pixel-major, up
+/// to [`SEGMENT_TILES`] tiles of [`TILE_P`] pixels × [`BLOCK`] channels).
+#[cfg(target_arch = "x86_64")]
+struct PartialSums([f32; SEGMENT_TILES * TILE_P * BLOCK]);
+
+#[cfg(target_arch = "x86_64")]
+impl PartialSums {
+    fn new() -> Self {
+        PartialSums([0.0; SEGMENT_TILES * TILE_P * BLOCK])
     }
 }
 
@@ -295,7 +370,7 @@ impl Geo {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{CHUNK_TAPS, Geo, LANES, SEGMENT_TILES, TILE_P};
+    use super::{CHUNK_TAPS, Geo, LANES, SEGMENT_TILES};
     use core::arch::x86_64::*;
 
     /// The weight vector of channels `16v..16v + 16` of a block at tap `t`
@@ -310,7 +385,7 @@ mod x86 {
     }
 
     /// Output row `oy` of channels `c0..c0 + 16·V` (stride `SW` along the
-    /// row, kernel width `KW`, or any when 0): tiles of 8 pixels over the
+    /// row, kernel width `KW`, or any when 0): tiles of `P` pixels over the
     /// inner columns (the last one overlapping its neighbour, computing the
     /// same values again), single pixels elsewhere. The tiles go in segments of [`SEGMENT_TILES`], each
     /// over the input channels in chunks of about [`CHUNK_TAPS`] taps, the
@@ -322,9 +397,16 @@ mod x86 {
     /// AVX-512F; `x` is `c × h × w`, `weights_in_blocks` the weight laid
     /// out in blocks with channels `c0..c0 + 16·V` one block, depth `k`,
     /// `bias` (if any) that long, and `out` points at an output of `mg × oh × ow` floats whose channels
-    /// `c0..c0 + 16·V`, row `oy`, no other thread touches meanwhile.
+    /// `c0..c0 + 16·V`, row `oy`, no other thread touches meanwhile;
+    /// `partial` holds anything (it is written before it is read).
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn block_row<const V: usize, const SW: usize, const KW: usize>(
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn block_row<
+        const V: usize,
+        const P: usize,
+        const SW: usize,
+        const KW: usize,
+    >(
         geo: &Geo,
         x: &[f32],
         weights_in_blocks: &[f32],
@@ -332,6 +414,7 @@ mod x86 {
         c0: usize,
         oy: usize,
         out: *mut f32,
+        partial: &mut super::PartialSums,
     ) {
         let w = weights_in_blocks.as_ptr().wrapping_add(c0 * geo.k);
         let mut init = [_mm512_setzero_ps(); V];
@@ -346,18 +429,18 @@ mod x86 {
         let dst = out.wrapping_add(c0 * ohw + oy * geo.ow);
         let per_channel = geo.kh * geo.kw;
         let chunk = (CHUNK_TAPS / per_channel).max(1);
-        let mut sums = [0f32; SEGMENT_TILES * TILE_P * 2 * LANES];
-        let tile_len = TILE_P * V * LANES;
+        let sums = &mut partial.0;
+        let tile_len = P * V * LANES;
         // SAFETY (all calls below): as this function's contract; tiles stay
         // inside the inner columns, single pixels check every tap.
         unsafe {
-            let (columns, tiles) = if inner.len() >= TILE_P {
-                (inner.clone(), inner.len().div_ceil(TILE_P))
+            let (columns, tiles) = if inner.len() >= P {
+                (inner.clone(), inner.len().div_ceil(P))
             } else {
                 (0..0, 0)
             };
             // Tile i starts here (the last one ends at the last inner column).
-            let start = |i: usize| (columns.start + i * TILE_P).min(columns.end - TILE_P);
+            let start = |i: usize| (columns.start + i * P).min(columns.end - P);
             for first in (0..tiles).step_by(SEGMENT_TILES) {
                 let segment = first..(first + SEGMENT_TILES).min(tiles);
                 for c_lo in (0..geo.c).step_by(chunk) {
@@ -365,7 +448,7 @@ mod x86 {
                     for i in segment.clone() {
                         let sum = &mut sums[(i - first) * tile_len..][..tile_len];
                         let from = if c_lo == 0 { None } else { Some(&*sum) };
-                        let acc = pixels::<V, SW, KW>(
+                        let acc = pixels::<V, P, SW, KW>(
                             geo,
                             x,
                             w,
@@ -375,18 +458,18 @@ mod x86 {
                             oy,
                             start(i),
                         );
-                        keep::<V>(&acc, sum);
+                        keep::<V, P>(&acc, sum);
                     }
                 }
                 for i in segment.clone() {
                     let sum = &sums[(i - first) * tile_len..][..tile_len];
-                    store::<V>(sum, TILE_P, dst.wrapping_add(start(i)), ohw);
+                    store::<V>(sum, P, dst.wrapping_add(start(i)), ohw);
                 }
             }
             // Without tiles `columns` is empty: every column goes singly.
             for ox in (0..columns.start).chain(columns.end..geo.ow) {
-                pixel::<V>(geo, x, w, &init, oy, ox, SW, &mut sums);
-                store::<V>(&sums, 1, dst.wrapping_add(ox), ohw);
+                pixel::<V>(geo, x, w, &init, oy, ox, SW, sums);
+                store::<V>(sums, 1, dst.wrapping_add(ox), ohw);
             }
         }
     }
@@ -394,7 +477,7 @@ mod x86 {
     /// Stores a tile's accumulators into `sum` (pixel-major).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn keep<const V: usize>(acc: &[[__m512; V]; TILE_P], sum: &mut [f32]) {
+    fn keep<const V: usize, const P: usize>(acc: &[[__m512; V]; P], sum: &mut [f32]) {
         for (i, acc) in acc.iter().enumerate() {
             for (v, a) in acc.iter().enumerate() {
                 let at = &mut sum[(i * V + v) * LANES..][..LANES];
@@ -428,7 +511,7 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn pixels<const V: usize, const SW: usize, const KW: usize>(
+    unsafe fn pixels<const V: usize, const P: usize, const SW: usize, const KW: usize>(
         geo: &Geo,
         x: &[f32],
         w: *const f32,
@@ -437,8 +520,8 @@ mod x86 {
         channels: core::ops::Range<usize>,
         oy: usize,
         x0: usize,
-    ) -> [[__m512; V]; TILE_P] {
-        let mut acc = [*init; TILE_P];
+    ) -> [[__m512; V]; P] {
+        let mut acc = [*init; P];
         if let Some(from) = from {
             for (i, acc) in acc.iter_mut().enumerate() {
                 for (v, a) in acc.iter_mut().enumerate() {
@@ -520,7 +603,7 @@ mod x86 {
             }
         }
         for (v, a) in acc.iter().enumerate() {
-            // SAFETY: `tile` holds 32 floats or more.
+            // SAFETY: `tile` holds 48 floats or more.
             unsafe { _mm512_storeu_ps(tile.as_mut_ptr().add(v * LANES), *a) };
         }
     }
