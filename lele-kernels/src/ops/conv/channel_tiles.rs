@@ -5,8 +5,8 @@
 //! phase planes (or packed as im2col panels) first, a copy of the whole
 //! input per call, and rows narrower than the tile waste lanes (a 40-wide
 //! output row fills 40 of 64). Here a register tile is 8 output pixels of
-//! one row × 16, 32 or 48 output channels: per tap the weights of those
-//! channels are one to three vectors, and each pixel's input is a single
+//! one row × 16 or 32 output channels, or 6 pixels × 48 channels: per tap
+//! the weights of those channels are one to three vectors, and each pixel's input is a single
 //! float broadcast from wherever the stride puts it, so the input is read
 //! in place whatever the stride and row width. The weight is laid out per
 //! call in blocks of up to 48 output channels, tap by tap ([`weights_from_rows`],
@@ -45,6 +45,7 @@ const TILE_P: usize = 8;
 const fn pixels_per_tile(vectors: usize) -> usize {
     if vectors >= 3 { 6 } else { TILE_P }
 }
+
 /// Tiles per segment of an output row (their partial sums, 12 KiB at 48
 /// channels, stay in L1 between channel chunks).
 const SEGMENT_TILES: usize = 8;
@@ -120,9 +121,8 @@ const BLOCK: usize = 3 * LANES;
 /// three vectors by 6 pixels are 18 accumulators fed by 9 loads
 /// (`kernel_bench`, PP-OCRv6 rec's 96→48 3×3 s2 at 24×160, medians of
 /// ten alternated runs: 0.53 → 0.50 ms, a block of 32 and one of 16
-/// before). Even counts
-/// keep blocks of two: three-vector blocks measured no better on YOLOv8n's
-/// 128- and 256-channel layers.
+/// before). Even counts keep blocks of two: three-vector blocks measured
+/// no better on YOLOv8n's 128- and 256-channel layers.
 fn block_vectors(left: usize) -> usize {
     match left {
         1 => 1,
