@@ -124,11 +124,7 @@ const BLOCK: usize = 3 * LANES;
 /// before). Even counts keep blocks of two: three-vector blocks measured
 /// no better on YOLOv8n's 128- and 256-channel layers.
 fn block_vectors(left: usize) -> usize {
-    match left {
-        1 => 1,
-        n if n % 2 == 1 => 3,
-        _ => 2,
-    }
+    if left % 2 == 1 { left.min(3) } else { 2 }
 }
 
 /// The weight blocks of `m` output channels (`m` a multiple of 16): each
@@ -180,30 +176,20 @@ pub(super) fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) 
 }
 
 /// Lays an `m × k` weight stored as [`PanelsA`](crate::ops::gemm::PanelsA)
-/// (`m` a multiple of 8) out in blocks (`dst` holds `m·k`): each tap's 8
+/// (`m` a multiple of 16) out in blocks (`dst` holds `m·k`): each tap's 8
 /// floats of a panel are 8 consecutive floats of the tap in a block.
 pub(super) fn weights_from_panels(panels: &[f32], m: usize, k: usize, dst: &mut [f32]) {
     use crate::ops::gemm::A_PANEL;
-    let mut block = blocks(m).peekable();
-    for (p, panel) in panels
-        .chunks_exact(A_PANEL * k)
-        .take(m / A_PANEL)
-        .enumerate()
-    {
-        let first = p * A_PANEL;
-        while let Some(&(c0, v)) = block.peek() {
-            if first < c0 + v * LANES {
-                break;
-            }
-            block.next();
-        }
-        let Some(&(start, vectors)) = block.peek() else {
-            return;
-        };
+    for (start, vectors) in blocks(m) {
         let width = vectors * LANES;
-        let dst_block = &mut dst[start * k..][..width * k];
-        for (t, rows) in panel.chunks_exact(A_PANEL).enumerate() {
-            dst_block[t * width + first - start..][..A_PANEL].copy_from_slice(rows);
+        let block = &mut dst[start * k..][..width * k];
+        // Blocks start at multiples of 16, so whole panels of 8 fill them;
+        // the panel of channels `first..first + 8` starts at `first·k`.
+        for first in (start..start + width).step_by(A_PANEL) {
+            let panel = &panels[first * k..][..A_PANEL * k];
+            for (t, rows) in panel.chunks_exact(A_PANEL).enumerate() {
+                block[t * width + first - start..][..A_PANEL].copy_from_slice(rows);
+            }
         }
     }
 }
