@@ -466,6 +466,13 @@ pub(crate) fn cases(budget: f64) {
             Activation::Gelu,
         ),
         (
+            "v6rec 96->192 1x1 6x80 gelu packed",
+            96,
+            192,
+            [6, 80],
+            Activation::Gelu,
+        ),
+        (
             "v6rec 192->96 1x1 12x80",
             192,
             96,

@@ -6,7 +6,7 @@ use crate::ops::gemm::{
     Epilogue, MatRef, check_f32, check_residual, f32_in, f32_out, scratch_f32, sgemm_packed_b,
     sgemm_scratch_len,
 };
-use crate::ops::unary::Activation;
+use crate::ops::unary::{Activation, add_slice_in_place};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -113,18 +113,13 @@ impl Kernel for MatMulPacked {
         let activation = self.activation;
         let add = |seg: &mut [f32], at: usize| {
             if let Some(b) = bias {
-                let j = at % n;
-                for (v, &b) in seg.iter_mut().zip(&b[j..]) {
-                    *v += b;
-                }
+                add_slice_in_place(seg, &b[at % n..]);
             }
             if activation != Activation::None {
                 activation.apply_in_place(seg);
             }
             if let Some(r) = residual {
-                for (v, &r) in seg.iter_mut().zip(&r[at..]) {
-                    *v += r;
-                }
+                add_slice_in_place(seg, &r[at..]);
             }
         };
         let fused = bias.is_some() || residual.is_some() || activation != Activation::None;

@@ -773,11 +773,12 @@ fn long_f32_maps_bit_identical_over_threads() {
     }
 }
 
-/// The in-place ReLU (AVX-512 or portable) and the bias add of the
-/// convolution epilogue give exactly the scalar results over odd lengths
-/// and tails, NaN, infinities and signed zeros included.
+/// The in-place ReLU (AVX-512 or portable), the bias add of the
+/// convolution epilogue and the row add of the Linear epilogue give exactly
+/// the scalar results over odd lengths and tails, NaN, infinities and
+/// signed zeros included.
 #[test]
-fn relu_and_bias_add_in_place_match_scalar() {
+fn relu_and_bias_adds_in_place_match_scalar() {
     let special = [
         f32::NAN,
         -0.0,
@@ -797,6 +798,11 @@ fn relu_and_bias_add_in_place_match_scalar() {
         Activation::Relu.apply_in_place(&mut relu);
         let mut biased = x.clone();
         add_in_place(&mut biased, 0.75);
+        // A row of biases (a Linear layer's), longer than the segment as
+        // the epilogue passes it.
+        let row: Vec<f32> = (0..n + 3).map(|i| (i as f32 * 0.91).cos() * 2.0).collect();
+        let mut row_biased = x.clone();
+        add_slice_in_place(&mut row_biased, &row);
         for (i, &v) in x.iter().enumerate() {
             let want = if v < 0.0 { 0.0 } else { v };
             assert_eq!(
@@ -808,6 +814,12 @@ fn relu_and_bias_add_in_place_match_scalar() {
             assert!(
                 biased[i].to_bits() == want.to_bits() || (want.is_nan() && biased[i].is_nan()),
                 "bias, element {i} of {n}"
+            );
+            let want = v + row[i];
+            assert!(
+                row_biased[i].to_bits() == want.to_bits()
+                    || (want.is_nan() && row_biased[i].is_nan()),
+                "row bias, element {i} of {n}"
             );
         }
     }

@@ -449,6 +449,17 @@ pub(super) unsafe fn add_in_place(y: &mut [f32], b: f32) {
     }
 }
 
+/// `y[i] += x[i]` over the shorter of the two, sixteen lanes at a time.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn add_slice_in_place(y: &mut [f32], x: &[f32]) {
+    for (v, &x) in y.iter_mut().zip(x) {
+        *v += x;
+    }
+}
+
 /// The mask of the first `len` (at most 16) lanes.
 #[inline]
 fn first_lanes(len: usize) -> __mmask16 {
