@@ -6,11 +6,12 @@
 //! input per call, and rows narrower than the tile waste lanes (a 40-wide
 //! output row fills 40 of 64). Here a register tile is 8 output pixels of
 //! one row × 16 or 32 output channels, or 6 pixels × 48 channels: per tap
-//! the weights of those channels are one to three vectors, and each pixel's input is a single
-//! float broadcast from wherever the stride puts it, so the input is read
-//! in place whatever the stride and row width. The weight is laid out per
-//! call in blocks of up to 48 output channels, tap by tap ([`weights_from_rows`],
-//! [`weights_from_panels`]: from a row-major weight or one stored for the
+//! the weights of those channels are one to three vectors, and each
+//! pixel's input is a single float broadcast from wherever the stride puts
+//! it, so the input is read in place whatever the stride and row width.
+//! The weight is laid out per call in blocks of up to 48 output channels,
+//! tap by tap ([`weights_from_rows`], [`weights_from_panels`]: from a
+//! row-major weight or one stored for the
 //! GEMM by [`ConvPackedWeights`](super::ConvPackedWeights)), so a tap's
 //! weights are one vector load per 16 channels.
 //!
