@@ -5,11 +5,10 @@ use half::{bf16, f16};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-#[cfg(feature = "std")]
-use crate::ops::broadcast::zip2_rows;
 use crate::ops::broadcast::{
     Num, Rows, broadcast_all, broadcast_copy, check_data, check_out, dispatch, dispatch_num, zip2,
 };
+use crate::ops::unary::{map_f32, zip_f32};
 use crate::shape::{Shape, broadcast};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -195,28 +194,32 @@ impl Kernel for Binary {
             return Ok(());
         }
         let rows = Rows::new([&a.shape, &b.shape], &shape, OP)?;
-        #[cfg(feature = "std")]
         if a.dtype == DType::F32
-            && shape.numel() >= BROADCAST_PARALLEL_MIN
             && matches!(
                 self.op,
                 BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
             )
         {
-            // Broadcast f32 arithmetic (a per-channel scale or shift) on a
-            // large tensor: the output's rows split over the threads.
+            // Broadcast f32 arithmetic (a per-channel scale or shift):
+            // on a large tensor the output's rows split over the threads.
             let (x, y) = (a.typed::<f32>(OP)?, b.typed::<f32>(OP)?);
             let o = out.typed::<f32>(OP)?;
             let op = self.op;
-            crate::threads::for_rows(o, rows.row_len(), &|first, part| {
+            let part_rows = |first: usize, part: &mut [f32]| {
                 let count = part.len() / rows.row_len().max(1);
                 match op {
-                    BinaryOp::Add => zip2_rows(&rows, first, count, x, y, part, |p, q| p + q),
-                    BinaryOp::Sub => zip2_rows(&rows, first, count, x, y, part, |p, q| p - q),
-                    BinaryOp::Mul => zip2_rows(&rows, first, count, x, y, part, |p, q| p * q),
-                    _ => zip2_rows(&rows, first, count, x, y, part, |p, q| p / q),
+                    BinaryOp::Add => arith_rows_f32(&rows, first, count, x, y, part, |p, q| p + q),
+                    BinaryOp::Sub => arith_rows_f32(&rows, first, count, x, y, part, |p, q| p - q),
+                    BinaryOp::Mul => arith_rows_f32(&rows, first, count, x, y, part, |p, q| p * q),
+                    _ => arith_rows_f32(&rows, first, count, x, y, part, |p, q| p / q),
                 }
-            });
+            };
+            #[cfg(feature = "std")]
+            if shape.numel() >= BROADCAST_PARALLEL_MIN {
+                crate::threads::for_rows(o, rows.row_len(), &part_rows);
+                return Ok(());
+            }
+            part_rows(0, o);
             return Ok(());
         }
         binary(self.op, &rows, a, b, out)
@@ -224,21 +227,50 @@ impl Kernel for Binary {
 }
 
 /// `o = x op y` elementwise (Add, Sub, Mul or Div), the arithmetic of
-/// [`arith`] for f32.
+/// [`arith`] for f32, at the CPU's vector width ([`zip_f32`]).
 #[cfg(feature = "std")]
 fn same_shape_f32(op: BinaryOp, x: &[f32], y: &[f32], o: &mut [f32]) {
-    #[inline(always)]
-    fn zip(x: &[f32], y: &[f32], o: &mut [f32], g: impl Fn(f32, f32) -> f32) {
-        for ((o, &p), &q) in o.iter_mut().zip(x).zip(y) {
-            *o = g(p, q);
-        }
-    }
     match op {
-        BinaryOp::Add => zip(x, y, o, |p, q| p + q),
-        BinaryOp::Sub => zip(x, y, o, |p, q| p - q),
-        BinaryOp::Mul => zip(x, y, o, |p, q| p * q),
-        _ => zip(x, y, o, |p, q| p / q),
+        BinaryOp::Add => zip_f32(x, y, o, |p, q| p + q),
+        BinaryOp::Sub => zip_f32(x, y, o, |p, q| p - q),
+        BinaryOp::Mul => zip_f32(x, y, o, |p, q| p * q),
+        _ => zip_f32(x, y, o, |p, q| p / q),
     }
+}
+
+/// Broadcast f32 arithmetic `f` over output rows `first..first + count`
+/// (`out` holds those rows): a row whose operands are a run and a single
+/// value (a per-channel scale or shift) or two runs goes through the
+/// vectorized [`map_f32`] / [`zip_f32`], any other element by element.
+fn arith_rows_f32(
+    rows: &Rows<2>,
+    first: usize,
+    count: usize,
+    x: &[f32],
+    y: &[f32],
+    out: &mut [f32],
+    f: impl Fn(f32, f32) -> f32 + Copy,
+) {
+    let start = first * rows.row_len();
+    rows.for_each_in(first, count, |o, n, [ox, oy], [sx, sy]| {
+        let dst = &mut out[o - start..o - start + n];
+        match (sx, sy) {
+            (1, 1) => zip_f32(&x[ox..ox + n], &y[oy..oy + n], dst, f),
+            (1, 0) => {
+                let q = y[oy];
+                map_f32(&x[ox..ox + n], dst, |p| f(p, q));
+            }
+            (0, 1) => {
+                let p = x[ox];
+                map_f32(&y[oy..oy + n], dst, |q| f(p, q));
+            }
+            _ => {
+                for (j, d) in dst.iter_mut().enumerate() {
+                    *d = f(x[ox + j * sx], y[oy + j * sy]);
+                }
+            }
+        }
+    });
 }
 
 fn binary(

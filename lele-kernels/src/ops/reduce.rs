@@ -179,6 +179,17 @@ impl Kernel for Reduce {
             }
             return Ok(());
         }
+        let trailing = mask[..x.shape.rank()]
+            .iter()
+            .skip_while(|&&m| !m)
+            .all(|&m| m);
+        if x.dtype == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Mean) && trailing {
+            // Every output sums a contiguous run of x (a global average
+            // pool, a squeeze-and-excitation block's mean).
+            let (xv, y) = (x.typed::<f32>(OP)?, out.typed::<f32>(OP)?);
+            sum_runs_f32(xv, count, op == ReduceOp::Mean, y);
+            return Ok(());
+        }
         dispatch_num!(x.dtype, OP, |T| {
             let xv = x.typed::<T>(OP)?;
             let y = out.typed::<T>(OP)?;
@@ -325,6 +336,87 @@ fn max_nan<A: Acc>(a: A, b: A) -> A {
 #[inline(always)]
 fn min_nan<A: Acc>(a: A, b: A) -> A {
     if a < b || a.is_nan() { a } else { b }
+}
+
+/// Independent partial sums [`sum_f32`] keeps: four 16-lane vectors, so
+/// four chains of adds overlap.
+const PARTIAL_SUMS: usize = 64;
+
+/// `y[i]` = the sum (or, with `mean`, the mean) of run `i` of `x`, runs of
+/// `count` elements back to back (all zeros when `count` is 0).
+fn sum_runs_f32(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
+    if count == 0 {
+        // The mean of nothing divides zero by zero, as the general path.
+        y.fill(if mean { f32::NAN } else { 0.0 });
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    match crate::ops::gemm::best_isa() {
+        // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
+        crate::ops::gemm::Isa::Avx512 => return unsafe { sum_runs_avx512(x, count, mean, y) },
+        // SAFETY: AVX2 and FMA were detected.
+        crate::ops::gemm::Isa::Avx2 => return unsafe { sum_runs_avx2(x, count, mean, y) },
+        crate::ops::gemm::Isa::Scalar => {}
+    }
+    sum_runs(x, count, mean, y)
+}
+
+/// [`sum_runs`] compiled with AVX-512F.
+///
+/// # Safety
+/// The CPU supports AVX-512F, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn sum_runs_avx512(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
+    sum_runs(x, count, mean, y)
+}
+
+/// [`sum_runs`] compiled with AVX2+FMA.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sum_runs_avx2(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
+    sum_runs(x, count, mean, y)
+}
+
+/// The loop of [`sum_runs_f32`] (`count` > 0): the same operations in the
+/// same order at every vector width, so every CPU gets the same sums.
+#[inline(always)]
+fn sum_runs(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
+    for (yo, run) in y.iter_mut().zip(x.chunks_exact(count)) {
+        let s = sum_f32(run);
+        *yo = if mean {
+            (f64::from(s) / count as f64) as f32
+        } else {
+            s
+        };
+    }
+}
+
+/// The sum of `x` in [`PARTIAL_SUMS`] partial sums (element `i` of each
+/// whole group of them into partial `i`), added pairwise, then the
+/// leftover elements in order.
+#[inline(always)]
+fn sum_f32(x: &[f32]) -> f32 {
+    let mut part = [0f32; PARTIAL_SUMS];
+    let chunks = x.chunks_exact(PARTIAL_SUMS);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (p, &v) in part.iter_mut().zip(c) {
+            *p += v;
+        }
+    }
+    let mut width = PARTIAL_SUMS;
+    while width > 1 {
+        width /= 2;
+        let (lo, hi) = part.split_at_mut(width);
+        for (a, &b) in lo.iter_mut().zip(&hi[..width]) {
+            *a += b;
+        }
+    }
+    rest.iter().fold(part[0], |a, &v| a + v)
 }
 
 /// Folds every element of `x` into `acc[offset]` with `f`.
@@ -746,6 +838,92 @@ mod tests {
         };
         let y = run1(&noop, &[Some(&x), None], DType::F64).unwrap();
         assert_eq!(y.to::<f64>(), data);
+    }
+
+    /// The f32 sum of contiguous runs: every vector width gives the
+    /// portable loop's sums bit for bit, within the error bound of its
+    /// summation order from the f64 sum, over run lengths around the 64
+    /// partial sums and their tails; a NaN or infinity in a run shows in
+    /// its sum; and the kernel takes axes that end at the last one.
+    #[test]
+    fn f32_sums_of_runs() {
+        let lens: Vec<usize> = (1..=200).chain([255, 480, 961]).collect();
+        for &count in &lens {
+            let runs = 3;
+            let mut xs: Vec<f32> = (0..runs * count)
+                .map(|i| ((i * 37 + count) % 101) as f32 * 0.173 - 8.1)
+                .collect();
+            if count > 7 {
+                xs[count + 7] = f32::NAN;
+                xs[2 * count + 3] = f32::INFINITY;
+            }
+            for mean in [false, true] {
+                let mut want = vec![0f32; runs];
+                sum_runs(&xs, count, mean, &mut want);
+                #[cfg(target_arch = "x86_64")]
+                {
+                    let isa = crate::ops::gemm::best_isa();
+                    let mut got = vec![0f32; runs];
+                    if isa == crate::ops::gemm::Isa::Avx512 {
+                        // SAFETY: AVX-512F was detected.
+                        unsafe { sum_runs_avx512(&xs, count, mean, &mut got) };
+                        assert_eq!(bits(&got), bits(&want), "avx512 {count}");
+                    }
+                    if isa != crate::ops::gemm::Isa::Scalar {
+                        // SAFETY: AVX2 and FMA were detected.
+                        unsafe { sum_runs_avx2(&xs, count, mean, &mut got) };
+                        assert_eq!(bits(&got), bits(&want), "avx2 {count}");
+                    }
+                }
+                for (r, &w) in want.iter().enumerate() {
+                    let run = &xs[r * count..(r + 1) * count];
+                    if run.iter().any(|v| !v.is_finite()) {
+                        assert!(!w.is_finite(), "{count} run {r}: {w}");
+                        continue;
+                    }
+                    let exact: f64 = run.iter().map(|&v| f64::from(v)).sum();
+                    let magnitude: f64 = run.iter().map(|&v| f64::from(v).abs()).sum();
+                    // Each addition rounds once: at most count / 64 into a
+                    // partial sum, six pairwise levels, 63 leftovers.
+                    let adds = (count / PARTIAL_SUMS + 6 + PARTIAL_SUMS - 1) as f64;
+                    let mut bound = adds * f64::from(f32::EPSILON) * magnitude;
+                    let mut exact = exact;
+                    if mean {
+                        exact /= count as f64;
+                        bound = bound / count as f64 + f64::from(f32::EPSILON) * exact.abs();
+                    }
+                    assert!(
+                        (f64::from(w) - exact).abs() <= bound,
+                        "{count} {mean}: {w} vs {exact}"
+                    );
+                }
+            }
+        }
+        // Through the kernel: [2, 3, 5, 7] reduced over (2, 3) and (1, 2, 3)
+        // against the f64 kernel path on the same values.
+        let data: Vec<f32> = (0..210)
+            .map(|i| ((i * 11) % 23) as f32 * 0.37 - 4.0)
+            .collect();
+        let x32 = Owned::new(&[2, 3, 5, 7], &data);
+        let wide: Vec<f64> = data.iter().map(|&v| f64::from(v)).collect();
+        let x64 = Owned::new(&[2, 3, 5, 7], &wide);
+        for op in [ReduceOp::Sum, ReduceOp::Mean] {
+            for axes in [&[2i64, 3][..], &[1, 2, -1], &[3]] {
+                let got = reduce(&x32, op, Some(axes), false).to::<f32>();
+                let want = reduce(&x64, op, Some(axes), false).to::<f64>();
+                assert_eq!(got.len(), want.len());
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (f64::from(*g) - w).abs() <= 1e-5 * w.abs().max(1.0),
+                        "{op:?} {axes:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
     }
 
     #[test]

@@ -413,7 +413,7 @@ fn hard_sigmoid<T: Real>(v: T, alpha: T, beta: T) -> T {
 
 /// [`map`] over f32, compiled with AVX2+FMA when the CPU has them (the
 /// loop then vectorizes eight wide instead of four).
-pub(super) fn map_f32(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
+pub(crate) fn map_f32(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
     #[cfg(target_arch = "x86_64")]
     if matches!(
         crate::ops::gemm::best_isa(),
@@ -433,6 +433,38 @@ pub(super) fn map_f32(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn map_f32_avx2(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
     map(x, y, f)
+}
+
+/// `o[i] = f(x[i], y[i])` over f32 (up to the shortest length), compiled
+/// as [`map_f32`].
+pub(crate) fn zip_f32(x: &[f32], y: &[f32], o: &mut [f32], f: impl Fn(f32, f32) -> f32) {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(
+        crate::ops::gemm::best_isa(),
+        crate::ops::gemm::Isa::Avx2 | crate::ops::gemm::Isa::Avx512
+    ) {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { zip_f32_avx2(x, y, o, f) };
+    }
+    zip(x, y, o, f)
+}
+
+/// [`zip`] compiled with AVX2+FMA.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn zip_f32_avx2(x: &[f32], y: &[f32], o: &mut [f32], f: impl Fn(f32, f32) -> f32) {
+    zip(x, y, o, f)
+}
+
+/// `o[i] = f(x[i], y[i])` (up to the shortest length).
+#[inline(always)]
+fn zip(x: &[f32], y: &[f32], o: &mut [f32], f: impl Fn(f32, f32) -> f32) {
+    for ((o, &p), &q) in o.iter_mut().zip(x).zip(y) {
+        *o = f(p, q);
+    }
 }
 
 /// `y[i] = f(y[i])` over f32 in place, compiled with AVX2+FMA (or
