@@ -145,8 +145,16 @@ const PARALLEL_MIN_OUTPUTS: usize = 1 << 14;
 fn max_planes(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     match crate::ops::gemm::best_isa() {
-        // SAFETY: AVX-512F was detected.
-        crate::ops::gemm::Isa::Avx512 => return unsafe { max_avx512(g, x, y, scratch) },
+        crate::ops::gemm::Isa::Avx512 => {
+            let p = Plane::of(g);
+            if two_by_two(&p) {
+                // SAFETY: AVX-512F was detected; the caller checked the
+                // buffers against the geometry.
+                return unsafe { max_2x2_avx512(&p, x, y) };
+            }
+            // SAFETY: AVX-512F was detected.
+            return unsafe { max_avx512(g, x, y, scratch) };
+        }
         // SAFETY: AVX2 and FMA were detected.
         crate::ops::gemm::Isa::Avx2 => return unsafe { max_avx2(g, x, y, scratch) },
         crate::ops::gemm::Isa::Scalar => {}
@@ -161,6 +169,75 @@ fn max_planes(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
         deinterleave,
         |_, _| {},
     )
+}
+
+/// Whether a pool is a 2×2 window at stride 1 padded at most one row and
+/// column at the end (PP-OCRv6 and PP-HGNet stems' `SAME_UPPER` max pool),
+/// which [`max_2x2_avx512`] computes straight from the input rows.
+#[cfg(target_arch = "x86_64")]
+fn two_by_two(p: &Plane) -> bool {
+    p.k == [2, 2]
+        && p.s == [1, 1]
+        && p.d == [1, 1]
+        && p.pad0 == [0, 0]
+        && p.pad1[0] <= 1
+        && p.pad1[1] <= 1
+        && p.h >= 1
+        && p.w >= 1
+        && p.oh + 1 == p.h + p.pad1[0]
+        && p.ow + 1 == p.w + p.pad1[1]
+}
+
+/// The max pool of [`two_by_two`] planes, sixteen outputs at a time: each
+/// output is `(a ⊕ b) ⊕ (c ⊕ d)` of its window's taps `a b` over `c d`
+/// (`⊕` the running maximum of the row folds, a tap in the padding −∞,
+/// the bottom padded row left out), the values and order of [`max`]'s
+/// separable loop, so the result is the same bit for bit.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `x` holds whole `h × w` planes and `y` as
+/// many `oh × ow` planes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn max_2x2_avx512(p: &Plane, x: &[f32], y: &mut [f32]) {
+    use core::arch::x86_64::*;
+    let max = |m: __m512, v: __m512| {
+        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        _mm512_mask_mov_ps(_mm512_max_ps(v, m), nan, v)
+    };
+    let lanes = |n: usize| ((1u32 << n.min(16)) - 1) as __mmask16;
+    let low = _mm512_set1_ps(f32::NEG_INFINITY);
+    for (xp, yp) in x
+        .chunks_exact(p.h * p.w)
+        .zip(y.chunks_exact_mut(p.oh * p.ow))
+    {
+        for oh in 0..p.oh {
+            let top = xp[oh * p.w..].as_ptr();
+            let below = (oh + 1 < p.h).then(|| xp[(oh + 1) * p.w..].as_ptr());
+            let out = yp[oh * p.ow..].as_mut_ptr();
+            for ow0 in (0..p.ow).step_by(16) {
+                // Outputs ow0..ow0 + n; their right taps inside the row for
+                // the first `right` of them (the last column's is padding).
+                let n = (p.ow - ow0).min(16);
+                let right = n.min(p.w - 1 - ow0);
+                let (all, inside) = (lanes(n), lanes(right));
+                // SAFETY: columns ow0..ow0 + n of row oh (and oh + 1) are
+                // inside the plane (ow <= w); the right taps read columns
+                // ow0 + 1..ow0 + 1 + right <= w; masked lanes are not read.
+                unsafe {
+                    let a = _mm512_maskz_loadu_ps(all, top.add(ow0));
+                    let b = _mm512_mask_loadu_ps(low, inside, top.add(ow0 + 1));
+                    let mut m = max(a, b);
+                    if let Some(row) = below {
+                        let c = _mm512_maskz_loadu_ps(all, row.add(ow0));
+                        let d = _mm512_mask_loadu_ps(low, inside, row.add(ow0 + 1));
+                        m = max(m, max(c, d));
+                    }
+                    _mm512_mask_storeu_ps(out.add(ow0), all, m);
+                }
+            }
+        }
+    }
 }
 
 /// [`pool_body`] compiled with AVX-512: sixteen-lane folds whose last

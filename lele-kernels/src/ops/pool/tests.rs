@@ -780,6 +780,25 @@ fn f32_max_plane_path_matches_general_path_bitwise() {
         // Dilated rows clipped at the top: windows restart higher up.
         (9, 11, [3, 3], [1, 1], [3, 1], [4, 1, 4, 1], false),
     ];
+    // 2×2 windows at stride 1 padded at the end (PP-OCRv6's stem, a path
+    // of its own with AVX-512): rows of one pixel up to past two vectors.
+    let mut cases = cases.to_vec();
+    for (h, wd) in [
+        (1, 1),
+        (2, 2),
+        (5, 15),
+        (3, 16),
+        (4, 17),
+        (2, 31),
+        (3, 33),
+        (6, 160),
+    ] {
+        for pads in [[0, 0, 1, 1], [0, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]] {
+            if h + pads[2] >= 2 && wd + pads[3] >= 2 {
+                cases.push((h, wd, [2, 2], [1, 1], [1, 1], pads, false));
+            }
+        }
+    }
     for (ci, &(h, wd, k, s, d, pads, ceil)) in cases.iter().enumerate() {
         let w = window(&k, &s, &d, &pads, ceil, AutoPad::NotSet);
         let dims = [2, 3, h, wd];
