@@ -396,14 +396,21 @@ fn sum_runs(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
 }
 
 /// The sum of `x` in [`PARTIAL_SUMS`] partial sums (element `i` of each
-/// whole group of them into partial `i`), added pairwise, then the
-/// leftover elements in order.
+/// whole group of them into partial `i`, then of each whole group of 16
+/// left into partial `i`), added pairwise, then the last few elements in
+/// order.
 #[inline(always)]
 fn sum_f32(x: &[f32]) -> f32 {
     let mut part = [0f32; PARTIAL_SUMS];
     let chunks = x.chunks_exact(PARTIAL_SUMS);
-    let rest = chunks.remainder();
+    let sixteens = chunks.remainder().chunks_exact(16);
+    let rest = sixteens.remainder();
     for c in chunks {
+        for (p, &v) in part.iter_mut().zip(c) {
+            *p += v;
+        }
+    }
+    for c in sixteens {
         for (p, &v) in part.iter_mut().zip(c) {
             *p += v;
         }
@@ -883,9 +890,9 @@ mod tests {
                     }
                     let exact: f64 = run.iter().map(|&v| f64::from(v)).sum();
                     let magnitude: f64 = run.iter().map(|&v| f64::from(v).abs()).sum();
-                    // Each addition rounds once: at most count / 64 into a
-                    // partial sum, six pairwise levels, 63 leftovers.
-                    let adds = (count / PARTIAL_SUMS + 6 + PARTIAL_SUMS - 1) as f64;
+                    // Each addition rounds once: at most count / 64 + 3
+                    // into a partial sum, six pairwise levels, 15 leftovers.
+                    let adds = (count / PARTIAL_SUMS + 3 + 6 + 15) as f64;
                     let mut bound = adds * f64::from(f32::EPSILON) * magnitude;
                     let mut exact = exact;
                     if mean {
