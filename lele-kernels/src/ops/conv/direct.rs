@@ -400,28 +400,46 @@ pub(super) fn stage(
     staged: &mut [f32],
     band: usize,
 ) -> Result<(), KernelError> {
+    stage_channels(strides, g, l, xg, staged, band, 0..g.cg)
+}
+
+/// [`stage`] of the input channels `channels` only: `staged` starts at
+/// the first one's planes and, when they run to the last channel, holds
+/// the slack after it too (zeroed here).
+fn stage_channels(
+    strides: [usize; 2],
+    g: &ConvGeom,
+    l: &Layout,
+    xg: &[f32],
+    staged: &mut [f32],
+    band: usize,
+    channels: core::ops::Range<usize>,
+) -> Result<(), KernelError> {
     let [sh, sw] = strides;
     let (h, w) = (g.x.h, g.x.w);
     let sub = l.phase_rows * l.phase_w;
-    // The slack after the last plane is read (discarded lanes) but never
-    // written below.
-    let tail = g.cg * l.plane;
-    staged
-        .get_mut(tail..)
-        .ok_or(KernelError::Buffer { op: "Conv" })?
-        .fill(0.0);
+    let c0 = channels.start;
+    if channels.end == g.cg {
+        // The slack after the last plane is read (discarded lanes) but
+        // never written below.
+        let tail = (g.cg - c0) * l.plane;
+        staged
+            .get_mut(tail..)
+            .ok_or(KernelError::Buffer { op: "Conv" })?
+            .fill(0.0);
+    }
     // Padded rows first.. of the whole input; the last band may need
     // fewer than `l.rows` (the rest is never read).
     let first = band * l.band * strides[0];
     let rows = l.rows.min(l.total_rows.saturating_sub(first));
-    for c in 0..g.cg {
+    for c in channels {
         let xc = xg
             .get(c * h * w..(c + 1) * h * w)
             .ok_or(KernelError::Buffer { op: "Conv" })?;
         for r in 0..rows {
             // Row r / sh of the planes of row phase r % sh, one per column
             // phase.
-            let at = c * l.plane + (r % sh) * sw * sub + (r / sh) * l.phase_w;
+            let at = (c - c0) * l.plane + (r % sh) * sw * sub + (r / sh) * l.phase_w;
             let Some(ih) = (first + r).checked_sub(g.pt).filter(|&ih| ih < h) else {
                 for ph in 0..sw {
                     staged[at + ph * sub..][..l.phase_w].fill(0.0);
@@ -582,6 +600,38 @@ pub(super) fn run_group(
     let src: &[f32] = if l.in_place {
         xg
     } else {
+        #[cfg(feature = "std")]
+        if parallel && g.cg >= threads {
+            // Staged a run of input channels per thread first (one core
+            // copying PP-OCRv6 rec's 48×24×160 stem input kept the other
+            // waiting), then the segments below.
+            let per = g.cg.div_ceil(threads);
+            let total = staged.len();
+            let parts = crate::threads::SharedMut::new(staged);
+            let failed = core::sync::atomic::AtomicBool::new(false);
+            crate::threads::run(g.cg.div_ceil(per), &mut [], &|t, _| {
+                let channels = t * per..((t + 1) * per).min(g.cg);
+                let start = channels.start * l.plane;
+                let len = if channels.end == g.cg {
+                    total - start
+                } else {
+                    channels.len() * l.plane
+                };
+                // SAFETY: task t alone writes its channels' planes (the
+                // last task also the slack after them), disjoint ranges
+                // of the staged buffer; `run` returns after every task.
+                let part = unsafe { parts.range(start, len) };
+                if stage_channels(strides, g, &l, xg, part, 0, channels).is_err() {
+                    failed.store(true, core::sync::atomic::Ordering::Relaxed);
+                }
+            });
+            if failed.into_inner() {
+                return Err(KernelError::Buffer { op: OP });
+            }
+        } else {
+            stage(strides, g, &l, xg, staged, 0)?;
+        }
+        #[cfg(not(feature = "std"))]
         stage(strides, g, &l, xg, staged, 0)?;
         staged
     };

@@ -715,3 +715,59 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
     super::channel_tiles::OFF.with(|f| f.set(false));
     crate::threads::set_num_threads(1);
 }
+
+/// The direct path with a staged input large enough to run in parallel
+/// (input channels staged a run per thread, then the segments): PP-OCRv6
+/// rec's 2×2 stem layers padded at the end, a strided 3×3 one and an odd
+/// channel count that leaves the last thread fewer channels. Every thread
+/// count gives the one-thread bits, and those match the naive convolution.
+#[cfg(feature = "std")]
+#[test]
+fn direct_staged_over_threads() {
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    // (c, h, w, m, k, stride, pads [top, left, bottom, right])
+    let shapes = [
+        (48, 24, 160, 24, 2, 1, [0, 0, 1, 1]),
+        (24, 24, 160, 48, 2, 1, [0, 0, 1, 1]),
+        (7, 33, 70, 40, 3, 2, [1, 1, 1, 1]),
+    ];
+    for (si, &(c, h, w, m, k, s, pads)) in shapes.iter().enumerate() {
+        let x = rand_vec(c * h * w, 900 + si as u64);
+        let wt = rand_vec(m * c * k * k, 910 + si as u64);
+        let b = rand_vec(m, 920 + si as u64);
+        let op = conv(1, [s, s], pads, [1, 1]);
+        let inputs = [
+            Some(t(&x, &[1, c, h, w])),
+            Some(t(&wt, &[m, c, k, k])),
+            Some(t(&b, &[m])),
+        ];
+        direct::FORCE.with(|f| f.set(Some(true)));
+        let mut outs = Vec::new();
+        for threads in [1, 2, 3] {
+            crate::threads::set_num_threads(threads);
+            outs.push(run(&op, &inputs, 1).unwrap());
+        }
+        crate::threads::set_num_threads(1);
+        direct::FORCE.with(|f| f.set(None));
+        let (oh, ow) = ((h + pads[0] + pads[2] - k) / s + 1, (w + pads[1] + pads[3] - k) / s + 1);
+        assert_eq!(outs[0][0].0, vec![1, m, oh, ow]);
+        for (i, o) in outs.iter().enumerate().skip(1) {
+            assert!(o[0].1 == outs[0][0].1, "shape {si}: {} threads", i + 1);
+        }
+        let want = naive_conv(
+            &x,
+            [1, c, h, w],
+            &wt,
+            [m, k, k],
+            Some(&b),
+            1,
+            [s, s],
+            [pads[0], pads[1]],
+            [1, 1],
+            [oh, ow],
+        );
+        assert_close(&outs[0][0].1, &want, 1e-4);
+    }
+}
