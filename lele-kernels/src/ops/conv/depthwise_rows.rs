@@ -55,10 +55,15 @@ std::thread_local! {
 /// with channels.
 #[cfg(target_arch = "x86_64")]
 const MIN_OW: usize = 24;
-/// Fewest output rows this path takes (a band of four over three rows
-/// computes a row for nothing).
+/// Fewest output rows this path takes. A band of four over three rows
+/// computes a row for nothing, yet PP-OCRv6 rec's depthwise layers at 6×80
+/// and 3×80 run faster here in the model on two threads (`lele bench
+/// --profile`, eight alternated runner runs: those layers with the
+/// convolutions and SE blocks around them 5.93 → 5.79 ms; one thread
+/// 10.24 → 10.23, PP-OCRv4 rec unchanged), though `kernel_bench` has the
+/// interleaved kernel ahead on them with warm caches.
 #[cfg(target_arch = "x86_64")]
-const MIN_OH: usize = 8;
+const MIN_OH: usize = 3;
 
 /// The kernel for one plane (see [`plane_rows`]).
 type PlaneFn = unsafe fn(

@@ -751,7 +751,10 @@ fn direct_staged_over_threads() {
         }
         crate::threads::set_num_threads(1);
         direct::FORCE.with(|f| f.set(None));
-        let (oh, ow) = ((h + pads[0] + pads[2] - k) / s + 1, (w + pads[1] + pads[3] - k) / s + 1);
+        let (oh, ow) = (
+            (h + pads[0] + pads[2] - k) / s + 1,
+            (w + pads[1] + pads[3] - k) / s + 1,
+        );
         assert_eq!(outs[0][0].0, vec![1, m, oh, ow]);
         for (i, o) in outs.iter().enumerate().skip(1) {
             assert!(o[0].1 == outs[0][0].1, "shape {si}: {} threads", i + 1);
