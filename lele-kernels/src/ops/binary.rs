@@ -122,13 +122,15 @@ crate::to_rust_struct!(ops::binary::Binary { op });
 const OP: &str = "Binary";
 
 /// Fewest output elements of a broadcast f32 operation split over the
-/// threads. Below, its operands are mostly cache-resident on the caller's
-/// core and another core reading half of them loses: PP-OCRv6 rec's SE
-/// scale over 192×6×80 took 0.011 ms on one thread and 0.018 on two (and
-/// the convolution after it 0.40 → 0.68 ms), while PP-OCRv6 det's over
-/// 96×120×120 went 0.33 → 0.2 ms on two (2-core Zen 4, `lele bench --profile`).
+/// threads. On the 2-core Zen 4 machine a split of PP-OCRv6 rec's SE scale
+/// over 192×6×80 lost (0.011 → 0.018 ms, and the convolution after it
+/// 0.40 → 0.68), so the bound was 128K; on the Sapphire Rapids VM, with
+/// the depthwise layer before it split by channels the same way, the split
+/// wins (`lele bench --profile`, eight alternated runner runs, two
+/// threads: PP-OCRv6 rec's five SE scales 0.024–0.031 → 0.018–0.023 ms,
+/// the convolutions after them unchanged; PP-OCRv4 rec 7.31 → 7.27 ms).
 #[cfg(feature = "std")]
-const BROADCAST_PARALLEL_MIN: usize = 1 << 17;
+const BROADCAST_PARALLEL_MIN: usize = 1 << 15;
 
 impl Kernel for Binary {
     fn elementwise(&self) -> bool {
