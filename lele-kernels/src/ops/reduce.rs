@@ -187,7 +187,31 @@ impl Kernel for Reduce {
             // Every output sums a contiguous run of x (a global average
             // pool, a squeeze-and-excitation block's mean).
             let (xv, y) = (x.typed::<f32>(OP)?, out.typed::<f32>(OP)?);
-            sum_runs_f32(xv, count, op == ReduceOp::Mean, y);
+            let mean = op == ReduceOp::Mean;
+            #[cfg(feature = "std")]
+            {
+                let threads = crate::threads::num_threads();
+                if threads > 1
+                    && y.len() >= threads
+                    && xv.len() >= crate::threads::PARALLEL_MIN_ELEMS
+                {
+                    // A run of outputs per thread (each sum is the same
+                    // wherever it runs): an SE block's mean then reads the
+                    // channels each core wrote in the layer before.
+                    let (outputs, per) = (y.len(), y.len().div_ceil(threads));
+                    let shared = crate::threads::SharedMut::new(y);
+                    crate::threads::run(outputs.div_ceil(per), &mut [], &|t, _| {
+                        let first = t * per;
+                        let n = per.min(outputs - first);
+                        // SAFETY: task t alone writes outputs first..first
+                        // + n, and `run` returns after every task.
+                        let part = unsafe { shared.range(first, n) };
+                        sum_runs_f32(&xv[first * count..(first + n) * count], count, mean, part);
+                    });
+                    return Ok(());
+                }
+            }
+            sum_runs_f32(xv, count, mean, y);
             return Ok(());
         }
         dispatch_num!(x.dtype, OP, |T| {
@@ -927,6 +951,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Sums of runs split over the threads (an input of 35K floats, 37
+    /// outputs, so the last thread gets fewer): the same bits on 1, 2 and 3
+    /// threads, close to the f64 path.
+    #[cfg(feature = "std")]
+    #[test]
+    fn f32_sums_of_runs_over_threads() {
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let dims = [1, 37, 33, 29];
+        let len: usize = dims.iter().product();
+        assert!(len >= crate::threads::PARALLEL_MIN_ELEMS);
+        let data: Vec<f32> = (0..len)
+            .map(|i| ((i * 7) % 31) as f32 * 0.21 - 3.0)
+            .collect();
+        let x32 = Owned::new(&dims, &data);
+        let wide: Vec<f64> = data.iter().map(|&v| f64::from(v)).collect();
+        let want = reduce(
+            &Owned::new(&dims, &wide),
+            ReduceOp::Mean,
+            Some(&[2, 3]),
+            true,
+        )
+        .to::<f64>();
+        let mut first: Option<Vec<u32>> = None;
+        for threads in [1, 2, 3] {
+            crate::threads::set_num_threads(threads);
+            let got = reduce(&x32, ReduceOp::Mean, Some(&[2, 3]), true).to::<f32>();
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (f64::from(*g) - w).abs() <= 1e-5 * w.abs().max(1.0),
+                    "{threads} threads"
+                );
+            }
+            match &first {
+                None => first = Some(bits(&got)),
+                Some(one) => assert_eq!(&bits(&got), one, "{threads} threads"),
+            }
+        }
+        crate::threads::set_num_threads(1);
     }
 
     fn bits(v: &[f32]) -> Vec<u32> {
