@@ -196,6 +196,8 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     // Then the activation after a packed product (one without a residual:
     // the graph adds that after the product, before the activation).
     fused += passes::fuse_packed_matmul_activation(g);
+    // And the softmax after it (after the activation, which comes first).
+    fused += passes::fuse_packed_matmul_softmax(g, shapes.as_deref().unwrap_or(&[]));
     // Winograd's tile size by the output planes at the sizing points.
     fused += passes::prepack_conv_weights(g, shapes.as_deref().unwrap_or(&[]));
     if fused > 0 {

@@ -18,7 +18,10 @@ pub use fuse::{
     fuse_gelu, fuse_hardswish, fuse_layer_norm, fuse_matmul_bias, fuse_residual_add, fuse_silu,
 };
 pub use fuse_attention::fuse_attention;
-pub use prepack::{fuse_packed_matmul_activation, prepack_conv_weights, prepack_matmul_weights};
+pub use prepack::{
+    fuse_packed_matmul_activation, fuse_packed_matmul_softmax, prepack_conv_weights,
+    prepack_matmul_weights,
+};
 pub use sizing::{Sizes, size_graph};
 pub use subnormal::flush_subnormal_weights;
 pub use widen::widen_half_precision;

@@ -14,11 +14,12 @@ use lele_kernels::ops::gemm::MatRef;
 use lele_kernels::ops::gemm::prepacked::{pack_into, packed_len};
 use lele_kernels::ops::matmul::{Gemm, MatMul, MatMulBias};
 use lele_kernels::ops::matmul_packed::MatMulPacked;
+use lele_kernels::ops::softmax::Softmax;
 use lele_kernels::ops::unary::Activation;
 use lele_kernels::{DType, Shape};
 
 use super::fold_conv::fuse_following_activation;
-use super::fuse::{kernel_of, runs};
+use super::fuse::{kernel_of, readers, runs, use_counts};
 use crate::ir::{Graph, Op, Tensor, ValueId};
 
 /// Narrower weights are left alone (a product that narrow runs as dot
@@ -166,6 +167,7 @@ pub fn prepack_matmul_weights(g: &mut Graph) -> usize {
             k,
             n: cols,
             activation: Activation::None,
+            softmax: false,
         }));
         count += 1;
     }
@@ -185,6 +187,70 @@ pub fn fuse_packed_matmul_activation(g: &mut Graph) -> usize {
         |p, activation| Box::new(MatMulPacked { activation, ..p }),
         |old, activation| format!("{old}+{activation:?}"),
     )
+}
+
+/// Fuses the softmax after a packed product into it (a text recognizer's
+/// output layer and its softmax over the classes): a [`MatMulPacked`]
+/// whose f32 output only a `Softmax` (lele's own) over its last axis reads,
+/// and is not a model output, exponentiates each finished block of its
+/// output while it is cached and scales it once its row's total is known,
+/// so no pass reads the logits back; the `Softmax` node goes. The axis is
+/// the last when it is -1, or when every sizing point gives the product's
+/// output that many dims. Returns how many.
+pub fn fuse_packed_matmul_softmax(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -> usize {
+    let uses = use_counts(g);
+    let reader = readers(g);
+    let mut fused: Vec<(usize, usize, MatMulPacked)> = Vec::new();
+    for (pi, n) in g.main.nodes.iter().enumerate() {
+        let Some(&product) = kernel_of::<MatMulPacked>(n).filter(|p| !p.softmax) else {
+            continue;
+        };
+        let Some(&out) = n.outputs.first() else {
+            continue;
+        };
+        if uses.get(&out) != Some(&1)
+            || g.outputs.contains(&out)
+            || g.values[out].dtype != Some(DType::F32)
+        {
+            continue;
+        }
+        let Some(&si) = reader.get(&out) else {
+            continue;
+        };
+        let s = &g.main.nodes[si];
+        let Some(softmax) = kernel_of::<Softmax>(s).filter(|_| s.op_type == "Softmax") else {
+            continue;
+        };
+        if s.inputs.len() != 1 || s.outputs.len() != 1 || s.inputs[0] != Some(out) {
+            continue;
+        }
+        let last = softmax.axis == -1
+            || (softmax.axis >= 0
+                && !shapes.is_empty()
+                && shapes.iter().all(|at| {
+                    at.get(&out)
+                        .is_some_and(|sh| sh.rank() as i64 == softmax.axis + 1)
+                }));
+        if last {
+            fused.push((pi, si, product));
+        }
+    }
+    for &(pi, si, product) in &fused {
+        let out = g.main.nodes[si].outputs[0];
+        let n = &mut g.main.nodes[pi];
+        n.op = Op::Kernel(Box::new(MatMulPacked {
+            softmax: true,
+            ..product
+        }));
+        n.op_type = format!("{}+Softmax", n.op_type);
+        n.outputs = vec![out];
+    }
+    let mut drop: Vec<usize> = fused.iter().map(|f| f.1).collect();
+    drop.sort_unstable();
+    for &i in drop.iter().rev() {
+        g.main.nodes.remove(i);
+    }
+    fused.len()
 }
 
 /// Rewrites every main-block `Conv` (lele's own) with a constant f32
@@ -325,7 +391,8 @@ mod tests {
                     MatMulPacked {
                         k: 3,
                         n: 40,
-                        activation: Activation::None
+                        activation: Activation::None,
+                        softmax: false,
                     }
                 );
                 let wp = g.values[node.inputs[1].unwrap()].constant.as_ref().unwrap();
@@ -401,7 +468,8 @@ mod tests {
                 MatMulPacked {
                     k: 3,
                     n: 20,
-                    activation: Activation::None
+                    activation: Activation::None,
+                    softmax: false,
                 }
             );
             let wp = g.values[node.inputs[1].unwrap()].constant.as_ref().unwrap();
@@ -497,5 +565,75 @@ mod tests {
         );
         // A second run finds nothing left to fuse.
         assert_eq!(fuse_packed_matmul_activation(&mut g), 0);
+    }
+
+    /// The softmax over the last axis after a packed product joins it; one
+    /// over another axis, one after a product read twice, and a product
+    /// that is a model output stay apart. Axis 1 counts as the last only
+    /// when every sizing point gives the product's output two dims.
+    #[test]
+    fn fuses_the_softmax_after_a_packed_product() {
+        let mut g = Graph::default();
+        let x = g.add_value("x", Some(DType::F32));
+        let w = f32_const(&mut g, "w", &[3, 40]);
+        let bias = f32_const(&mut g, "bias", &[40]);
+        let ys: Vec<ValueId> = (0..5)
+            .map(|i| g.add_value(&format!("y{i}"), Some(DType::F32)))
+            .collect();
+        let zs: Vec<ValueId> = (0..6)
+            .map(|i| g.add_value(&format!("z{i}"), Some(DType::F32)))
+            .collect();
+        let softmax = |axis| Box::new(Softmax { axis });
+        g.main.nodes = vec![
+            // Fused: the last axis, one reader.
+            node("MatMul+Add", Box::new(MatMulBias), &[x, w, bias], ys[0]),
+            node("Softmax", softmax(-1), &[ys[0]], zs[0]),
+            // Axis 0 of a 2-D output.
+            node("MatMul", Box::new(MatMul), &[x, w], ys[1]),
+            node("Softmax", softmax(0), &[ys[1]], zs[1]),
+            // A second reader.
+            node("MatMul", Box::new(MatMul), &[x, w], ys[2]),
+            node("Softmax", softmax(-1), &[ys[2]], zs[2]),
+            node("Softmax", softmax(-1), &[ys[2]], zs[3]),
+            // A model output.
+            node("MatMul", Box::new(MatMul), &[x, w], ys[3]),
+            node("Softmax", softmax(-1), &[ys[3]], zs[4]),
+            // Axis 1, the last at every sizing point: fused.
+            node("MatMul", Box::new(MatMul), &[x, w], ys[4]),
+            node("Softmax", softmax(1), &[ys[4]], zs[5]),
+        ];
+        g.outputs = vec![zs[0], ys[3]];
+        assert_eq!(prepack_matmul_weights(&mut g), 5);
+        let two_dims = |v: ValueId| (v, Shape::new(&[2, 40]).unwrap());
+        let shapes: Vec<HashMap<ValueId, Shape>> = (0..2)
+            .map(|_| ys.iter().map(|&v| two_dims(v)).collect())
+            .collect();
+        // Without sizing points only the axis written as -1 is known to be
+        // the last; with them, axis 1 too.
+        assert_eq!(fuse_packed_matmul_softmax(&mut g, &[]), 1);
+        assert_eq!(fuse_packed_matmul_softmax(&mut g, &shapes), 1);
+        let ops: Vec<&str> = g.main.nodes.iter().map(|n| n.op_type.as_str()).collect();
+        assert_eq!(
+            ops,
+            [
+                "MatMul+Add+Softmax",
+                "MatMul",
+                "Softmax",
+                "MatMul",
+                "Softmax",
+                "Softmax",
+                "MatMul",
+                "Softmax",
+                "MatMul+Softmax"
+            ]
+        );
+        assert_eq!(g.main.nodes[0].outputs, [zs[0]]);
+        assert_eq!(g.main.nodes[8].outputs, [zs[5]]);
+        assert_eq!(
+            kernel_of::<MatMulPacked>(&g.main.nodes[0]).map(|p| p.softmax),
+            Some(true)
+        );
+        // A second run finds nothing left to fuse.
+        assert_eq!(fuse_packed_matmul_softmax(&mut g, &shapes), 0);
     }
 }

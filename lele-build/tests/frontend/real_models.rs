@@ -326,6 +326,16 @@ fn built_in_fusions_fire_on_real_models() {
         (2, 0),
         "{v6rec:?}"
     );
+    // Its head's softmax over the 18710 classes runs in the head's packed
+    // product; the two softmaxes left are the SVTR attention's.
+    assert_eq!(
+        (
+            count(&v6rec, "MatMul+Add+Softmax"),
+            count(&v6rec, "Softmax")
+        ),
+        (1, 2),
+        "{v6rec:?}"
+    );
     // Decomposed LayerNorms (ReduceMean … Sqrt, Div, Mul, Add): the SVTR
     // neck of PP-OCRv4 rec has 5, no ReduceMean is left.
     let rec = optimized_zoo_ops("ppocr_v4_rec.onnx", "x = [1, 3, 48, 320]");

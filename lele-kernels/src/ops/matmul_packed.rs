@@ -4,9 +4,11 @@ use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::prepacked::{Prepacked, packed_len};
 use crate::ops::gemm::{
     Epilogue, MatRef, check_f32, check_residual, f32_in, f32_out, scratch_f32, sgemm_packed_b,
-    sgemm_scratch_len,
+    sgemm_packed_b_softmax, sgemm_scratch_len, softmax_slots_len,
 };
-use crate::ops::unary::{Activation, add_slice_in_place};
+use crate::ops::unary::{
+    Activation, add_slice_in_place, exp_shifted_in_place, max_of, scale_in_place,
+};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -31,8 +33,17 @@ pub struct MatMulPacked {
     /// Applied to each finished row segment after the bias, before the
     /// residual.
     pub activation: Activation,
+    /// After everything else, each row of `Y` (its last axis) is replaced
+    /// by its softmax (a classifier's output layer and the `Softmax` after
+    /// it, fused).
+    pub softmax: bool,
 }
-crate::to_rust_struct!(ops::matmul_packed::MatMulPacked { k, n, activation });
+crate::to_rust_struct!(ops::matmul_packed::MatMulPacked {
+    k,
+    n,
+    activation,
+    softmax
+});
 
 fn bad(msg: &'static str) -> KernelError {
     KernelError::Shape { op: OP, msg }
@@ -83,7 +94,13 @@ impl Kernel for MatMulPacked {
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
         match self.dims(inputs) {
-            Ok((m, _)) => 4 * sgemm_scratch_len(m, self.n, self.k),
+            Ok((m, _)) => {
+                let slots = match self.softmax {
+                    true => softmax_slots_len(m, self.n),
+                    false => 0,
+                };
+                4 * (sgemm_scratch_len(m, self.n, self.k) + slots)
+            }
             Err(_) => 0,
         }
     }
@@ -127,7 +144,26 @@ impl Kernel for MatMulPacked {
             true => Some(&add),
             false => None,
         };
-        let s = scratch_f32(scratch, sgemm_scratch_len(m, n, k), OP)?;
+        let len = sgemm_scratch_len(m, n, k);
+        if self.softmax {
+            let s = scratch_f32(scratch, len + softmax_slots_len(m, n), OP)?;
+            let (s, slots) = s.split_at_mut(len);
+            let a = MatRef::row_major(a, k);
+            if sgemm_packed_b_softmax(m, n, k, a, &w, y, s, slots, epilogue)? {
+                return Ok(());
+            }
+            // Not a product the fused form takes: the product, then each
+            // row's softmax in place (the `Softmax` kernel's passes).
+            sgemm_packed_b(m, n, k, 1.0, a, &w, 0.0, y, n, s, epilogue)?;
+            crate::threads::for_rows(y, n, &|_, rows| {
+                for row in rows.chunks_exact_mut(n) {
+                    let sum = exp_shifted_in_place(row, max_of(row));
+                    scale_in_place(row, 1.0 / sum);
+                }
+            });
+            return Ok(());
+        }
+        let s = scratch_f32(scratch, len, OP)?;
         sgemm_packed_b(
             m,
             n,
@@ -185,6 +221,7 @@ mod tests {
                 k,
                 n,
                 activation: Activation::None,
+                softmax: false,
             };
             let plain = run(&MatMul, &[Some(t(&a, sa)), Some(t(&w, &[k, n]))], 1).unwrap();
             let got = run(&kernel, &[Some(t(&a, sa)), Some(t(&wp, &[wp.len()]))], 1).unwrap();
@@ -276,6 +313,7 @@ mod tests {
                     k,
                     n,
                     activation: Activation::None,
+                    softmax: false,
                 };
                 let ins = [
                     Some(t(&a, &[m, k])),
@@ -284,7 +322,12 @@ mod tests {
                 ];
                 let biased = run(&plain, &ins, 1).unwrap();
                 let want = run(standalone, &[Some(t(&biased[0].1, &[m, n]))], 1).unwrap();
-                let fused = MatMulPacked { k, n, activation };
+                let fused = MatMulPacked {
+                    k,
+                    n,
+                    activation,
+                    softmax: false,
+                };
                 let got = run(&fused, &ins, 1).unwrap();
                 let same =
                     |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
@@ -310,6 +353,7 @@ mod tests {
             k,
             n,
             activation: Activation::None,
+            softmax: false,
         };
         assert!(
             run(
@@ -351,5 +395,139 @@ mod tests {
             Some(t(&r, &[n, 3])),
         ];
         assert!(run(&kernel, &ins, 1).is_err());
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod softmax_tests {
+    use super::*;
+    use crate::ops::gemm::prepacked::pack_into;
+    use crate::ops::gemm::testutil::*;
+    use crate::ops::softmax::Softmax;
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    /// The product with its softmax fused equals the product then the
+    /// `Softmax` kernel, to a few roundings of the exponentials: rows of
+    /// one to 40 (the few-rows path, and above it the product then an
+    /// in-place softmax), widths around the 256-column groups, with a bias
+    /// and a GELU before the softmax; special rows (a NaN, +∞, all −∞, a
+    /// −∞ group next to finite ones) give the plain kernel's special
+    /// values; 1, 2 and 3 threads give the same bits.
+    #[test]
+    fn fused_softmax_equals_product_then_softmax() {
+        let _serial = crate::threads::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let cases: &[(usize, usize, usize)] = &[
+            (1, 5, 17),
+            (3, 16, 255),
+            (2, 120, 256),
+            (5, 33, 257),
+            (40, 120, 700),
+            (20, 64, 1000),
+            (60, 40, 300),
+        ];
+        for (ci, &(m, k, n)) in cases.iter().enumerate() {
+            let mut a = rand_vec(m * k, 40 + ci as u64);
+            for v in a.iter_mut() {
+                *v *= 3.0;
+            }
+            let w = rand_vec(k * n, 50 + ci as u64);
+            let bias = rand_vec(n, 60 + ci as u64);
+            let mut wp = vec![f32::NAN; packed_len(k, n)];
+            assert!(pack_into(MatRef::row_major(&w, n), k, n, &mut wp));
+            for activation in [Activation::None, Activation::Gelu] {
+                let plain = MatMulPacked {
+                    k,
+                    n,
+                    activation,
+                    softmax: false,
+                };
+                let fused = MatMulPacked {
+                    softmax: true,
+                    ..plain
+                };
+                let inputs = [
+                    Some(t(&a, &[m, k])),
+                    Some(t(&wp, &[wp.len()])),
+                    Some(t(&bias, &[n])),
+                ];
+                let logits = run(&plain, &inputs, 1).unwrap();
+                let want =
+                    run(&Softmax { axis: -1 }, &[Some(t(&logits[0].1, &[m, n]))], 1).unwrap();
+                let mut outs = Vec::new();
+                for threads in [1, 2, 3] {
+                    crate::threads::set_num_threads(threads);
+                    outs.push(run(&fused, &inputs, 1).unwrap());
+                }
+                crate::threads::set_num_threads(1);
+                assert_eq!(outs[0][0].0, vec![m, n]);
+                for (i, o) in outs.iter().enumerate().skip(1) {
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(&o[0].1),
+                        bits(&outs[0][0].1),
+                        "case {ci}: {} threads",
+                        i + 1
+                    );
+                }
+                for (j, (g, w)) in outs[0][0].1.iter().zip(&want[0].1).enumerate() {
+                    assert!(close(*g, *w), "case {ci} {activation:?} at {j}: {g} vs {w}");
+                }
+            }
+        }
+        // Special rows through a weight of ones (each output column equals
+        // the row's sum of A) and a bias that sets each column: row 0 has a
+        // NaN, row 1 a +∞, row 2 all −∞, row 3 −∞ over its first group and
+        // finite values after it.
+        let (m, k, n) = (4, 1, 600);
+        let a = vec![1.0f32; m * k];
+        let w = vec![1.0f32; k * n];
+        let mut wp = vec![f32::NAN; packed_len(k, n)];
+        assert!(pack_into(MatRef::row_major(&w, n), k, n, &mut wp));
+        for (row, expect) in [(0usize, "nan"), (1, "nan"), (2, "nan"), (3, "finite")] {
+            let mut bias: Vec<f32> = (0..n).map(|j| (j % 7) as f32 - 3.0).collect();
+            match row {
+                0 => bias[300] = f32::NAN,
+                1 => bias[5] = f32::INFINITY,
+                2 => bias.fill(f32::NEG_INFINITY),
+                _ => bias[..256].fill(f32::NEG_INFINITY),
+            }
+            let kernel = MatMulPacked {
+                k,
+                n,
+                activation: Activation::None,
+                softmax: true,
+            };
+            let inputs = [
+                Some(t(&a[..k], &[1, k])),
+                Some(t(&wp, &[wp.len()])),
+                Some(t(&bias, &[n])),
+            ];
+            let got = run(&kernel, &inputs, 1).unwrap();
+            let logits: Vec<f32> = bias.iter().map(|b| b + 1.0).collect();
+            let want = run(&Softmax { axis: -1 }, &[Some(t(&logits, &[1, n]))], 1).unwrap();
+            for (j, (g, w)) in got[0].1.iter().zip(&want[0].1).enumerate() {
+                let same = (g.is_nan() && w.is_nan()) || close(*g, *w);
+                assert!(same, "special row {row} ({expect}) at {j}: {g} vs {w}");
+            }
+            if expect == "nan" {
+                assert!(got[0].1.iter().all(|v| v.is_nan()), "row {row}");
+            } else {
+                assert!(got[0].1[..256].iter().all(|&v| v == 0.0), "row {row}");
+            }
+        }
+        let _ = m;
+    }
+
+    /// Within the rounding of the exponentials' arguments: an output `w =
+    /// e^(x − M) / S` comes from an argument of about `ln w`, rounded to
+    /// its float (the fused form rounds two arguments, `x − shift` and
+    /// `shift − M`), so the error grows with `|ln w|`; a few ulp besides.
+    fn close(g: f32, w: f32) -> bool {
+        let (g, w) = (f64::from(g), f64::from(w));
+        let ulp = f64::from(f32::EPSILON);
+        (g - w).abs() <= w.abs() * (4.0 + 2.0 * w.abs().ln().abs()) * ulp || (g == 0.0 && w == 0.0)
     }
 }

@@ -10,6 +10,7 @@
 //! and arithmetic overlap, and no row is padding.
 use super::prepacked::{PANEL, Prepacked};
 use super::{CPtr, Epilogue, MatRef};
+use crate::ops::unary::{exp_shifted, exp_shifted_in_place, max_of, scale_in_place};
 
 /// Most rows one pass keeps in registers (one 16-lane accumulator each,
 /// plus the panel's row and a broadcast: 26 of the 32 registers).
@@ -63,11 +64,16 @@ pub(super) fn takes(isa: super::Isa, m: usize, k: usize, scratch: usize) -> bool
 /// packed `b` (`k × n`), `c` at row stride `ldc`, `A` repacked into
 /// `scratch` (at least `m·k` floats: [`takes`]); then `epilogue` on each
 /// row's finished columns. Panels are split over the threads in
-/// contiguous runs.
+/// contiguous runs. With `softmax` (slots of 2 floats per row and group
+/// of [`GROUP_COLUMNS`]), each row of `c` then becomes its softmax: every
+/// group exponentiated after the epilogue (its largest element and sum in
+/// its slot), and scaled by [`row_factors`] once all are done; the runs
+/// then start on whole groups.
 ///
 /// # Safety
-/// The CPU supports AVX-512F; `a` holds `m × k` at its strides and `c`
-/// holds `m` rows of `n` at stride `ldc` (the caller checked both).
+/// The CPU supports AVX-512F; `a` holds `m × k` at its strides, `c`
+/// holds `m` rows of `n` at stride `ldc` and `softmax` at least `2·m·⌈n /
+/// GROUP_COLUMNS⌉` floats (the caller checked them).
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn few_rows(
     m: usize,
@@ -81,8 +87,13 @@ pub(super) unsafe fn few_rows(
     ldc: usize,
     scratch: &mut [f32],
     epilogue: Option<Epilogue<'_>>,
+    softmax: Option<&mut [f32]>,
 ) {
     let panels = n.div_ceil(PANEL);
+    let groups = n.div_ceil(GROUP_COLUMNS);
+    // The slots: 2·m·groups floats (the caller's contract), each written
+    // by the one call of the group's epilogue, read after every task.
+    let softmax = softmax.map(|slots| CPtr(slots.as_mut_ptr()));
     // Two panels per pass up to 24 rows (one or two passes of at most 12),
     // one panel per pass above; passes as even as they go. Each pass's
     // rows of A are repacked column by column (`h` floats per step of the
@@ -137,31 +148,143 @@ pub(super) unsafe fn few_rows(
                 }
                 q += if two { 2 } else { 1 };
             }
-            if let Some(f) = epilogue {
+            if epilogue.is_some() || softmax.is_some() {
                 let (j0, j1) = (g0 * PANEL, (g1 * PANEL).min(n));
                 for i in 0..m {
                     // SAFETY: row i's columns j0..j1: finished, and this
                     // task's alone.
                     let row =
                         unsafe { core::slice::from_raw_parts_mut(cp.add(i * ldc + j0).0, j1 - j0) };
-                    f(row, i * ldc + j0);
+                    if let Some(f) = epilogue {
+                        f(row, i * ldc + j0);
+                    }
+                    if let Some(slots) = softmax {
+                        // SAFETY: the group starts at a multiple of
+                        // GROUP_COLUMNS (task ranges are aligned to it), so
+                        // slot (i, group) is this call's alone.
+                        let slot = unsafe {
+                            core::slice::from_raw_parts_mut(
+                                slots.add(2 * (i * groups + j0 / GROUP_COLUMNS)).0,
+                                2,
+                            )
+                        };
+                        let largest = max_of(row);
+                        slot[0] = largest;
+                        slot[1] = exp_shifted_in_place(row, numerator_shift(largest));
+                    }
                 }
             }
             g0 = g1;
         }
     };
-    #[cfg(feature = "std")]
-    {
-        let threads = crate::threads::num_threads();
-        if threads > 1 && m * n * k >= super::PARALLEL_MIN_MACS && panels >= 2 * threads {
-            let per = panels.div_ceil(threads);
-            crate::threads::run(panels.div_ceil(per), &mut [], &|t, _| {
-                run(t * per, ((t + 1) * per).min(panels));
+    // Panels per task: one contiguous run per thread, or all of them. With
+    // a softmax, runs start on whole groups, so the groups (and the
+    // results) do not depend on the thread count.
+    let per = {
+        #[cfg(feature = "std")]
+        {
+            let threads = crate::threads::num_threads();
+            if threads > 1 && m * n * k >= super::PARALLEL_MIN_MACS && panels >= 2 * threads {
+                let per = panels.div_ceil(threads);
+                match softmax {
+                    Some(_) => per.next_multiple_of(EPILOGUE_PANELS),
+                    None => per,
+                }
+            } else {
+                panels
+            }
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            panels
+        }
+    };
+    let on_tasks = |f: &(dyn Fn(usize, usize) + Sync)| {
+        #[cfg(feature = "std")]
+        if per < panels {
+            let tasks = panels.div_ceil(per);
+            crate::threads::run(tasks, &mut [], &|t, _| {
+                f(t * per, ((t + 1) * per).min(panels))
             });
             return;
         }
+        #[cfg(not(feature = "std"))]
+        let _ = per;
+        f(0, panels);
+    };
+    on_tasks(&run);
+    let Some(slots) = softmax else { return };
+    // Every row's group sums into one total and each group's factor, then
+    // each task scales the groups it computed.
+    for i in 0..m {
+        // SAFETY: no task runs; row i's slots.
+        row_factors(unsafe {
+            core::slice::from_raw_parts_mut(slots.add(2 * i * groups).0, 2 * groups)
+        });
     }
-    run(0, panels);
+    on_tasks(&|q0: usize, q1: usize| {
+        let (j0, j1) = (q0 * PANEL, (q1 * PANEL).min(n));
+        for i in 0..m {
+            for g0 in (j0..j1).step_by(GROUP_COLUMNS) {
+                let g1 = (g0 + GROUP_COLUMNS).min(j1);
+                // SAFETY: row i's columns g0..g1 belong to this task's
+                // panels alone; its slot is only read.
+                unsafe {
+                    let row = core::slice::from_raw_parts_mut(cp.add(i * ldc + g0).0, g1 - g0);
+                    scale_in_place(row, *slots.add(2 * (i * groups + g0 / GROUP_COLUMNS)).0);
+                }
+            }
+        }
+    });
+}
+
+/// Columns of a group the epilogue and the fused softmax get at a time
+/// ([`EPILOGUE_PANELS`] panels).
+pub(super) const GROUP_COLUMNS: usize = EPILOGUE_PANELS * PANEL;
+
+/// The shift of a group's softmax numerators: its largest element, or 0
+/// when that is −∞ (all of it −∞ or NaN), so that −∞ gives 0 and NaN
+/// stays NaN as in the plain softmax.
+fn numerator_shift(largest: f32) -> f32 {
+    if largest == f32::NEG_INFINITY {
+        0.0
+    } else {
+        largest
+    }
+}
+
+/// A row's group slots `(largest, Σ e^(x − shift))` become each group's
+/// factor `e^(shift − M) / S` in the first float of its slot, `M` the
+/// row's largest element and `S = Σ e^(shift − M)·sum` over the groups
+/// (one whose sum is 0, all −∞, gets factor 0), so that a group's
+/// numerators times its factor are the row's softmax: with the plain
+/// kernel's special values, every output NaN when any input is NaN or +∞
+/// or all are −∞.
+fn row_factors(slots: &mut [f32]) {
+    let top = slots
+        .chunks_exact(2)
+        .fold(f32::NEG_INFINITY, |a, s| if s[0] > a { s[0] } else { a });
+    let mut tmp = [0f32; 128];
+    let mut scaled = [0f32; 128];
+    let mut total = 0.0f32;
+    for chunk in slots.chunks_mut(2 * tmp.len()) {
+        let len = chunk.len() / 2;
+        for (t, s) in tmp.iter_mut().zip(chunk.chunks_exact(2)) {
+            *t = numerator_shift(s[0]);
+        }
+        exp_shifted(&tmp[..len], &mut scaled[..len], top);
+        for (s, &e) in chunk.chunks_exact_mut(2).zip(&scaled[..len]) {
+            if s[1] != 0.0 {
+                total += s[1] * e;
+            }
+            // The group's e^(shift − M) until the total is known.
+            s[0] = e;
+        }
+    }
+    let inv = 1.0 / total;
+    for s in slots.chunks_exact_mut(2) {
+        s[0] = if s[1] == 0.0 { 0.0 } else { s[0] * inv };
+    }
 }
 
 /// One pass of `h` rows of A: `pass_pair` over two panels (`1 ≤ h ≤

@@ -373,6 +373,90 @@ pub fn sgemm_packed_b<B: PackB>(
     )
 }
 
+/// Whether [`sgemm_packed_b_softmax`] computes a product of `m` rows at
+/// depth `k` with `scratch` floats for it (the few-rows product: AVX-512
+/// and few rows).
+pub(crate) fn packed_b_softmax_takes(m: usize, k: usize, scratch: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        few_rows::takes(best_isa(), m, k, scratch)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (m, k, scratch);
+        false
+    }
+}
+
+/// Floats of slots [`sgemm_packed_b_softmax`] needs for `m` rows of `n`.
+pub(crate) fn softmax_slots_len(m: usize, n: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        2 * m * n.div_ceil(few_rows::GROUP_COLUMNS)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (m, n);
+        0
+    }
+}
+
+/// `c = a·B` for `m` rows of `a` and `B` packed ahead of time (`k × n`),
+/// `c` `m × n` row-major, `epilogue` on each finished run of columns of a
+/// row, then every row of `c` replaced by its softmax: each group of
+/// columns exponentiated as it is finished, while cached, and scaled by
+/// its share of the row's total at the end (a classifier's output layer
+/// and its softmax without a pass over the logits). Results do not depend
+/// on the thread count. `Ok(false)`, nothing computed, when
+/// [`packed_b_softmax_takes`] does not hold for `scratch`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sgemm_packed_b_softmax(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: MatRef<'_>,
+    b: &prepacked::Prepacked<'_>,
+    c: &mut [f32],
+    scratch: &mut [f32],
+    slots: &mut [f32],
+    epilogue: Option<Epilogue<'_>>,
+) -> Result<bool, KernelError> {
+    const OP: &str = "sgemm";
+    if !packed_b_softmax_takes(m, k, scratch.len()) {
+        return Ok(false);
+    }
+    if c.len() < m * n
+        || !a.fits(m, k)
+        || b.k() != k
+        || b.n() < n
+        || slots.len() < softmax_slots_len(m, n)
+    {
+        return Err(KernelError::Buffer { op: OP });
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `takes` saw AVX-512; A fits m × k and C holds m rows of n
+    // (checked above).
+    unsafe {
+        few_rows::few_rows(
+            m,
+            n,
+            k,
+            1.0,
+            a,
+            *b,
+            0.0,
+            c,
+            n,
+            scratch,
+            epilogue,
+            Some(slots),
+        )
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = epilogue;
+    Ok(true)
+}
+
 /// [`sgemm_packed_b`] with a left operand packed ahead of time (a
 /// convolution's weight, see [`PanelsA`]); the caller guarantees `b` has
 /// `k` rows and `n` columns.
@@ -501,7 +585,7 @@ pub(crate) fn sgemm_core<B: PackB>(
         // SAFETY: `takes` saw AVX-512 (detected, or the caller's ISA
         // contract); A fits m × k and C holds m rows of n at ldc (both
         // checked above).
-        unsafe { few_rows::few_rows(m, n, k, alpha, a, bp, beta, c, ldc, scratch, epilogue) };
+        unsafe { few_rows::few_rows(m, n, k, alpha, a, bp, beta, c, ldc, scratch, epilogue, None) };
         return Ok(());
     }
     if m == 1

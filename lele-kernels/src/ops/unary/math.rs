@@ -159,6 +159,26 @@ pub(crate) fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
     exp_shifted_scalar(x, y, shift)
 }
 
+/// [`exp_shifted`] over `y` in place (a softmax row's numerators written
+/// over its logits); returns the sum. With AVX-512 the same vector loop;
+/// else a stack chunk of 256 floats at a time, the sum added chunk by
+/// chunk.
+pub(crate) fn exp_shifted_in_place(y: &mut [f32], shift: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
+        // SAFETY: AVX-512F was detected.
+        return unsafe { super::x86_512::exp_shifted_in_place(y, shift) };
+    }
+    let mut tmp = [0f32; 256];
+    let mut sum = 0.0;
+    for chunk in y.chunks_mut(tmp.len()) {
+        let x = &mut tmp[..chunk.len()];
+        x.copy_from_slice(chunk);
+        sum += exp_shifted(x, chunk, shift);
+    }
+    sum
+}
+
 /// The largest element of `x`, ignoring NaN (`-inf` when empty or all NaN).
 pub(crate) fn max_of(x: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]

@@ -880,6 +880,25 @@ fn avx512_softmax_pieces_match_scalar() {
                 check_exp_shifted(&x, shift, &close, |x, y, s| unsafe {
                     super::x86_512::exp_shifted(x, y, s)
                 });
+                // The in-place form: the same bits and sum as the vector
+                // form out of place.
+                let mut out = vec![0f32; x.len()];
+                // SAFETY: as above.
+                let sum = unsafe { super::x86_512::exp_shifted(&x, &mut out, shift) };
+                let mut inplace = x.clone();
+                // SAFETY: as above.
+                let sum_in = unsafe { super::x86_512::exp_shifted_in_place(&mut inplace, shift) };
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&inplace), bits(&out), "in place n={n} shift {shift}");
+                assert!(sum_in.to_bits() == sum.to_bits() || sum_in.is_nan() && sum.is_nan());
+                // The in-place form the kernels call, against the portable one.
+                let mut chunked = x.clone();
+                let mut want = vec![0f32; x.len()];
+                super::math::exp_shifted_scalar(&x, &mut want, shift);
+                super::math::exp_shifted_in_place(&mut chunked, shift);
+                for (g, w) in chunked.iter().zip(&want) {
+                    assert!(close(*g, *w), "in place n={n}: {g} vs {w}");
+                }
             }
             let mut scaled = x.clone();
             // SAFETY: as above.

@@ -525,6 +525,43 @@ pub(super) unsafe fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
     _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]))
 }
 
+/// [`exp_shifted`] over `y` in place.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn exp_shifted_in_place(y: &mut [f32], shift: f32) -> f32 {
+    let n = y.len();
+    let vs = _mm512_set1_ps(shift);
+    let mut acc = [_mm512_setzero_ps(); 2];
+    let body = n - n % 32;
+    for yb in y[..body].chunks_exact_mut(32) {
+        for (j, a) in acc.iter_mut().enumerate() {
+            // SAFETY: the chunk holds 32 floats, so lanes 16j..16j + 16 exist.
+            unsafe {
+                let at = yb.as_mut_ptr().add(16 * j);
+                let e = exp16_flushed(_mm512_sub_ps(_mm512_loadu_ps(at), vs));
+                _mm512_storeu_ps(at, e);
+                *a = _mm512_add_ps(*a, e);
+            }
+        }
+    }
+    let mut at = body;
+    while at < n {
+        let mask = first_lanes(n - at);
+        // SAFETY: only the first n - at lanes are read and written.
+        unsafe {
+            let p = y.as_mut_ptr().add(at);
+            let v = _mm512_maskz_loadu_ps(mask, p);
+            let e = _mm512_maskz_mov_ps(mask, exp16_flushed(_mm512_sub_ps(v, vs)));
+            _mm512_mask_storeu_ps(p, mask, e);
+            acc[0] = _mm512_add_ps(acc[0], e);
+        }
+        at += 16;
+    }
+    _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]))
+}
+
 /// The largest element of `x` ignoring NaN (`-inf` when empty or all NaN),
 /// in four vector accumulators.
 ///
