@@ -231,11 +231,53 @@ pub(super) unsafe fn few_rows(
                 // panels alone; its slot is only read.
                 unsafe {
                     let row = core::slice::from_raw_parts_mut(cp.add(i * ldc + g0).0, g1 - g0);
-                    scale_in_place(row, *slots.add(2 * (i * groups + g0 / GROUP_COLUMNS)).0);
+                    scale_numerators(row, *slots.add(2 * (i * groups + g0 / GROUP_COLUMNS)).0);
                 }
             }
         }
     });
+}
+
+/// `y *= factor` over a group's softmax numerators (each 0 or at least
+/// e^-87, at most 1) where the product is a normal float, 0 where it would
+/// be subnormal: such lanes are not multiplied (on Intel a multiply that
+/// produces a subnormal takes a microcode assist), and the row's outputs
+/// stay free of subnormals as the plain softmax's numerators are. A NaN
+/// factor (a NaN or +∞ in the row) makes every output NaN.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+unsafe fn scale_numerators(y: &mut [f32], factor: f32) {
+    use core::arch::x86_64::*;
+    if factor.is_nan() || factor >= 1.0 {
+        scale_in_place(y, factor);
+        return;
+    }
+    // e·factor is normal exactly when e >= MIN_POSITIVE / factor (+∞ for a
+    // factor of 0: every lane 0).
+    let (low, f) = (
+        _mm512_set1_ps(f32::MIN_POSITIVE / factor),
+        _mm512_set1_ps(factor),
+    );
+    let n = y.len();
+    let mut at = 0;
+    while at < n {
+        let lanes: __mmask16 = if n - at >= 16 {
+            !0
+        } else {
+            (1 << (n - at)) - 1
+        };
+        // SAFETY: lanes at..min(at + 16, n) of `y` (masked lanes are not
+        // accessed).
+        unsafe {
+            let p = y.as_mut_ptr().add(at);
+            let e = _mm512_maskz_loadu_ps(lanes, p);
+            let normal = _mm512_mask_cmp_ps_mask::<_CMP_GE_OQ>(lanes, e, low);
+            _mm512_mask_storeu_ps(p, lanes, _mm512_maskz_mul_ps(normal, e, f));
+        }
+        at += 16;
+    }
 }
 
 /// Columns of a group the epilogue and the fused softmax get at a time
@@ -256,10 +298,10 @@ fn numerator_shift(largest: f32) -> f32 {
 /// A row's group slots `(largest, Σ e^(x − shift))` become each group's
 /// factor `e^(shift − M) / S` in the first float of its slot, `M` the
 /// row's largest element and `S = Σ e^(shift − M)·sum` over the groups
-/// (one whose sum is 0, all −∞, gets factor 0), so that a group's
-/// numerators times its factor are the row's softmax: with the plain
-/// kernel's special values, every output NaN when any input is NaN or +∞
-/// or all are −∞.
+/// (one whose sum is 0, all −∞, gets factor 0; NaN when every group's
+/// is), so that a group's numerators times its factor are the row's
+/// softmax: with the plain kernel's special values, every output NaN when
+/// any input is NaN or +∞ or all are −∞.
 fn row_factors(slots: &mut [f32]) {
     let top = slots
         .chunks_exact(2)
@@ -283,7 +325,12 @@ fn row_factors(slots: &mut [f32]) {
     }
     let inv = 1.0 / total;
     for s in slots.chunks_exact_mut(2) {
-        s[0] = if s[1] == 0.0 { 0.0 } else { s[0] * inv };
+        s[0] = match (total == 0.0, s[1] == 0.0) {
+            // Every element −∞: `x − max` is NaN in the plain softmax.
+            (true, _) => f32::NAN,
+            (false, true) => 0.0,
+            (false, false) => s[0] * inv,
+        };
     }
 }
 
