@@ -3,7 +3,10 @@
 //!
 //! Reductions accumulate in f64 (floats, and integer Mean/L2/Log*) or i128
 //! (other integer reductions, wrapping to the output width at the end) in
-//! scratch memory.
+//! scratch memory, except f32 Sum and Mean over trailing axes (an SE
+//! block's mean, a global average pool): those sum each contiguous run in
+//! 64 f32 partial sums at the CPU's vector width ([`sum_f32`]; the eight
+//! f64 partials took 16 µs for PP-OCRv6 rec's 92K-float means, 5–9 now).
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
@@ -367,7 +370,8 @@ fn min_nan<A: Acc>(a: A, b: A) -> A {
 const PARTIAL_SUMS: usize = 64;
 
 /// `y[i]` = the sum (or, with `mean`, the mean) of run `i` of `x`, runs of
-/// `count` elements back to back (all zeros when `count` is 0).
+/// `count` elements back to back (0, or NaN for the mean, when `count` is
+/// 0).
 fn sum_runs_f32(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
     if count == 0 {
         // The mean of nothing divides zero by zero, as the general path.
