@@ -332,9 +332,25 @@ pub(crate) fn fuse_following_activation<K: Copy + 'static>(
     with: impl Fn(K, Activation) -> Box<dyn crate::ops::OpKernel>,
     op_type: impl Fn(&str, Activation) -> String,
 ) -> usize {
+    fuse_into_producer(g, takes, |n, _| activation_of(n), with, op_type)
+}
+
+/// The pattern of the fusions into a producer: a node running lele's own
+/// `K` that `takes` it, whose single f32 output `out` is not a model output
+/// and is read only by a node of one input and one output that `follower`
+/// accepts (given that node and `out`, returning what to fuse), becomes the
+/// kernel `with` builds, producing the follower's output under the op type
+/// `op_type` makes of the old one; the follower goes. Returns how many.
+pub(crate) fn fuse_into_producer<K: Copy + 'static, T: Copy>(
+    g: &mut Graph,
+    takes: impl Fn(&crate::ir::Node, &K) -> bool,
+    follower: impl Fn(&crate::ir::Node, ValueId) -> Option<T>,
+    with: impl Fn(K, T) -> Box<dyn crate::ops::OpKernel>,
+    op_type: impl Fn(&str, T) -> String,
+) -> usize {
     let uses = use_counts(g);
     let reader = readers(g);
-    let mut fused: Vec<(usize, usize, K, Activation)> = Vec::new();
+    let mut fused: Vec<(usize, usize, K, T)> = Vec::new();
     for (pi, n) in g.main.nodes.iter().enumerate() {
         let Some(&kernel) = kernel_of::<K>(n).filter(|k| takes(n, k)) else {
             continue;
@@ -351,19 +367,19 @@ pub(crate) fn fuse_following_activation<K: Copy + 'static>(
         let Some(&ai) = reader.get(&out) else {
             continue;
         };
-        let act_node = &g.main.nodes[ai];
-        if act_node.inputs.len() != 1 || act_node.outputs.len() != 1 {
+        let next = &g.main.nodes[ai];
+        if next.inputs.len() != 1 || next.outputs.len() != 1 {
             continue;
         }
-        if let Some(act) = activation_of(act_node) {
-            fused.push((pi, ai, kernel, act));
+        if let Some(what) = follower(next, out) {
+            fused.push((pi, ai, kernel, what));
         }
     }
-    for &(pi, ai, kernel, act) in &fused {
+    for &(pi, ai, kernel, what) in &fused {
         let out = g.main.nodes[ai].outputs[0];
         let n = &mut g.main.nodes[pi];
-        n.op = Op::Kernel(with(kernel, act));
-        n.op_type = op_type(&n.op_type, act);
+        n.op = Op::Kernel(with(kernel, what));
+        n.op_type = op_type(&n.op_type, what);
         n.outputs = vec![out];
     }
     let mut drop: Vec<usize> = fused.iter().map(|f| f.1).collect();

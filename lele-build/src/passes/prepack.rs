@@ -18,8 +18,8 @@ use lele_kernels::ops::softmax::Softmax;
 use lele_kernels::ops::unary::Activation;
 use lele_kernels::{DType, Shape};
 
-use super::fold_conv::fuse_following_activation;
-use super::fuse::{kernel_of, readers, runs, use_counts};
+use super::fold_conv::{fuse_following_activation, fuse_into_producer};
+use super::fuse::{kernel_of, runs};
 use crate::ir::{Graph, Op, Tensor, ValueId};
 
 /// Narrower weights are left alone (a product that narrow runs as dot
@@ -198,59 +198,28 @@ pub fn fuse_packed_matmul_activation(g: &mut Graph) -> usize {
 /// the last when it is -1, or when every sizing point gives the product's
 /// output that many dims. Returns how many.
 pub fn fuse_packed_matmul_softmax(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -> usize {
-    let uses = use_counts(g);
-    let reader = readers(g);
-    let mut fused: Vec<(usize, usize, MatMulPacked)> = Vec::new();
-    for (pi, n) in g.main.nodes.iter().enumerate() {
-        let Some(&product) = kernel_of::<MatMulPacked>(n).filter(|p| !p.softmax) else {
-            continue;
-        };
-        let Some(&out) = n.outputs.first() else {
-            continue;
-        };
-        if uses.get(&out) != Some(&1)
-            || g.outputs.contains(&out)
-            || g.values[out].dtype != Some(DType::F32)
-        {
-            continue;
-        }
-        let Some(&si) = reader.get(&out) else {
-            continue;
-        };
-        let s = &g.main.nodes[si];
-        let Some(softmax) = kernel_of::<Softmax>(s).filter(|_| s.op_type == "Softmax") else {
-            continue;
-        };
-        if s.inputs.len() != 1 || s.outputs.len() != 1 || s.inputs[0] != Some(out) {
-            continue;
-        }
-        let last = softmax.axis == -1
-            || (softmax.axis >= 0
-                && !shapes.is_empty()
-                && shapes.iter().all(|at| {
-                    at.get(&out)
-                        .is_some_and(|sh| sh.rank() as i64 == softmax.axis + 1)
-                }));
-        if last {
-            fused.push((pi, si, product));
-        }
-    }
-    for &(pi, si, product) in &fused {
-        let out = g.main.nodes[si].outputs[0];
-        let n = &mut g.main.nodes[pi];
-        n.op = Op::Kernel(Box::new(MatMulPacked {
-            softmax: true,
-            ..product
-        }));
-        n.op_type = format!("{}+Softmax", n.op_type);
-        n.outputs = vec![out];
-    }
-    let mut drop: Vec<usize> = fused.iter().map(|f| f.1).collect();
-    drop.sort_unstable();
-    for &i in drop.iter().rev() {
-        g.main.nodes.remove(i);
-    }
-    fused.len()
+    fuse_into_producer(
+        g,
+        |_, p: &MatMulPacked| !p.softmax,
+        |s, out| {
+            let softmax = kernel_of::<Softmax>(s).filter(|_| s.op_type == "Softmax")?;
+            let last = softmax.axis == -1
+                || (softmax.axis >= 0
+                    && !shapes.is_empty()
+                    && shapes.iter().all(|at| {
+                        at.get(&out)
+                            .is_some_and(|sh| sh.rank() as i64 == softmax.axis + 1)
+                    }));
+            last.then_some(())
+        },
+        |product, ()| {
+            Box::new(MatMulPacked {
+                softmax: true,
+                ..product
+            })
+        },
+        |old, ()| format!("{old}+Softmax"),
+    )
 }
 
 /// Rewrites every main-block `Conv` (lele's own) with a constant f32

@@ -493,18 +493,40 @@ fn exp16_flushed(d: __m512) -> __m512 {
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
     let n = x.len().min(y.len());
+    // SAFETY: both hold n floats; `y` is a distinct, exclusive borrow.
+    unsafe { exp_shifted_raw(x.as_ptr(), y.as_mut_ptr(), n, shift) }
+}
+
+/// [`exp_shifted`] over `y` in place.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn exp_shifted_in_place(y: &mut [f32], shift: f32) -> f32 {
+    let p = y.as_mut_ptr();
+    // SAFETY: `y` holds its length of floats; each vector is read before
+    // the same lanes are written, so source and destination may be one.
+    unsafe { exp_shifted_raw(p, p, y.len(), shift) }
+}
+
+/// The loop of [`exp_shifted`] over `n` floats from `x` to `y`, which may
+/// be the same floats (each vector is loaded before its lanes are stored).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `x` is readable and `y` writable for `n`
+/// floats, and they are either the same or disjoint.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn exp_shifted_raw(x: *const f32, y: *mut f32, n: usize, shift: f32) -> f32 {
     let vs = _mm512_set1_ps(shift);
     let mut acc = [_mm512_setzero_ps(); 2];
     let body = n - n % 32;
-    for (xb, yb) in x[..body]
-        .chunks_exact(32)
-        .zip(y[..body].chunks_exact_mut(32))
-    {
+    for at in (0..body).step_by(32) {
         for (j, a) in acc.iter_mut().enumerate() {
-            // SAFETY: both chunks hold 32 floats, so lanes 16j..16j + 16 exist.
+            // SAFETY: lanes at + 16j..at + 16j + 16 < body <= n.
             unsafe {
-                let e = exp16_flushed(_mm512_sub_ps(_mm512_loadu_ps(xb.as_ptr().add(16 * j)), vs));
-                _mm512_storeu_ps(yb.as_mut_ptr().add(16 * j), e);
+                let e = exp16_flushed(_mm512_sub_ps(_mm512_loadu_ps(x.add(at + 16 * j)), vs));
+                _mm512_storeu_ps(y.add(at + 16 * j), e);
                 *a = _mm512_add_ps(*a, e);
             }
         }
@@ -515,46 +537,9 @@ pub(super) unsafe fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
         // SAFETY: only the first n - at lanes are read and written (masked
         // lanes are not accessed, so they cannot fault).
         unsafe {
-            let v = _mm512_maskz_loadu_ps(mask, x.as_ptr().add(at));
+            let v = _mm512_maskz_loadu_ps(mask, x.add(at));
             let e = _mm512_maskz_mov_ps(mask, exp16_flushed(_mm512_sub_ps(v, vs)));
-            _mm512_mask_storeu_ps(y.as_mut_ptr().add(at), mask, e);
-            acc[0] = _mm512_add_ps(acc[0], e);
-        }
-        at += 16;
-    }
-    _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]))
-}
-
-/// [`exp_shifted`] over `y` in place.
-///
-/// # Safety
-/// The CPU supports AVX-512F.
-#[target_feature(enable = "avx512f")]
-pub(super) unsafe fn exp_shifted_in_place(y: &mut [f32], shift: f32) -> f32 {
-    let n = y.len();
-    let vs = _mm512_set1_ps(shift);
-    let mut acc = [_mm512_setzero_ps(); 2];
-    let body = n - n % 32;
-    for yb in y[..body].chunks_exact_mut(32) {
-        for (j, a) in acc.iter_mut().enumerate() {
-            // SAFETY: the chunk holds 32 floats, so lanes 16j..16j + 16 exist.
-            unsafe {
-                let at = yb.as_mut_ptr().add(16 * j);
-                let e = exp16_flushed(_mm512_sub_ps(_mm512_loadu_ps(at), vs));
-                _mm512_storeu_ps(at, e);
-                *a = _mm512_add_ps(*a, e);
-            }
-        }
-    }
-    let mut at = body;
-    while at < n {
-        let mask = first_lanes(n - at);
-        // SAFETY: only the first n - at lanes are read and written.
-        unsafe {
-            let p = y.as_mut_ptr().add(at);
-            let v = _mm512_maskz_loadu_ps(mask, p);
-            let e = _mm512_maskz_mov_ps(mask, exp16_flushed(_mm512_sub_ps(v, vs)));
-            _mm512_mask_storeu_ps(p, mask, e);
+            _mm512_mask_storeu_ps(y.add(at), mask, e);
             acc[0] = _mm512_add_ps(acc[0], e);
         }
         at += 16;
