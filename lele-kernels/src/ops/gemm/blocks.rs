@@ -202,16 +202,37 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                         // ddddocr 13.1 → 12.7; two threads 10.72 → 10.40,
                         // 35.5 → 34.3, 6.03 → 5.79; medians of 6–12
                         // alternated runner runs).
-                        if jr == 0
-                            && ir + mr < mc
-                            && let Some(d) = in_place
-                        {
-                            let next = (ic + ir + mr) * k + pc * A_PANEL;
-                            if let Some(panel) = d.get(next..next + mr * kc) {
-                                prefetch_l2(panel);
+                        let next_a = match in_place {
+                            Some(d) if jr == 0 && ir + mr < mc => {
+                                let next = (ic + ir + mr) * k + pc * A_PANEL;
+                                d.get(next..next + mr * kc)
                             }
+                            _ => None,
+                        };
+                        // The micro-kernel fetches it as it runs where it
+                        // can (full tiles), else it is fetched here first.
+                        let fetching = micro.next_a.filter(|_| h == mr && w == nr && reads == nr);
+                        if let (Some(panel), None) = (next_a, fetching) {
+                            prefetch_l2(panel);
                         }
-                        if h == mr && w == nr {
+                        if let (Some(panel), Some(fetch)) = (next_a, fetching) {
+                            // SAFETY: as the full tile below; `panel` is
+                            // only prefetched.
+                            unsafe {
+                                fetch(
+                                    kc,
+                                    ap.as_ptr(),
+                                    bp.as_ptr(),
+                                    ldb,
+                                    b_hi,
+                                    c.add(c0),
+                                    ldc,
+                                    alpha,
+                                    beta_eff,
+                                    panel.as_ptr(),
+                                );
+                            }
+                        } else if h == mr && w == nr {
                             // SAFETY: the full tile (rows c0 + i·ldc, nr
                             // columns each) lies in this call's block of C
                             // (the caller's contract); `ap` holds mr·kc

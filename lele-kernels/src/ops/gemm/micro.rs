@@ -90,6 +90,11 @@ pub(crate) fn isa_available(isa: Isa) -> bool {
 /// (kernels of at most 16 columns do not read it).
 type MicroFn = unsafe fn(usize, *const f32, *const f32, usize, usize, *mut f32, usize, f32, f32);
 
+/// A [`MicroFn`] that also prefetches the next row tile's `A` panel (the
+/// last argument) into L2 as it runs.
+type NextAFn =
+    unsafe fn(usize, *const f32, *const f32, usize, usize, *mut f32, usize, f32, f32, *const f32);
+
 /// A [`MicroFn`] over only the first `h` (the first argument, below `MR`)
 /// rows of the `A` panel, writing only those rows of the tile.
 type ShortFn =
@@ -114,6 +119,9 @@ pub(super) struct Micro {
     /// `f` for a tile of fewer than `mr` rows, full width, where the ISA
     /// has one (else such tiles go through a padded stack tile).
     pub(super) short: Option<ShortFn>,
+    /// `f` fetching the next row tile's `A` panel into L2 as it runs, where
+    /// the ISA has one (else the caller prefetches the panel before).
+    pub(super) next_a: Option<NextAFn>,
 }
 
 pub(super) fn micro_for(isa: Isa) -> Micro {
@@ -127,6 +135,7 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             first: x86::kernel_avx2_stream,
             in_l1: x86::kernel_avx2,
             short: Some(x86::kernel_avx2_short),
+            next_a: None,
         },
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => Micro {
@@ -137,6 +146,7 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             first: x86::kernel_avx512_stream,
             in_l1: x86::kernel_avx512_in_l1,
             short: None,
+            next_a: Some(x86::kernel_avx512_next_a),
         },
         _ => Micro {
             mr: SCALAR_MR,
@@ -146,6 +156,7 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             first: kernel_scalar,
             in_l1: kernel_scalar,
             short: None,
+            next_a: None,
         },
     }
 }

@@ -168,7 +168,20 @@ pub unsafe fn kernel_avx512(
     beta: f32,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { kernel_avx512_vectors::<2, 12>(kc, a, b, ldb, b_hi, c, ldc, alpha, beta) }
+    unsafe {
+        kernel_avx512_vectors::<2, 12, false>(
+            kc,
+            a,
+            b,
+            ldb,
+            b_hi,
+            c,
+            ldc,
+            alpha,
+            beta,
+            core::ptr::null(),
+        )
+    }
 }
 
 /// [`kernel_avx512`] without prefetching, for the row tiles after the
@@ -191,7 +204,49 @@ pub unsafe fn kernel_avx512_in_l1(
     beta: f32,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { kernel_avx512_vectors::<2, 0>(kc, a, b, ldb, b_hi, c, ldc, alpha, beta) }
+    unsafe {
+        kernel_avx512_vectors::<2, 0, false>(
+            kc,
+            a,
+            b,
+            ldb,
+            b_hi,
+            c,
+            ldc,
+            alpha,
+            beta,
+            core::ptr::null(),
+        )
+    }
+}
+
+/// [`kernel_avx512`] that also fetches the next row tile's `A` panel
+/// (`kc · 8` floats at `next_a`, only prefetched, never read) into L2 as
+/// it goes, a step of it per step: for the first column pass over a
+/// weight packed ahead of time, whose panels come from the last-level
+/// cache.
+///
+/// # Safety
+/// As [`kernel_avx512`] (`next_a` may point anywhere: it is only
+/// prefetched).
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn kernel_avx512_next_a(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    b_hi: usize,
+    c: *mut f32,
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    next_a: *const f32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        kernel_avx512_vectors::<2, 12, true>(kc, a, b, ldb, b_hi, c, ldc, alpha, beta, next_a)
+    }
 }
 
 /// [`kernel_avx512`] for the first row tile over a micro-panel of a weight
@@ -217,7 +272,20 @@ pub unsafe fn kernel_avx512_stream(
     beta: f32,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { kernel_avx512_vectors::<2, 48>(kc, a, b, ldb, b_hi, c, ldc, alpha, beta) }
+    unsafe {
+        kernel_avx512_vectors::<2, 48, false>(
+            kc,
+            a,
+            b,
+            ldb,
+            b_hi,
+            c,
+            ldc,
+            alpha,
+            beta,
+            core::ptr::null(),
+        )
+    }
 }
 
 /// AVX-512 `8 × 16` micro-kernel: [`kernel_avx512`] over the first 16
@@ -242,7 +310,20 @@ pub unsafe fn kernel_avx512_half(
     beta: f32,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { kernel_avx512_vectors::<1, 12>(kc, a, b, ldb, b_hi, c, ldc, alpha, beta) }
+    unsafe {
+        kernel_avx512_vectors::<1, 12, false>(
+            kc,
+            a,
+            b,
+            ldb,
+            b_hi,
+            c,
+            ldc,
+            alpha,
+            beta,
+            core::ptr::null(),
+        )
+    }
 }
 
 /// The AVX-512 micro-kernel over `V` vectors (16·V columns) of each packed
@@ -258,7 +339,7 @@ pub unsafe fn kernel_avx512_half(
 #[inline]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn kernel_avx512_vectors<const V: usize, const AHEAD: usize>(
+unsafe fn kernel_avx512_vectors<const V: usize, const AHEAD: usize, const NEXT_A: bool>(
     kc: usize,
     a: *const f32,
     b: *const f32,
@@ -268,11 +349,20 @@ unsafe fn kernel_avx512_vectors<const V: usize, const AHEAD: usize>(
     ldc: usize,
     alpha: f32,
     beta: f32,
+    next_a: *const f32,
 ) {
     let mut acc = [[_mm512_setzero_ps(); V]; AVX512_MR];
     for p in 0..kc {
         // SAFETY: p < kc, so these reads stay inside the packed panels.
         unsafe {
+            if NEXT_A {
+                // Step p of the next A panel, into L2 (a line holds two
+                // steps): spread over the product instead of issued at
+                // once before it, where a burst of 128 prefetches filled
+                // the miss buffers and stalled the core until most of them
+                // returned.
+                _mm_prefetch::<_MM_HINT_T1>(next_a.wrapping_add(p * AVX512_MR) as *const i8);
+            }
             let row_b = b.add(p * ldb);
             let mut bv = [_mm512_setzero_ps(); V];
             for (h, v) in bv.iter_mut().enumerate() {
