@@ -1,7 +1,7 @@
 //! The blocked product: packed panels of `A` and `B` (or panels packed
 //! ahead of time, read in place) through the register micro-kernel, over
 //! cache blocks of `MC × KC` and `KC × NC`.
-use super::micro::{Isa, micro_for};
+use super::micro::{Isa, MicroFn, NextAFn, micro_for};
 use super::pack_a::{pack_a_rows, pack_a_strided, repack_panels};
 use super::{A_PANEL, Epilogue, KC, LeftOp, MAX_TILE, MC, MR_LCM, NC, NR_LCM, PackB, prepacked};
 
@@ -210,29 +210,19 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                             _ => None,
                         };
                         // The micro-kernel fetches it as it runs where it
-                        // can (full tiles), else it is fetched here first.
-                        let fetching = micro.next_a.filter(|_| h == mr && w == nr && reads == nr);
-                        if let (Some(panel), None) = (next_a, fetching) {
-                            prefetch_l2(panel);
-                        }
-                        if let (Some(panel), Some(fetch)) = (next_a, fetching) {
-                            // SAFETY: as the full tile below; `panel` is
-                            // only prefetched.
-                            unsafe {
-                                fetch(
-                                    kc,
-                                    ap.as_ptr(),
-                                    bp.as_ptr(),
-                                    ldb,
-                                    b_hi,
-                                    c.add(c0),
-                                    ldc,
-                                    alpha,
-                                    beta_eff,
-                                    panel.as_ptr(),
-                                );
+                        // can (tiles of every row through the full-width
+                        // kernel), else it is fetched here first.
+                        let fetching = next_a.and_then(|panel| {
+                            match micro.next_a.filter(|_| h == mr && reads == nr) {
+                                Some((f, _)) if ir == 0 => Some((f, panel.as_ptr())),
+                                Some((_, f)) => Some((f, panel.as_ptr())),
+                                None => {
+                                    prefetch_l2(panel);
+                                    None
+                                }
                             }
-                        } else if h == mr && w == nr {
+                        });
+                        if h == mr && w == nr {
                             // SAFETY: the full tile (rows c0 + i·ldc, nr
                             // columns each) lies in this call's block of C
                             // (the caller's contract); `ap` holds mr·kc
@@ -240,7 +230,9 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                             // (columns 16.. at b_hi); `isa` was detected
                             // (or is scalar).
                             unsafe {
-                                kernel(
+                                run_tile(
+                                    kernel,
+                                    fetching,
                                     kc,
                                     ap.as_ptr(),
                                     bp.as_ptr(),
@@ -275,7 +267,9 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                             // (the half kernel reads and writes its first
                             // nr/2 columns, all that is read back).
                             unsafe {
-                                kernel(
+                                run_tile(
+                                    kernel,
+                                    fetching,
                                     kc,
                                     ap.as_ptr(),
                                     bp.as_ptr(),
@@ -361,6 +355,35 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
         (a, b) = (b, a % b);
     }
     a
+}
+
+/// One tile through `kernel`, or through `fetching`'s micro-kernel, which
+/// also fetches the panel at its pointer as it runs.
+///
+/// # Safety
+/// As the micro-kernels: `a`, `b` and the tile at `c` as [`MicroFn`]
+/// describes them (the fetched pointer is only prefetched).
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_tile(
+    kernel: MicroFn,
+    fetching: Option<(NextAFn, *const f32)>,
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    b_hi: usize,
+    c: *mut f32,
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match fetching {
+            Some((fetch, next)) => fetch(kc, a, b, ldb, b_hi, c, ldc, alpha, beta, next),
+            None => kernel(kc, a, b, ldb, b_hi, c, ldc, alpha, beta),
+        }
+    }
 }
 
 /// Prefetches every cache line of `data` into L2 (a hint, no effect off

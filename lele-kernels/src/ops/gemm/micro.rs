@@ -88,11 +88,12 @@ pub(crate) fn isa_available(isa: Isa) -> bool {
 /// 16 columns finds columns 16.. of a row `b_hi` floats after its column 0:
 /// 16 when packed per call, the next panel inside a packed weight
 /// (kernels of at most 16 columns do not read it).
-type MicroFn = unsafe fn(usize, *const f32, *const f32, usize, usize, *mut f32, usize, f32, f32);
+pub(super) type MicroFn =
+    unsafe fn(usize, *const f32, *const f32, usize, usize, *mut f32, usize, f32, f32);
 
 /// A [`MicroFn`] that also prefetches the next row tile's `A` panel (the
 /// last argument) into L2 as it runs.
-type NextAFn =
+pub(super) type NextAFn =
     unsafe fn(usize, *const f32, *const f32, usize, usize, *mut f32, usize, f32, f32, *const f32);
 
 /// A [`MicroFn`] over only the first `h` (the first argument, below `MR`)
@@ -119,9 +120,10 @@ pub(super) struct Micro {
     /// `f` for a tile of fewer than `mr` rows, full width, where the ISA
     /// has one (else such tiles go through a padded stack tile).
     pub(super) short: Option<ShortFn>,
-    /// `f` fetching the next row tile's `A` panel into L2 as it runs, where
-    /// the ISA has one (else the caller prefetches the panel before).
-    pub(super) next_a: Option<NextAFn>,
+    /// `f` and `in_l1` fetching the next row tile's `A` panel into L2 as
+    /// they run, where the ISA has them (else the caller prefetches the
+    /// panel before).
+    pub(super) next_a: Option<(NextAFn, NextAFn)>,
 }
 
 pub(super) fn micro_for(isa: Isa) -> Micro {
@@ -146,7 +148,7 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             first: x86::kernel_avx512_stream,
             in_l1: x86::kernel_avx512_in_l1,
             short: None,
-            next_a: Some(x86::kernel_avx512_next_a),
+            next_a: Some((x86::kernel_avx512_next_a, x86::kernel_avx512_next_a_in_l1)),
         },
         _ => Micro {
             mr: SCALAR_MR,

@@ -249,6 +249,30 @@ pub unsafe fn kernel_avx512_next_a(
     }
 }
 
+/// [`kernel_avx512_next_a`] for the row tiles after the first over a
+/// micro-panel, which find it in L1 (no prefetching of `B`, as
+/// [`kernel_avx512_in_l1`]).
+///
+/// # Safety
+/// As [`kernel_avx512_next_a`].
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn kernel_avx512_next_a_in_l1(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    b_hi: usize,
+    c: *mut f32,
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    next_a: *const f32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { kernel_avx512_vectors::<2, 0, true>(kc, a, b, ldb, b_hi, c, ldc, alpha, beta, next_a) }
+}
+
 /// [`kernel_avx512`] for the first row tile over a micro-panel of a weight
 /// packed ahead of time, which comes from memory: B is prefetched 48 rows
 /// ahead (3 KiB per 16-column run) instead of 12, far enough to cover
