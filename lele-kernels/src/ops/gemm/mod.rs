@@ -5,14 +5,13 @@
 //! into a caller-provided scratch slice (no allocation) and multiplied by an
 //! `MR×NR` register micro-kernel: scalar everywhere, AVX2+FMA and AVX-512 on
 //! x86_64 (chosen once at run time and cached).
-use crate::DType;
 use crate::error::KernelError;
-use crate::tensor::{TensorMut, TensorRef};
 
 mod blocks;
 #[cfg(target_arch = "x86_64")]
 mod few_rows;
 mod micro;
+mod operands;
 mod pack_a;
 pub mod prepacked;
 pub(crate) mod rows;
@@ -31,6 +30,7 @@ use blocks::{CPtr, gemm_blocks};
 #[cfg(test)]
 pub(crate) use micro::isa_available;
 pub(crate) use micro::{Isa, best_isa};
+pub(crate) use operands::{check_f32, check_residual, f32_in, f32_out, scratch_f32};
 pub use pack_a::{A_PANEL, PanelsA, pack_a_panels, panels_a_len};
 use skinny::{DOT_M_MAX, NARROW_N, dot_columns, gemv_row};
 
@@ -752,62 +752,3 @@ const PARALLEL_MIN_MACS: usize = 1 << 21;
 /// Floats of scratch the largest GEMM block needs (a worker's buffer).
 pub(crate) const MAX_SCRATCH: usize =
     MC.next_multiple_of(MR_LCM) * KC + NC.next_multiple_of(NR_LCM) * KC;
-
-/// The `f32` elements of an input (other dtypes are unsupported).
-pub(crate) fn f32_in<'a>(t: &TensorRef<'a>, op: &'static str) -> Result<&'a [f32], KernelError> {
-    if t.dtype != DType::F32 {
-        return Err(KernelError::UnsupportedDType { op, dtype: t.dtype });
-    }
-    t.typed::<f32>(op)
-}
-
-/// Checks that an input is `f32` (shape inference).
-pub(crate) fn check_f32(t: &TensorRef<'_>, op: &'static str) -> Result<(), KernelError> {
-    if t.dtype != DType::F32 {
-        return Err(KernelError::UnsupportedDType { op, dtype: t.dtype });
-    }
-    Ok(())
-}
-
-/// Checks the optional fused residual at input `index` (see `Conv` and
-/// `MatMulBias`): f32 and exactly the output's shape `y`.
-pub(crate) fn check_residual(
-    inputs: &[Option<TensorRef<'_>>],
-    index: usize,
-    y: &crate::shape::Shape,
-    op: &'static str,
-) -> Result<(), KernelError> {
-    if let Some(r) = crate::kernel::opt_input(inputs, index) {
-        check_f32(r, op)?;
-        if r.shape != *y {
-            return Err(KernelError::Shape {
-                op,
-                msg: "the fused residual's shape differs from the output's",
-            });
-        }
-    }
-    Ok(())
-}
-
-/// The `f32` elements of an output.
-pub(crate) fn f32_out<'a, 'b>(
-    t: &'b mut TensorMut<'a>,
-    op: &'static str,
-) -> Result<&'b mut [f32], KernelError> {
-    t.typed::<f32>(op)
-}
-
-/// The first `n` floats of the scratch buffer.
-pub(crate) fn scratch_f32<'a>(
-    scratch: &'a mut [u8],
-    n: usize,
-    op: &'static str,
-) -> Result<&'a mut [f32], KernelError> {
-    if n == 0 {
-        // A node without scratch may get an empty slice at any address
-        // (not aligned for f32).
-        return Ok(&mut []);
-    }
-    let bytes = scratch.get_mut(..n * 4).ok_or(KernelError::Buffer { op })?;
-    bytemuck::try_cast_slice_mut(bytes).map_err(|_| KernelError::Buffer { op })
-}
