@@ -36,7 +36,7 @@ impl CPtr {
 /// # Safety
 /// `c` addresses `m` rows of `n` writable floats at stride `ldc` that no
 /// one else reads or writes meanwhile; `a` holds `m × k`, `b` has columns
-/// up to `j_off + n`, `scratch` holds [`sgemm_scratch_len`]`(m, n, k)`.
+/// up to `j_off + n`, `scratch` holds [`sgemm_scratch_len`](super::sgemm_scratch_len)`(m, n, k)`.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn gemm_blocks<B: PackB>(
     isa: Isa,

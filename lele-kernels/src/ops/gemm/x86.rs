@@ -354,10 +354,13 @@ pub unsafe fn kernel_avx512_half(
 }
 
 /// The AVX-512 micro-kernel over `V` vectors (16·V columns) of each packed
-/// row of B, prefetching B `AHEAD` rows ahead (none when it is 0):
-/// [`kernel_avx512`] (`V = 2`), [`kernel_avx512_stream`] (the same, further
-/// ahead), [`kernel_avx512_in_l1`] (the same, no prefetching) and
-/// [`kernel_avx512_half`] (`V = 1`). They stay separate functions taking
+/// row of B, prefetching B `AHEAD` rows ahead (none when it is 0) and, with
+/// `NEXT_A`, step `p` of the `A` panel at `next_a` into L2 at each step `p`
+/// (`next_a` is not read otherwise): [`kernel_avx512`] (`V = 2`),
+/// [`kernel_avx512_stream`] (the same, further ahead),
+/// [`kernel_avx512_in_l1`] (the same, no prefetching),
+/// [`kernel_avx512_next_a`] and [`kernel_avx512_next_a_in_l1`] (those two
+/// with `NEXT_A`) and [`kernel_avx512_half`] (`V = 1`). They stay separate functions taking
 /// this one inlined: the generic instantiations taken directly as function
 /// pointers ran 2–3% slower on the prepacked MiniLM and square products.
 ///
