@@ -5,7 +5,7 @@
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{MatRef, check_f32, f32_in, f32_out, scratch_f32, sgemm, sgemm_scratch_len};
-use crate::ops::unary::{exp_shifted, max_of};
+use crate::ops::unary::{MaskRows, softmax_rows};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -137,28 +137,15 @@ impl MultiHeadAttention {
         let (shifted, gemm) = gemm.split_at_mut(d.t);
         // No keys: the rows stay zero (an empty sum), unscaled.
         norms.fill(1.0);
-        for (i, row) in scores.chunks_exact_mut(d.t.max(1)).take(d.s).enumerate() {
-            // The masked scores go to a row buffer (one pass), the softmax
-            // back into the row: P overwrites the scores.
-            match x.mask {
-                Some((m, st)) => {
-                    let base = b * st[0] + h * st[1] + i * st[2];
-                    if st[3] == 1 {
-                        let m = &m[base..base + d.t];
-                        for ((o, &v), &a) in shifted.iter_mut().zip(row.iter()).zip(m) {
-                            *o = v + a;
-                        }
-                    } else {
-                        for (j, (o, &v)) in shifted.iter_mut().zip(row.iter()).enumerate() {
-                            *o = v + m[base + j * st[3]];
-                        }
-                    }
-                }
-                None => shifted.copy_from_slice(row),
-            }
-            let top = max_of(shifted);
-            norms[i] = 1.0 / exp_shifted(shifted, row, top);
-        }
+        // The masked scores go to a row buffer (one pass), the softmax back
+        // into the row: P overwrites the scores.
+        let mask = x.mask.map(|(m, st)| MaskRows {
+            data: m,
+            start: b * st[0] + h * st[1],
+            row_stride: st[2],
+            col_stride: st[3],
+        });
+        softmax_rows(&mut scores[..d.s * d.t], d.t, mask, shifted, norms);
         let vh = MatRef::row_major(&x.v[b * d.t * vs + h * d.dv..], vs);
         let p = MatRef::row_major(scores, d.t);
         sgemm(d.s, d.dv, d.t, 1.0, p, vh, 0.0, o, d.dv, gemm)

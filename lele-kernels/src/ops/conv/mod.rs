@@ -16,6 +16,8 @@ use crate::tensor::{TensorMut, TensorRef};
 // Only x86-64 runs it, but every target sizes its scratch.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 mod channel_tiles;
+#[cfg(all(test, feature = "codegen"))]
+mod codegen_tests;
 mod depthwise;
 // Only x86-64 runs it, but every target sizes its scratch.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -27,6 +29,7 @@ mod depthwise_tests;
 // sizes arenas on the build machine).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 mod direct;
+mod geometry;
 mod im2col;
 mod packed;
 #[cfg(test)]
@@ -44,66 +47,16 @@ mod x86;
 
 use crate::ops::unary::Activation;
 use depthwise::{depthwise_plane, plane_staged, staged_plan};
+pub use geometry::AutoPad;
+pub(crate) use geometry::{Nchw, nchw, out_shape, window_out};
 use im2col::Im2col;
 pub(crate) use im2col::valid_range;
 pub use packed::ConvPackedWeights;
 pub use transpose::ConvTranspose;
 pub use winograd::ConvWinograd;
 
-/// ONNX `auto_pad`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AutoPad {
-    /// Use the explicit `pads`.
-    NotSet,
-    /// Output size `ceil(in / stride)`, extra padding at the end.
-    SameUpper,
-    /// Output size `ceil(in / stride)`, extra padding at the beginning.
-    SameLower,
-    /// No padding.
-    Valid,
-}
-crate::to_rust_enum!(ops::conv::AutoPad {
-    NotSet,
-    SameUpper,
-    SameLower,
-    Valid
-});
-
 /// Floats of column buffer ConvTranspose aims for per chunk.
 const COL_BUDGET: usize = 1 << 18;
-
-/// `N, C, H, W` of a rank-3 (`H = 1`) or rank-4 tensor.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Nchw {
-    pub n: usize,
-    pub c: usize,
-    pub h: usize,
-    pub w: usize,
-    pub one_d: bool,
-}
-
-pub(crate) fn nchw(s: &Shape, op: &'static str) -> Result<Nchw, KernelError> {
-    match *s.dims() {
-        [n, c, w] => Ok(Nchw {
-            n,
-            c,
-            h: 1,
-            w,
-            one_d: true,
-        }),
-        [n, c, h, w] => Ok(Nchw {
-            n,
-            c,
-            h,
-            w,
-            one_d: false,
-        }),
-        _ => Err(KernelError::Shape {
-            op,
-            msg: "expected a rank-3 (N,C,W) or rank-4 (N,C,H,W) input",
-        }),
-    }
-}
 
 /// `infer` of a convolution of geometry `g`: its output shape, the fused
 /// residual (input 3, if any) checked against it.
@@ -119,73 +72,6 @@ fn infer_output(
         msg: "no output",
     })? = y;
     Ok(())
-}
-
-/// The output shape `[N, C, (H,) W]` matching `x`'s rank.
-pub(crate) fn out_shape(x: Nchw, c: usize, h: usize, w: usize) -> Result<Shape, KernelError> {
-    if x.one_d {
-        Shape::new(&[x.n, c, w])
-    } else {
-        Shape::new(&[x.n, c, h, w])
-    }
-}
-
-/// Output size and `(begin, end)` padding of one spatial axis of a
-/// convolution or pooling window. `ceil` selects pooling's `ceil_mode`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn window_out(
-    len: usize,
-    k: usize,
-    s: usize,
-    d: usize,
-    pad_begin: usize,
-    pad_end: usize,
-    auto_pad: AutoPad,
-    ceil: bool,
-    op: &'static str,
-) -> Result<(usize, usize, usize), KernelError> {
-    if k == 0 || s == 0 || d == 0 {
-        return Err(KernelError::Invalid {
-            op,
-            msg: "kernel, strides and dilations must be positive",
-        });
-    }
-    let eff = (k - 1) * d + 1;
-    let too_small = KernelError::Shape {
-        op,
-        msg: "input smaller than the kernel window",
-    };
-    match auto_pad {
-        AutoPad::SameUpper | AutoPad::SameLower => {
-            let out = len.div_ceil(s);
-            let total = ((out.max(1) - 1) * s + eff).saturating_sub(len);
-            let begin = if auto_pad == AutoPad::SameUpper {
-                total / 2
-            } else {
-                total - total / 2
-            };
-            Ok((out, begin, total - begin))
-        }
-        AutoPad::Valid => {
-            if len < eff {
-                return Err(too_small);
-            }
-            Ok(((len - eff) / s + 1, 0, 0))
-        }
-        AutoPad::NotSet => {
-            let padded = len + pad_begin + pad_end;
-            if padded < eff {
-                return Err(too_small);
-            }
-            let span = padded - eff;
-            let mut out = if ceil { span.div_ceil(s) } else { span / s } + 1;
-            // The last window must start inside the input or the begin padding.
-            if ceil && (out - 1) * s >= len + pad_begin {
-                out -= 1;
-            }
-            Ok((out, pad_begin, pad_end))
-        }
-    }
 }
 
 /// ONNX `Conv` (1-D or 2-D, grouped, dilated).
@@ -850,52 +736,5 @@ impl Kernel for Conv {
             return Ok(());
         }
         self.run_gemm(&g, x, GemmWeight::RowMajor(w), bias, residual, y, scratch)
-    }
-}
-
-#[cfg(all(test, feature = "codegen"))]
-mod codegen_tests {
-    use super::*;
-    use crate::codegen::ToRust;
-    use alloc::string::ToString;
-
-    #[test]
-    fn params_print_as_rust() {
-        let op = ConvTranspose {
-            group: 2,
-            kernel: [3, 3],
-            strides: [2, 2],
-            pads: [1, 1, 1, 1],
-            dilations: [1, 1],
-            output_padding: [1, 0],
-            output_shape: Some([8, 9]),
-            auto_pad: AutoPad::SameLower,
-            activation: Activation::Relu,
-        };
-        let s = op.to_rust().to_string().replace(' ', "");
-        assert!(
-            s.starts_with("::lele::kernels::ops::conv::ConvTranspose{group:2usize"),
-            "{s}"
-        );
-        assert!(
-            s.contains("auto_pad:::lele::kernels::ops::conv::AutoPad::SameLower"),
-            "{s}"
-        );
-        assert!(
-            s.contains("output_shape:::core::option::Option::Some([8usize,9usize])"),
-            "{s}"
-        );
-        assert!(
-            s.contains("activation:::lele::kernels::ops::unary::Activation::Relu"),
-            "{s}"
-        );
-        let r = crate::ops::resize::CoordMode::TfCropAndResize
-            .to_rust()
-            .to_string()
-            .replace(' ', "");
-        assert_eq!(
-            r,
-            "::lele::kernels::ops::resize::CoordMode::TfCropAndResize"
-        );
     }
 }

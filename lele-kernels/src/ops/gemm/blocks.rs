@@ -209,11 +209,24 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                             }
                             _ => None,
                         };
-                        // The micro-kernel fetches it as it runs where it
-                        // can (tiles of every row through the full-width
-                        // kernel), else it is fetched here first.
+                        // The first row tile of the first row block over a
+                        // micro-panel of a B read in place fetches the next
+                        // micro-panel into L2 as it runs (`Micro::next_b`),
+                        // if that one is read in place too: the input was
+                        // just written, half of it by the other core with
+                        // two threads. Later row blocks find it in L2.
+                        let next_b = micro.next_b.filter(|_| {
+                            direct.is_some() && ic == 0 && ir == 0 && h == mr && jr + 2 * nr <= full
+                        });
+                        let kernel = next_b.unwrap_or(kernel);
+                        // The micro-kernel fetches the next A panel as it
+                        // runs where it can (tiles of every row through the
+                        // full-width kernel), else it is fetched here first.
                         let fetching = next_a.and_then(|panel| {
                             match micro.next_a.filter(|_| h == mr && reads == nr) {
+                                Some(_) if let (Some(f), Some(_)) = (micro.next_ab, next_b) => {
+                                    Some((f, panel.as_ptr()))
+                                }
                                 Some((f, _)) if ir == 0 => Some((f, panel.as_ptr())),
                                 Some((_, f)) => Some((f, panel.as_ptr())),
                                 None => {

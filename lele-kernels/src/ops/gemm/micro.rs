@@ -124,6 +124,13 @@ pub(super) struct Micro {
     /// they run, where the ISA has them (else the caller prefetches the
     /// panel before).
     pub(super) next_a: Option<(NextAFn, NextAFn)>,
+    /// `f` for the first row tile over a micro-panel of a `B` read in place,
+    /// fetching the next micro-panel into L2 as it runs, where the ISA has
+    /// it.
+    pub(super) next_b: Option<MicroFn>,
+    /// `next_b` that also fetches the next row tile's `A` panel (as
+    /// `next_a`'s first), where the ISA has it.
+    pub(super) next_ab: Option<NextAFn>,
 }
 
 pub(super) fn micro_for(isa: Isa) -> Micro {
@@ -138,6 +145,8 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             in_l1: x86::kernel_avx2,
             short: Some(x86::kernel_avx2_short),
             next_a: None,
+            next_b: Some(x86::kernel_avx2_next_b),
+            next_ab: None,
         },
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => Micro {
@@ -149,6 +158,8 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             in_l1: x86::kernel_avx512_in_l1,
             short: None,
             next_a: Some((x86::kernel_avx512_next_a, x86::kernel_avx512_next_a_in_l1)),
+            next_b: Some(x86::kernel_avx512_next_b),
+            next_ab: Some(x86::kernel_avx512_next_ab),
         },
         _ => Micro {
             mr: SCALAR_MR,
@@ -159,6 +170,8 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             in_l1: kernel_scalar,
             short: None,
             next_a: None,
+            next_b: None,
+            next_ab: None,
         },
     }
 }

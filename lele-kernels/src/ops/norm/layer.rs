@@ -1,6 +1,8 @@
 //! `LayerNormalization` and `RMSNormalization`: statistics over the trailing
 //! dims `axis..`.
 use super::moments;
+#[cfg(target_arch = "x86_64")]
+use super::moments_avx2;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{check_f32, f32_in, f32_out};
@@ -123,8 +125,52 @@ impl Kernel for LayerNormalization {
         if d == 0 {
             return Ok(());
         }
+        let rows = Rows {
+            x,
+            d,
+            scale,
+            bias,
+            epsilon: self.epsilon,
+        };
+        #[cfg(target_arch = "x86_64")]
+        if crate::ops::gemm::best_isa() != crate::ops::gemm::Isa::Scalar {
+            // SAFETY: AVX2 was detected (with AVX-512F or FMA).
+            unsafe { rows.normalize_avx2(y, mean_out, inv_out) };
+            return Ok(());
+        }
+        rows.normalize(y, mean_out, inv_out);
+        Ok(())
+    }
+}
+
+/// The rows of one `LayerNormalization` call and its parameters.
+struct Rows<'a> {
+    x: &'a [f32],
+    d: usize,
+    scale: &'a [f32],
+    bias: Option<&'a [f32]>,
+    epsilon: f32,
+}
+
+impl Rows<'_> {
+    /// Normalizes every `d`-float row of `x` into `y`, its mean and
+    /// reciprocal standard deviation into the optional outputs.
+    fn normalize(&self, y: &mut [f32], mean_out: Option<&mut [f32]>, inv_out: Option<&mut [f32]>) {
+        self.normalize_with(y, mean_out, inv_out, moments);
+    }
+
+    /// [`Rows::normalize`] with each row's statistics from `stats`.
+    #[inline(always)]
+    fn normalize_with(
+        &self,
+        y: &mut [f32],
+        mut mean_out: Option<&mut [f32]>,
+        mut inv_out: Option<&mut [f32]>,
+        stats: impl Fn(&[f32], f32) -> (f32, f32),
+    ) {
+        let (x, d, scale, bias) = (self.x, self.d, self.scale, self.bias);
         for (r, (xr, yr)) in x.chunks_exact(d).zip(y.chunks_exact_mut(d)).enumerate() {
-            let (mean, inv) = moments(xr, self.epsilon);
+            let (mean, inv) = stats(xr, self.epsilon);
             if let Some(m) = mean_out.as_deref_mut() {
                 m[r] = mean;
             }
@@ -157,7 +203,29 @@ impl Kernel for LayerNormalization {
                 }
             }
         }
-        Ok(())
+    }
+
+    /// [`Rows::normalize`] compiled for AVX2, the statistics by
+    /// [`moments_avx2`]: the same operations in the same order (the same
+    /// partial sums, separate multiplies and adds), so the same results,
+    /// eight lanes at a time (MiniLM's seven 128×384 normalizations, one
+    /// thread, `lele bench --profile` means of 30 runs: 0.214 ms a forward
+    /// with the portable loop and 8 partial sums, 0.175 with it compiled for
+    /// AVX2 and 32 sums, 0.114 with these AVX2 statistics).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn normalize_avx2(
+        &self,
+        y: &mut [f32],
+        mean_out: Option<&mut [f32]>,
+        inv_out: Option<&mut [f32]>,
+    ) {
+        // The closure inherits this function's AVX2.
+        let stats = |x: &[f32], eps: f32| moments_avx2(x, eps);
+        self.normalize_with(y, mean_out, inv_out, stats);
     }
 }
 
@@ -223,5 +291,53 @@ impl Kernel for RmsNormalization {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::Rows;
+    use crate::ops::gemm::testutil::rand_vec;
+    use crate::ops::gemm::{Isa, isa_available};
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    /// The AVX2 build of the row loop gives the portable one's results bit
+    /// for bit: every row length 1..70 (all tails of eight) and MiniLM's
+    /// 384 and 385, with and without bias, with the statistics outputs.
+    #[test]
+    fn avx2_rows_equal_portable_rows() {
+        if !isa_available(Isa::Avx2) {
+            return;
+        }
+        let rows = 3;
+        for d in (1..70).chain([384, 385]) {
+            let x: Vec<f32> = rand_vec(rows * d, d as u64)
+                .iter()
+                .map(|v| 3.0 * v + 0.5)
+                .collect();
+            let scale = rand_vec(d, 100 + d as u64);
+            let bias = rand_vec(d, 200 + d as u64);
+            for b in [None, Some(&bias[..])] {
+                let r = Rows {
+                    x: &x,
+                    d,
+                    scale: &scale,
+                    bias: b,
+                    epsilon: 1e-5,
+                };
+                let (mut y0, mut m0, mut i0) =
+                    (vec![0f32; rows * d], vec![0f32; rows], vec![0f32; rows]);
+                let (mut y1, mut m1, mut i1) =
+                    (vec![0f32; rows * d], vec![0f32; rows], vec![0f32; rows]);
+                r.normalize(&mut y0, Some(&mut m0), Some(&mut i0));
+                // SAFETY: AVX2 is available (checked above).
+                unsafe { r.normalize_avx2(&mut y1, Some(&mut m1), Some(&mut i1)) };
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&y0), bits(&y1), "d={d} bias={}", b.is_some());
+                assert_eq!(bits(&m0), bits(&m1), "d={d}");
+                assert_eq!(bits(&i0), bits(&i1), "d={d}");
+            }
+        }
     }
 }

@@ -5,6 +5,9 @@ use core::ops::{Add, Div, Mul, Neg, Sub};
 use super::{map, sigmoid};
 use crate::ops::broadcast::Num;
 
+mod gelu_table;
+pub(crate) use gelu_table::{GELU_PHI, GELU_TABLE_BIAS, GELU_TABLE_FIRST_CENTRE, GELU_TABLE_SCALE};
+
 /// Floating-point element types with the math the activations need.
 pub(crate) trait Real:
     Num
@@ -187,6 +190,64 @@ pub(crate) fn max_of(x: &[f32]) -> f32 {
         return unsafe { super::x86_512::max_of(x) };
     }
     max_of_scalar(x)
+}
+
+/// An additive mask over a block of softmax rows: row `i`, column `j` is
+/// `data[start + i·row_stride + j·col_stride]` (strides 0 along broadcast
+/// axes).
+#[derive(Clone, Copy)]
+pub(crate) struct MaskRows<'a> {
+    pub(crate) data: &'a [f32],
+    pub(crate) start: usize,
+    pub(crate) row_stride: usize,
+    pub(crate) col_stride: usize,
+}
+
+/// Softmax numerators of the rows of `scores` (`t` floats each) in place,
+/// each row first offset by its mask row when there is one (the sum going
+/// to `shifted`, of at least `t` floats), and the reciprocal of each row's
+/// sum into `norms` (an attention head's probabilities, left
+/// unnormalized). Row by row as [`max_of`] and [`exp_shifted`] compute it,
+/// on every path; with AVX-512 and a mask contiguous along the row (or
+/// none) in one vector loop without a dispatch per row.
+pub(crate) fn softmax_rows(
+    scores: &mut [f32],
+    t: usize,
+    mask: Option<MaskRows<'_>>,
+    shifted: &mut [f32],
+    norms: &mut [f32],
+) {
+    if t == 0 {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512
+        && mask.is_none_or(|m| m.col_stride == 1)
+    {
+        let mask = mask.map(|m| (m.data, m.start, m.row_stride));
+        // SAFETY: AVX-512F was detected.
+        return unsafe { super::x86_512::softmax_rows(scores, t, mask, shifted, norms) };
+    }
+    let shifted = &mut shifted[..t];
+    for (i, (row, norm)) in scores.chunks_exact_mut(t).zip(norms.iter_mut()).enumerate() {
+        match mask {
+            Some(m) if m.col_stride == 1 => {
+                let mask_row = &m.data[m.start + i * m.row_stride..][..t];
+                for ((o, &v), &a) in shifted.iter_mut().zip(row.iter()).zip(mask_row) {
+                    *o = v + a;
+                }
+            }
+            Some(m) => {
+                let base = m.start + i * m.row_stride;
+                for (j, (o, &v)) in shifted.iter_mut().zip(row.iter()).enumerate() {
+                    *o = v + m.data[base + j * m.col_stride];
+                }
+            }
+            None => shifted.copy_from_slice(row),
+        }
+        let top = max_of(shifted);
+        *norm = 1.0 / exp_shifted(shifted, row, top);
+    }
 }
 
 /// Portable [`max_of`]: eight running maxima so the loop vectorizes.
@@ -489,266 +550,6 @@ pub(crate) fn gelu_tail_form(x: f32) -> f32 {
     let tail = 0.5 * q.mul_add(corr, q);
     x_in * if x < 0.0 { tail } else { 1.0 - tail }
 }
-
-/// Intervals of [`GELU_PHI`] per unit of `x` (each 1/4 wide).
-pub(crate) const GELU_TABLE_SCALE: f32 = 4.0;
-
-/// `4 · GELU_TABLE_SCALE`: `x·4 + 16` runs over [0, 32)
-/// inside the table, its integer part is the interval.
-pub(crate) const GELU_TABLE_BIAS: f32 = 16.0;
-
-/// Centre of the table's first interval, [-4, -3.75).
-pub(crate) const GELU_TABLE_FIRST_CENTRE: f32 = -3.875;
-
-/// `Φ(c + t)`, `Φ` the standard normal CDF, as a degree-6 polynomial in
-/// `t` on each of 32 intervals of width 1/4 covering [-4, 4) (`c` the
-/// interval's centre, `|t| ≤ 1/8`): `GELU_PHI[j][i]` is the coefficient of
-/// `t^j` on interval `i`. Fitted by `xtask/python/fit_gelu.py` for the
-/// least largest relative error (so the negative side, where `Φ` is a
-/// small tail, keeps its relative accuracy): 9.3e-8 in exact arithmetic,
-/// GELU evaluated in f32 (Horner with FMA, then `x·Φ`) 2.1e-7. Stored
-/// coefficient by coefficient so that sixteen lanes fetch theirs with one
-/// two-register permute.
-pub(crate) const GELU_PHI: [[f32; 32]; 7] = [
-    [
-        5.331235e-5,
-        1.4448073e-4,
-        3.6907845e-4,
-        8.890253e-4,
-        0.0020201374,
-        0.0043324484,
-        0.008774475,
-        0.016793307,
-        0.03039636,
-        0.05208128,
-        0.08456572,
-        0.13029452,
-        0.19078696,
-        0.26598552,
-        0.35383025,
-        0.45026177,
-        0.5497382,
-        0.6461698,
-        0.73401445,
-        0.80921304,
-        0.8697055,
-        0.9154343,
-        0.9479187,
-        0.96960366,
-        0.9832067,
-        0.99122554,
-        0.9956676,
-        0.9979799,
-        0.999111,
-        0.9996309,
-        0.9998555,
-        0.9999467,
-    ],
-    [
-        2.1893164e-4,
-        5.5906153e-4,
-        0.0013411188,
-        0.003022258,
-        0.0063981204,
-        0.012724182,
-        0.0237719,
-        0.041720986,
-        0.06878628,
-        0.106538266,
-        0.15501226,
-        0.21187665,
-        0.272055,
-        0.32816097,
-        0.37185508,
-        0.3958377,
-        0.3958377,
-        0.37185508,
-        0.32816097,
-        0.272055,
-        0.21187665,
-        0.15501226,
-        0.106538266,
-        0.06878628,
-        0.041720986,
-        0.0237719,
-        0.012724182,
-        0.0063981204,
-        0.003022258,
-        0.0013411188,
-        5.5906153e-4,
-        2.1893164e-4,
-    ],
-    [
-        4.2417992e-4,
-        0.0010132989,
-        0.002263138,
-        0.004722278,
-        0.009197298,
-        0.01670049,
-        0.028229132,
-        0.044328548,
-        0.06448714,
-        0.08656234,
-        0.10657093,
-        0.11918061,
-        0.11902406,
-        0.102550305,
-        0.06972283,
-        0.024739856,
-        -0.024739854,
-        -0.06972283,
-        -0.102550305,
-        -0.11902406,
-        -0.11918061,
-        -0.10657093,
-        -0.08656234,
-        -0.06448714,
-        -0.044328548,
-        -0.028229132,
-        -0.016700488,
-        -0.0091972975,
-        -0.004722278,
-        -0.002263138,
-        -0.001013299,
-        -4.2418006e-4,
-    ],
-    [
-        5.1140477e-4,
-        0.0011312203,
-        0.002322509,
-        0.0044153393,
-        0.007747751,
-        0.012492278,
-        0.018386137,
-        0.024445934,
-        0.028840076,
-        0.02913148,
-        0.023009483,
-        0.009379778,
-        -0.010627275,
-        -0.033328854,
-        -0.053260356,
-        -0.06494188,
-        -0.06494188,
-        -0.053260356,
-        -0.033328854,
-        -0.010627276,
-        0.009379777,
-        0.02300948,
-        0.029131478,
-        0.028840076,
-        0.024445934,
-        0.018386139,
-        0.012492279,
-        0.0077477517,
-        0.00441534,
-        0.002322509,
-        0.00113122,
-        5.114045e-4,
-    ],
-    [
-        4.2475283e-4,
-        8.5631193e-4,
-        0.0015824406,
-        0.0026624165,
-        0.0040357374,
-        0.005414507,
-        0.006211743,
-        0.0055986634,
-        0.002770881,
-        -0.002592298,
-        -0.009852075,
-        -0.017225066,
-        -0.022161791,
-        -0.02229922,
-        -0.016613645,
-        -0.0061528804,
-        0.0061525526,
-        0.01661345,
-        0.02229923,
-        0.022161983,
-        0.017225351,
-        0.009852336,
-        0.0025924447,
-        -0.0027708733,
-        -0.0055987607,
-        -0.006211881,
-        -0.005414629,
-        -0.004035813,
-        -0.0026624443,
-        -0.0015824354,
-        -8.562921e-4,
-        -4.2473132e-4,
-    ],
-    [
-        2.5322993e-4,
-        4.518854e-4,
-        7.1996613e-4,
-        0.0010005013,
-        0.0011548743,
-        9.6268434e-4,
-        1.852002e-4,
-        -0.0012931252,
-        -0.0032864332,
-        -0.0052020843,
-        -0.006141374,
-        -0.0052598603,
-        -0.0022679714,
-        0.0022124741,
-        0.0067249993,
-        0.009556861,
-        0.009556859,
-        0.006725001,
-        0.0022124865,
-        -0.0022679283,
-        -0.0052597993,
-        -0.006141316,
-        -0.005202053,
-        -0.0032864385,
-        -0.0012931679,
-        1.8514186e-4,
-        9.6263154e-4,
-        0.0011548409,
-        0.0010004899,
-        7.19971e-4,
-        4.5189832e-4,
-        2.5324384e-4,
-    ],
-    [
-        1.0558105e-4,
-        1.5738439e-4,
-        1.9304188e-4,
-        1.6668093e-4,
-        1.8483674e-5,
-        -2.9438306e-4,
-        -7.461622e-4,
-        -0.0011958097,
-        -0.0013916502,
-        -0.0010652735,
-        -1.0373509e-4,
-        0.0012948075,
-        0.0026075917,
-        0.0031918823,
-        0.0026310014,
-        0.0010233426,
-        -0.001009356,
-        -0.0026226242,
-        -0.0031922716,
-        -0.0026158239,
-        -0.0013070178,
-        9.260279e-5,
-        0.0010590111,
-        0.0013913163,
-        0.0011999775,
-        7.5207755e-4,
-        2.9959556e-4,
-        -1.5251654e-5,
-        -1.6549394e-4,
-        -1.9326175e-4,
-        -1.5823786e-4,
-        -1.06505475e-4,
-    ],
-];
 
 /// The interval of [`GELU_PHI`] that holds `x` and `x`'s offset from its
 /// centre, or `None` outside [-4, 4) (and for NaN). The interval comes from

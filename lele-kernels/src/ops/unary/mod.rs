@@ -26,10 +26,11 @@ mod x86_512;
 pub use activation::Activation;
 pub(crate) use activation::pointwise_tail;
 pub(crate) use activation::{add_in_place, add_slice_in_place};
-use math::{Real, erf_slice, exp_slice, gelu_f64, tanh_f32};
 pub(crate) use math::{
-    exp_shifted, exp_shifted_in_place, max_of, scale_in_place, sigmoid_slice, tanh_slice,
+    MaskRows, exp_shifted, exp_shifted_in_place, max_of, scale_in_place, sigmoid_slice,
+    softmax_rows, tanh_slice,
 };
+use math::{Real, erf_slice, exp_slice, gelu_f64, tanh_f32};
 pub use params::{
     Celu, Clip, Elu, GeluErf, GeluTanh, HardSigmoid, LeakyRelu, Selu, Shrink, Swish,
     ThresholdedRelu,

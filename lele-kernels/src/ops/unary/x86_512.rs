@@ -547,6 +547,62 @@ unsafe fn exp_shifted_raw(x: *const f32, y: *mut f32, n: usize, shift: f32) -> f
     _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]))
 }
 
+/// Softmax numerators of the rows of `scores` (`t` floats each, `t > 0`)
+/// in place, and the reciprocal of each row's sum into `norms`: row `i`
+/// plus its mask row (`t` floats at `mask[start + i·stride..]`, added into
+/// `shifted` sixteen lanes at a time) when there is a mask, then
+/// [`max_of`] and [`exp_shifted`] as the per-row calls compute them, but
+/// without a dispatch per call (MiniLM's attention, 12 heads of 128 rows
+/// of 128 keys, alternated runner runs, medians of 10: 0.43 → 0.36 ms a
+/// layer on one thread, 0.25 → 0.22 on two; the model 11.46 → 11.34 and
+/// 6.02 → 5.87 ms).
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn softmax_rows(
+    scores: &mut [f32],
+    t: usize,
+    mask: Option<(&[f32], usize, usize)>,
+    shifted: &mut [f32],
+    norms: &mut [f32],
+) {
+    let shifted = &mut shifted[..t];
+    for (i, (row, norm)) in scores.chunks_exact_mut(t).zip(norms.iter_mut()).enumerate() {
+        let sum = match mask {
+            Some((m, start, stride)) => {
+                let m = &m[start + i * stride..][..t];
+                let mut at = 0;
+                while at < t {
+                    let lanes = first_lanes(t - at);
+                    // SAFETY: only the first t - at lanes of the three
+                    // t-float rows are read and written.
+                    unsafe {
+                        let v = _mm512_add_ps(
+                            _mm512_maskz_loadu_ps(lanes, row.as_ptr().add(at)),
+                            _mm512_maskz_loadu_ps(lanes, m.as_ptr().add(at)),
+                        );
+                        _mm512_mask_storeu_ps(shifted.as_mut_ptr().add(at), lanes, v);
+                    }
+                    at += 16;
+                }
+                // SAFETY: AVX-512F (this function's contract); `shifted`
+                // and `row` hold t floats each and are distinct.
+                unsafe {
+                    let top = max_of(shifted);
+                    exp_shifted_raw(shifted.as_ptr(), row.as_mut_ptr(), t, top)
+                }
+            }
+            // SAFETY: as above, over `row` in place.
+            None => unsafe {
+                let top = max_of(row);
+                exp_shifted_raw(row.as_ptr(), row.as_mut_ptr(), t, top)
+            },
+        };
+        *norm = 1.0 / sum;
+    }
+}
+
 /// The largest element of `x` ignoring NaN (`-inf` when empty or all NaN),
 /// in four vector accumulators.
 ///
