@@ -608,6 +608,12 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
         (9, 16, 16, 16, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
         (3, 5, 83, 4, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
         (8, 17, 31, 34, 1, 1, 2, [1, 1], [0, 0, 0, 0], [1, 1]),
+        // Planes of 1024 floats, whose output rows crowd L1's sets (the
+        // wide tiles then run row tile by row tile), and a segment tail
+        // after whole 32-column steps (300 = 256 + 32 + 12).
+        (5, 32, 32, 20, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
+        (7, 16, 64, 9, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
+        (3, 1, 300, 10, 1, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1]),
         // 1×1 strided or padded: staged.
         (6, 9, 40, 10, 1, 1, 1, [2, 2], [0, 0, 0, 0], [1, 1]),
         (4, 6, 30, 6, 1, 1, 1, [1, 1], [1, 1, 0, 2], [1, 1]),
@@ -677,6 +683,22 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
                 op.activation = Activation::None;
                 let direct = run(&op, &inputs, 1).unwrap();
                 assert_close(&direct[0].1, &want, 1e-5);
+                // Read in place, the segment's tiles row tile by row tile
+                // or column step by column step: the same sums, the same
+                // bits.
+                for order in [true, false] {
+                    direct::ROW_MAJOR.with(|f| f.set(Some(order)));
+                    let ordered = run(&op, &inputs, 1).unwrap();
+                    direct::ROW_MAJOR.with(|f| f.set(None));
+                    assert!(
+                        ordered[0]
+                            .1
+                            .iter()
+                            .zip(&direct[0].1)
+                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "case {ci}: row-major {order}, {threads} threads, {tm}-row tiles"
+                    );
+                }
                 // Staged in bands of a few output rows (each band's input
                 // rows staged on its own): the same arithmetic, the same
                 // bits.

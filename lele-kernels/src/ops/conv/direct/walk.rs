@@ -86,21 +86,26 @@ impl Job<'_> {
         }
     }
 
-    /// Every row of the output over 32 columns: the wide tile on each
-    /// panel of weights, its inputs at `b` (plus the tap offsets), its
-    /// outputs at `y` (row stride `ohw`). The first tile of the column
-    /// prefetches.
+    /// The output rows of panels `tiles` (of `tm` rows each; all of them
+    /// for the whole output) over 32 columns: the wide tile on each panel
+    /// of weights, its inputs at `b` (plus the tap offsets), its outputs at
+    /// `y` (row stride `ohw`). The tile of the first rows prefetches.
     ///
     /// # Safety
     /// The CPU supports AVX-512F (`tm` is [`WIDE_M`]); every tap plus 32
     /// floats from `b` is readable; the `mg × 32` block at `y` is inside
     /// the output and no one else touches it meanwhile.
-    pub(super) unsafe fn wide_tiles(&self, b: *const f32, y: *mut f32) {
+    pub(super) unsafe fn wide_tiles(
+        &self,
+        b: *const f32,
+        y: *mut f32,
+        tiles: core::ops::Range<usize>,
+    ) {
         let (g, tm) = (self.g, self.tm);
         let (k, mg, ohw) = (g.k(), g.mg, g.ohw());
         for p0 in (0..k).step_by(TAPS_PER_PASS) {
             let kc = TAPS_PER_PASS.min(k - p0);
-            for t in 0..mg.div_ceil(tm) {
+            for t in tiles.clone() {
                 let ap = &self.a[t * k * tm + p0 * tm..][..kc * tm];
                 for half in 0..tm / WIDE_M {
                     let r0 = t * tm + half * WIDE_M;
