@@ -112,12 +112,14 @@ fn row_major(g: &ConvGeom) -> bool {
 /// is a multiple of 1024 floats puts every row into the same sets: a lone
 /// 4→64 1×1 convolution at 160² took 0.34 ms column step by column step
 /// against 0.11 at 160×161 (`lele bench`), and 0.18 row tile by row tile.
-fn crowds_l1(stride: usize, rows: usize) -> bool {
+pub(super) fn crowds_l1(stride: usize, rows: usize) -> bool {
     const SETS: usize = 64;
     let mut lines = [0usize; SETS];
     for r in 0..rows {
-        let first = r * stride * 4 / 64;
-        let last = (r * stride * 4 + 4 * 2 * TILE_N - 1) / 64;
+        // Row r's first byte modulo 4096 (the sets repeat every 4 KiB),
+        // without forming r·stride·4 (it may not fit a 32-bit usize).
+        let start = (r % 1024) * (stride % 1024) % 1024 * 4;
+        let (first, last) = (start / 64, (start + 4 * 2 * TILE_N - 1) / 64);
         for line in first..=last {
             lines[line % SETS] += 1;
             if lines[line % SETS] > 8 {

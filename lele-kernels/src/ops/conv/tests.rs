@@ -738,6 +738,23 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
     crate::threads::set_num_threads(1);
 }
 
+/// Which output-row strides crowd L1's sets (the order of an in-place
+/// segment's tiles): a plane of 1024 floats puts every row's two lines
+/// into sets 0 and 1 (crowded from nine rows); 160×161 floats move each
+/// row ten lines on (64 rows, two lines in each set); 80² floats cycle
+/// through four pairs of sets (8 rows each at 32 rows, crowded at 64); a
+/// stride whose row offsets pass 4 GiB still counts modulo 4 KiB.
+#[test]
+fn output_rows_crowding_l1_sets() {
+    use super::direct::crowds_l1;
+    assert!(crowds_l1(1024, 9));
+    assert!(!crowds_l1(1024, 8));
+    assert!(!crowds_l1(160 * 161, 64));
+    assert!(!crowds_l1(80 * 80, 32));
+    assert!(crowds_l1(80 * 80, 64));
+    assert!(crowds_l1((1 << 30) + 1024, 16));
+}
+
 /// The direct path with a staged input large enough to run in parallel
 /// (input channels staged a run per thread, then the segments): PP-OCRv6
 /// rec's 2×2 stem layers padded at the end, a strided 3×3 one and an odd
