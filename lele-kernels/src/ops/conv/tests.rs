@@ -691,11 +691,7 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
                     let ordered = run(&op, &inputs, 1).unwrap();
                     direct::ROW_MAJOR.with(|f| f.set(None));
                     assert!(
-                        ordered[0]
-                            .1
-                            .iter()
-                            .zip(&direct[0].1)
-                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        same_bits(&ordered[0].1, &direct[0].1),
                         "case {ci}: row-major {order}, {threads} threads, {tm}-row tiles"
                     );
                 }
@@ -707,11 +703,7 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
                     let banded = run(&op, &inputs, 1).unwrap();
                     direct::BAND_ROWS.with(|f| f.set(None));
                     assert!(
-                        banded[0]
-                            .1
-                            .iter()
-                            .zip(&direct[0].1)
-                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        same_bits(&banded[0].1, &direct[0].1),
                         "case {ci}: bands of {band} rows, {threads} threads, {tm}-row tiles"
                     );
                 }
@@ -722,11 +714,7 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
                 let mut swished = direct[0].1.clone();
                 Activation::Swish.apply_in_place(&mut swished);
                 assert!(
-                    fused[0]
-                        .1
-                        .iter()
-                        .zip(&swished)
-                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    same_bits(&fused[0].1, &swished),
                     "case {ci}: fused swish, {threads} threads, {tm}-row tiles"
                 );
             }
@@ -736,6 +724,11 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
     }
     super::channel_tiles::OFF.with(|f| f.set(false));
     crate::threads::set_num_threads(1);
+}
+
+/// Whether two outputs hold the same floats bit for bit (and as many).
+fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
 /// Which output-row strides crowd L1's sets (the order of an in-place
