@@ -453,9 +453,10 @@ fn carve<'s>(
 }
 
 /// One group of a convolution: `yg` (`mg × ohw`, only written) = `bias`
-/// (`mg` floats, or zeros) + `wg` (`mg × k`) convolved with `xg`, then the
-/// epilogue on each finished segment. Only called when [`applies`] said
-/// so.
+/// (`mg` floats, or zeros) + `wg` (`mg × k`) convolved with `xg`, with
+/// `relu` clamped by the tiles as they store it (the `Relu` kernel's
+/// result, no pass over the output), then the epilogue on each finished
+/// segment. Only called when [`applies`] said so.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_group(
     strides: [usize; 2],
@@ -466,6 +467,7 @@ pub(super) fn run_group(
     bias: Option<&[f32]>,
     yg: &mut [f32],
     scratch: &mut [u8],
+    relu: bool,
     epilogue: Option<Epilogue<'_>>,
 ) -> Result<(), KernelError> {
     const OP: &str = "Conv";
@@ -501,14 +503,7 @@ pub(super) fn run_group(
     let a = a
         .get_mut(..mg.next_multiple_of(tm) * k)
         .ok_or(KernelError::Buffer { op: OP })?;
-    for (t, panel) in a.chunks_exact_mut(k * tm).enumerate() {
-        for (p, d) in panel.chunks_exact_mut(tm).enumerate() {
-            for (i, v) in d.iter_mut().enumerate() {
-                let m = t * tm + i;
-                *v = if m < mg { wg[m * k + p] } else { 0.0 };
-            }
-        }
-    }
+    crate::ops::gemm::pack_row_panels(wg, mg, k, tm, a);
     let (taps, ident) = offs.split_at_mut(k);
     if l.in_place {
         for (p, o) in taps.iter_mut().enumerate() {
@@ -531,6 +526,7 @@ pub(super) fn run_group(
         taps,
         ident,
         bias,
+        relu,
         epilogue,
     };
     let bands = l.bands();
@@ -641,6 +637,8 @@ struct Job<'j> {
     ident: &'j [u32],
     /// The group's bias (`mg` floats), or none.
     bias: Option<&'j [f32]>,
+    /// The tiles store each sum's `Relu`.
+    relu: bool,
     epilogue: Option<Epilogue<'j>>,
 }
 
@@ -766,6 +764,7 @@ impl Job<'_> {
                                 y.add(c0),
                                 ohw,
                                 self.init(t),
+                                self.relu,
                                 t == 0,
                             )
                         };
@@ -783,6 +782,7 @@ impl Job<'_> {
                                 part.as_mut_ptr(),
                                 TILE_N,
                                 self.init(t),
+                                self.relu,
                                 false,
                             )
                         };
@@ -814,8 +814,8 @@ impl Job<'_> {
 }
 
 /// The register tile of `h` rows over packed weights (`k` steps of `tm`
-/// floats), started from `init` (`h` floats) and stored, prefetching on
-/// request (the first row of tiles of a column
+/// floats), started from `init` (`h` floats) and stored (its `Relu` with
+/// `relu`), prefetching on request (the first row of tiles of a column
 /// does); only reached when [`applies`].
 ///
 /// # Safety
@@ -831,8 +831,11 @@ unsafe fn tile(
     c: *mut f32,
     ldc: usize,
     init: *const f32,
+    relu: bool,
     prefetch: bool,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { crate::ops::gemm::rows::tile(tm, h, k, a, 1, tm, x, offs, c, ldc, init, prefetch) }
+    unsafe {
+        crate::ops::gemm::rows::tile(tm, h, k, a, 1, tm, x, offs, c, ldc, init, relu, prefetch)
+    }
 }

@@ -400,7 +400,8 @@ fn conv_onnx_reference_literal() {
 }
 
 /// A fused activation gives exactly the conv's output put through the
-/// standalone activation kernel, on every conv path, and on 1 or 3 threads.
+/// standalone activation kernel, on every conv path, and on 1 or 3
+/// threads, NaNs included (an input NaN reaches the outputs over it).
 #[test]
 fn fused_activation_equals_conv_then_activation() {
     use crate::ops::unary::{GeluErf, Swish, Unary, UnaryOp};
@@ -443,7 +444,8 @@ fn fused_activation_equals_conv_then_activation() {
     for threads in [1, 3] {
         crate::threads::set_num_threads(threads);
         for (si, &(c, h, w, m, k, group, s)) in shapes.iter().enumerate() {
-            let x = rand_vec(c * h * w, si as u64);
+            let mut x = rand_vec(c * h * w, si as u64);
+            x[w + 2] = f32::NAN;
             let wt = rand_vec(m * (c / group) * k * k, 10 + si as u64);
             let b = rand_vec(m, 20 + si as u64);
             let inputs = [
@@ -471,12 +473,14 @@ fn fused_activation_equals_conv_then_activation() {
                 let fused = run(&op, &inputs, 1).unwrap();
                 let (dims, vals) = &plain[0];
                 let want = run(kernel, &[Some(t(vals, dims))], 1).unwrap();
+                // The same bits, or NaN on both sides (a NaN's sign and
+                // payload are not specified).
                 assert!(
                     fused[0]
                         .1
                         .iter()
                         .zip(&want[0].1)
-                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())),
                     "{act:?} shape {si} threads {threads}"
                 );
             }
@@ -716,6 +720,18 @@ fn direct_and_gemm_paths_match_naive_over_tails() {
                 assert!(
                     same_bits(&fused[0].1, &swished),
                     "case {ci}: fused swish, {threads} threads, {tm}-row tiles"
+                );
+                // ReLU, clamped by the tiles as they store (in every
+                // pass-count and tail of the cases), the same.
+                op.activation = Activation::Relu;
+                let fused = run(&op, &inputs, 1).unwrap();
+                let mut clamped = direct[0].1.clone();
+                clamped
+                    .iter_mut()
+                    .for_each(|v| *v = if *v < 0.0 { 0.0 } else { *v });
+                assert!(
+                    same_bits(&fused[0].1, &clamped),
+                    "case {ci}: fused relu, {threads} threads, {tm}-row tiles"
                 );
             }
             direct::TILE_ROWS.with(|f| f.set(None));

@@ -31,6 +31,7 @@ use blocks::{CPtr, gemm_blocks};
 pub(crate) use micro::isa_available;
 pub(crate) use micro::{Isa, best_isa};
 pub(crate) use operands::{check_f32, check_residual, f32_in, f32_out, scratch_f32};
+pub(crate) use pack_a::pack_row_panels;
 pub use pack_a::{A_PANEL, PanelsA, pack_a_panels, panels_a_len};
 use skinny::{DOT_M_MAX, NARROW_N, dot_columns, gemv_row};
 

@@ -19,7 +19,7 @@ pub(super) fn pack_a_rows<const MR: usize>(a: &[f32], rs: usize, kc: usize, pane
         Ok(rows8) if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) => {
             // SAFETY: AVX comes with the AVX2 or AVX-512 detected; each row
             // holds kc >= full floats and the panel full·8 (its MR·kc).
-            unsafe { x86::pack_a8_avx(rows8, rs, full / 8, &mut panel[..full * 8]) };
+            unsafe { x86::pack_a8_avx(rows8, rs, full / 8, &mut panel[..full * 8], 8) };
             true
         }
         _ => false,
@@ -55,6 +55,47 @@ pub(super) fn pack_a_rows<const MR: usize>(a: &[f32], rs: usize, kc: usize, pane
     for p in full..kc {
         for (ii, row) in rows.iter().enumerate() {
             panel[p * MR + ii] = row[p];
+        }
+    }
+}
+
+/// Packs a row-major `m × k` matrix into panels of `tm` rows over the
+/// whole depth (`panels[t·k·tm + p·tm + i]` = element `(t·tm + i, p)`),
+/// rows past `m` zero: the direct convolution's weights, packed on every
+/// call. Each whole group of eight rows goes through the register
+/// transposes on x86 with AVX; the other rows (and the last `k % 8`
+/// columns) are copied row by row, reading each row in order (PP-OCRv4
+/// rec's 60×2880 1×3 convolution over 40 outputs spent half its time
+/// gathering the weight column by column).
+pub(crate) fn pack_row_panels(a: &[f32], m: usize, k: usize, tm: usize, panels: &mut [f32]) {
+    let full = k - k % 8;
+    for (t, panel) in panels.chunks_exact_mut(k * tm).enumerate() {
+        let m0 = t * tm;
+        // Groups of eight rows that exist, through the transposes.
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) && full > 0 {
+            while done + 8 <= tm && m0 + done + 8 <= m {
+                let rows: [&[f32]; 8] = core::array::from_fn(|ii| &a[(m0 + done + ii) * k..][..k]);
+                let out = &mut panel[done..][..(full - 1) * tm + 8];
+                // SAFETY: AVX comes with the AVX2 or AVX-512 detected; each
+                // row holds k >= full floats, `out` (full − 1)·tm + 8 and
+                // tm >= 8.
+                unsafe { x86::pack_a8_avx(&rows, k, full / 8, out, tm) };
+                for p in full..k {
+                    for (ii, row) in rows.iter().enumerate() {
+                        panel[p * tm + done + ii] = row[p];
+                    }
+                }
+                done += 8;
+            }
+        }
+        for ii in done..tm {
+            let dst = panel[ii..].iter_mut().step_by(tm);
+            match a.get((m0 + ii) * k..(m0 + ii + 1) * k) {
+                Some(row) if m0 + ii < m => dst.zip(row).for_each(|(d, &v)| *d = v),
+                _ => dst.for_each(|d| *d = 0.0),
+            }
         }
     }
 }

@@ -46,7 +46,8 @@ pub(crate) fn tile_rows() -> usize {
 /// else [`AVX2_TILE_M`]): element
 /// `(i, p)` of `A` at `a[i·a_rs + p·a_cs]`, row `p` of `B` the 16 floats at
 /// `x + offs[p]`, `init[i]` the start of row `i` (a bias), `C` at `c` with
-/// row stride `ldc` (only written). With `prefetch`, every
+/// row stride `ldc` (only written; with `relu`, each sum clamped as the
+/// `Relu` kernel does: negatives to zero, NaN kept). With `prefetch`, every
 /// tap's cache line two tiles to the right is fetched meanwhile (worth it
 /// once per column of tiles when `B` streams from beyond L2: the staged
 /// input of a convolution with few taps). Only reached on CPUs with
@@ -71,6 +72,7 @@ pub(crate) unsafe fn tile(
     c: *mut f32,
     ldc: usize,
     init: *const f32,
+    relu: bool,
     prefetch: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
@@ -80,13 +82,15 @@ pub(crate) unsafe fn tile(
         debug_assert!(h <= tm);
         if tm == TILE_M || tm == WIDE_M {
             by_height!(rows_tile_avx512, 16; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15;
-                h, prefetch; (k, a, a_rs, a_cs, x, offs, c, ldc, init))
+                h, prefetch; (k, a, a_rs, a_cs, x, offs, c, ldc, init, relu))
         } else {
-            by_height!(rows_tile_avx2, 6; 1 2 3 4 5; h, prefetch; (k, a, a_rs, a_cs, x, offs, c, ldc, init))
+            by_height!(rows_tile_avx2, 6; 1 2 3 4 5; h, prefetch; (k, a, a_rs, a_cs, x, offs, c, ldc, init, relu))
         }
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (tm, h, k, a, a_rs, a_cs, x, offs, c, ldc, init, prefetch);
+    let _ = (
+        tm, h, k, a, a_rs, a_cs, x, offs, c, ldc, init, relu, prefetch,
+    );
 }
 
 /// Rows of the wide AVX-512 tile ([`tile_wide`]).
@@ -95,7 +99,8 @@ pub(crate) const WIDE_M: usize = 8;
 /// [`tile`] over 32 columns with `h ≤ 8` rows (AVX-512 only): the same
 /// arguments, with row `p` of `B` the 32 floats at `x + offs[p]` and 32
 /// floats written per row; a null `init` starts from the tile's current
-/// contents instead (a later pass over more taps adds to the first).
+/// contents instead (a later pass over more taps adds to the first, so
+/// only the last pass may ask for `relu`).
 ///
 /// # Safety
 /// The CPU supports AVX-512F; `1 ≤ h ≤ 8`; otherwise as [`tile`] with 32
@@ -112,6 +117,7 @@ pub(crate) unsafe fn tile_wide(
     c: *mut f32,
     ldc: usize,
     init: *const f32,
+    relu: bool,
     prefetch: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
@@ -119,8 +125,8 @@ pub(crate) unsafe fn tile_wide(
     unsafe {
         use super::x86::rows_tile_wide_avx512 as wide;
         debug_assert!((1..=WIDE_M).contains(&h));
-        by_height!(wide, 8; 1 2 3 4 5 6 7; h, prefetch; (k, a, a_rs, a_cs, x, offs, c, ldc, init))
+        by_height!(wide, 8; 1 2 3 4 5 6 7; h, prefetch; (k, a, a_rs, a_cs, x, offs, c, ldc, init, relu))
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (h, k, a, a_rs, a_cs, x, offs, c, ldc, init, prefetch);
+    let _ = (h, k, a, a_rs, a_cs, x, offs, c, ldc, init, relu, prefetch);
 }

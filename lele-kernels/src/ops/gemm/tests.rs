@@ -478,6 +478,39 @@ fn pack_a_rows_interleaves_every_row() {
     check::<4>();
 }
 
+/// `pack_row_panels` (the direct convolution's weights) against the
+/// layout's definition: panels of 6, 8 and 16 rows (the tiles' heights;
+/// one or two groups of eight through the transposes) and an odd 5, over
+/// row counts that leave a partial last panel or a partial group of eight,
+/// depths with and without a partial block of eight; rows past `m` zero.
+#[test]
+fn pack_row_panels_matches_the_layout() {
+    use super::pack_row_panels;
+    for tm in [5, 6, 8, 16] {
+        for m in [1usize, 5, 8, 12, 16, 17, 30] {
+            for k in [1, 7, 8, 9, 27, 64] {
+                let a: Vec<f32> = (0..m * k).map(|i| i as f32 * 0.5 + 1.0).collect();
+                let tiles = m.div_ceil(tm);
+                let mut panels = vec![f32::NAN; tiles * tm * k];
+                pack_row_panels(&a, m, k, tm, &mut panels);
+                for t in 0..tiles {
+                    for p in 0..k {
+                        for i in 0..tm {
+                            let row = t * tm + i;
+                            let want = if row < m { a[row * k + p] } else { 0.0 };
+                            assert_eq!(
+                                panels[t * k * tm + p * tm + i].to_bits(),
+                                want.to_bits(),
+                                "tm {tm} m {m} k {k} tile {t} depth {p} row {i}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// `pack_a_panels` puts element (i, p) at `(i / 8)·8k + p·8 + i % 8`,
 /// zero-fills the rows past `m`, and refuses a short destination.
 #[test]

@@ -571,6 +571,7 @@ pub(crate) unsafe fn rows_tile_avx512<const R: usize, const PREFETCH: bool>(
     c: *mut f32,
     ldc: usize,
     init: *const f32,
+    relu: bool,
 ) {
     let mut acc = [_mm512_setzero_ps(); R];
     for (i, row) in acc.iter_mut().enumerate() {
@@ -592,7 +593,11 @@ pub(crate) unsafe fn rows_tile_avx512<const R: usize, const PREFETCH: bool>(
             }
         }
     }
+    let zero = _mm512_setzero_ps();
     for (i, &v) in acc.iter().enumerate() {
+        // `max(0, v)` returns its second operand for a NaN or a zero of
+        // either sign: the `Relu` kernel's `if v < 0 { 0 } else { v }`.
+        let v = if relu { _mm512_max_ps(zero, v) } else { v };
         // SAFETY: row i of the caller's tile.
         unsafe { _mm512_storeu_ps(c.add(i * ldc), v) };
     }
@@ -620,6 +625,7 @@ pub(crate) unsafe fn rows_tile_wide_avx512<const R: usize, const PREFETCH: bool>
     c: *mut f32,
     ldc: usize,
     init: *const f32,
+    relu: bool,
 ) {
     let mut acc = [[_mm512_setzero_ps(); 2]; R];
     for (i, row) in acc.iter_mut().enumerate() {
@@ -656,7 +662,13 @@ pub(crate) unsafe fn rows_tile_wide_avx512<const R: usize, const PREFETCH: bool>
             }
         }
     }
+    let zero = _mm512_setzero_ps();
     for (i, row) in acc.iter().enumerate() {
+        // As in `rows_tile_avx512`: the `Relu` kernel's result.
+        let row = match relu {
+            true => [_mm512_max_ps(zero, row[0]), _mm512_max_ps(zero, row[1])],
+            false => *row,
+        };
         // SAFETY: row i of the caller's tile (32 floats).
         unsafe {
             _mm512_storeu_ps(c.add(i * ldc), row[0]);
@@ -669,7 +681,8 @@ pub(crate) unsafe fn rows_tile_wide_avx512<const R: usize, const PREFETCH: bool>
 /// element `(i, p)` of `A` is `a[i·a_rs + p·a_cs]`, row `p` of `B` is the
 /// 16 floats at `x + offs[p]`, `init[i]` starts every element of row `i`
 /// (a bias), and `C` starts at `c` with row stride `ldc` (written, not
-/// read). Twelve accumulators, two `B` vectors and a broadcast fill the 16
+/// read), with `relu` each sum's `Relu` (negatives to zero, NaN kept)
+/// instead of the sum itself. Twelve accumulators, two `B` vectors and a broadcast fill the 16
 /// registers.
 ///
 /// # Safety
@@ -689,6 +702,7 @@ pub(crate) unsafe fn rows_tile_avx2<const R: usize, const PREFETCH: bool>(
     c: *mut f32,
     ldc: usize,
     init: *const f32,
+    relu: bool,
 ) {
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for (i, row) in acc.iter_mut().enumerate() {
@@ -715,8 +729,11 @@ pub(crate) unsafe fn rows_tile_avx2<const R: usize, const PREFETCH: bool>(
             }
         }
     }
+    let zero = _mm256_setzero_ps();
     for (i, row) in acc.iter().enumerate() {
         for (h, &v) in row.iter().enumerate() {
+            // As in `rows_tile_avx512`: the `Relu` kernel's result.
+            let v = if relu { _mm256_max_ps(zero, v) } else { v };
             // SAFETY: element (i, 8h..8h + 8) of the caller's tile.
             unsafe { _mm256_storeu_ps(c.add(i * ldc + 8 * h), v) };
         }
@@ -724,9 +741,10 @@ pub(crate) unsafe fn rows_tile_avx2<const R: usize, const PREFETCH: bool>(
 }
 
 /// Packs eight rows (`rows[i]`, `8·blocks` floats each readable) into an
-/// 8-interleaved panel (`panel[p·8 + i] = rows[i][p]`, `p < 8·blocks`),
-/// one 8 × 8 block at a time: eight loads, a register transpose, eight
-/// stores (where the portable loop moves every float on its own). The
+/// interleaved panel (`panel[p·step + i] = rows[i][p]`, `p < 8·blocks`;
+/// `step` 8 for an 8-row panel, more when the rows are part of a taller
+/// one), one 8 × 8 block at a time: eight loads, a register transpose,
+/// eight stores (where the portable loop moves every float on its own). The
 /// same columns of the rows three panels on (`24·rs` floats further) are
 /// prefetched as it goes: a weight streams from memory once per call,
 /// eight rows at a time, more streams than the hardware prefetchers
@@ -734,14 +752,20 @@ pub(crate) unsafe fn rows_tile_avx2<const R: usize, const PREFETCH: bool>(
 /// ahead, 4.4% three ahead; 6.5% before, moving one float at a time).
 ///
 /// # Safety
-/// The CPU supports AVX; every `rows[i]` holds at least `8·blocks`
-/// floats and `panel` at least `64·blocks`.
+/// The CPU supports AVX; `step >= 8`; every `rows[i]` holds at least
+/// `8·blocks` floats and `panel` at least `(8·blocks − 1)·step + 8`.
 #[target_feature(enable = "avx")]
-pub(crate) unsafe fn pack_a8_avx(rows: &[&[f32]; 8], rs: usize, blocks: usize, panel: &mut [f32]) {
+pub(crate) unsafe fn pack_a8_avx(
+    rows: &[&[f32]; 8],
+    rs: usize,
+    blocks: usize,
+    panel: &mut [f32],
+    step: usize,
+) {
     for b in 0..blocks {
         // SAFETY: columns 8b..8b + 8 of every row and panel floats
-        // 64b..64b + 64 are inside the buffers (the caller's contract); a
-        // prefetch never faults.
+        // (8b + q)·step..+ 8 for q < 8 are inside the buffers (the
+        // caller's contract); a prefetch never faults.
         unsafe {
             if b % 2 == 0 {
                 for row in rows {
@@ -751,9 +775,9 @@ pub(crate) unsafe fn pack_a8_avx(rows: &[&[f32]; 8], rs: usize, blocks: usize, p
             }
             let mut cols = rows.map(|row| _mm256_loadu_ps(row.as_ptr().add(8 * b)));
             transpose8x8(&mut cols);
-            let dst = panel.as_mut_ptr().add(64 * b);
+            let dst = panel.as_mut_ptr().add(8 * b * step);
             for (q, col) in cols.into_iter().enumerate() {
-                _mm256_storeu_ps(dst.add(8 * q), col);
+                _mm256_storeu_ps(dst.add(q * step), col);
             }
         }
     }

@@ -57,6 +57,7 @@ impl Job<'_> {
                     c,
                     ldc,
                     self.init(t),
+                    self.relu,
                     t == 0,
                 )
             };
@@ -80,6 +81,7 @@ impl Job<'_> {
                     c.add(r0 * ldc),
                     ldc,
                     self.init(t).add(r0),
+                    self.relu,
                     t == 0 && half == 0,
                 )
             };
@@ -133,6 +135,8 @@ impl Job<'_> {
                             y.add(r0 * ohw),
                             ohw,
                             init,
+                            // Only once every tap is in.
+                            self.relu && p0 + kc == k,
                             r0 == 0,
                         )
                     };
