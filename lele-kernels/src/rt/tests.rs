@@ -199,3 +199,86 @@ fn run_in_place<K: Kernel + Sync>(
         exec_in_place(ctx, k, srcs, dst)
     }
 }
+
+/// [`exec`] over nodes whose operands fit the small arrays and nodes that
+/// need the large ones: a Sum of 2 and of 6 arena values (the second also
+/// reading a weight and a model input), then a Split into 2 and into 6
+/// outputs; each result equals the element-wise definition.
+#[test]
+fn exec_runs_nodes_of_few_and_many_operands() {
+    use crate::ops::binary::{Variadic, VariadicOp};
+    use crate::ops::concat::Split;
+    let piece = |k: usize| -> Vec<f32> { (0..6).map(|i| (k * 10 + i) as f32).collect() };
+    let (cap, pieces) = (64usize, 6usize);
+    let mut arena = crate::Arena::new(cap * (pieces + 2 + 6));
+    let mut shapes = [Shape::SCALAR; 24];
+    let shape = Shape::new(&[1, 6]).unwrap();
+    for (k, s) in shapes[..pieces].iter_mut().enumerate() {
+        arena.bytes_mut()[k * cap..k * cap + 24].copy_from_slice(bytemuck::cast_slice(&piece(k)));
+        *s = shape;
+    }
+    let weight = piece(7);
+    let weights: &[u8] = bytemuck::cast_slice(&weight);
+    let input = piece(8);
+    let inputs = [TensorRef::new(DType::F32, shape, bytemuck::cast_slice(&input)).unwrap()];
+    let src = |k: usize| Src::Arena {
+        off: k * cap,
+        slot: k,
+        dtype: DType::F32,
+    };
+    let dst = |k: usize, slot: usize| Dst {
+        off: k * cap,
+        cap,
+        slot,
+        dtype: DType::F32,
+        name: "out",
+    };
+    let mut ctx = Ctx {
+        weights,
+        arena: arena.bytes_mut(),
+        shapes: &mut shapes,
+        inputs: &inputs,
+        profiler: None,
+    };
+    let sum = Variadic {
+        op: VariadicOp::Sum,
+    };
+    let mut many: Vec<Src> = (0..pieces).map(src).collect();
+    many.push(Src::Weight {
+        off: 0,
+        dtype: DType::F32,
+        shape,
+        slot: usize::MAX,
+    });
+    many.push(Src::Input { index: 0, slot: 23 });
+    ctx.shapes[23] = shape;
+    let f32s = |ctx: &Ctx<'_, '_>, k: usize, n: usize| -> Vec<f32> {
+        bytemuck::cast_slice::<u8, f32>(&ctx.arena[k * cap..k * cap + 4 * n]).to_vec()
+    };
+    exec(&mut ctx, &sum, &[src(0), src(1)], &[dst(6, 6)], (0, 0)).unwrap();
+    let want: Vec<f32> = (0..6).map(|i| piece(0)[i] + piece(1)[i]).collect();
+    assert_eq!(f32s(&ctx, 6, 6), want);
+    exec(&mut ctx, &sum, &many, &[dst(7, 7)], (0, 0)).unwrap();
+    let want: Vec<f32> = (0..6)
+        .map(|i| (0..9).filter(|&k| k != 6).map(|k| piece(k)[i]).sum())
+        .collect();
+    assert_eq!(f32s(&ctx, 7, 6), want);
+    assert_eq!(ctx.shapes[7], shape);
+    // Split the sum of the first two into 2 and into 6 pieces.
+    for parts in [2usize, 6] {
+        let split = Split {
+            axis: 1,
+            num_outputs: parts,
+        };
+        let outs: Vec<Dst> = (0..parts).map(|p| dst(8 + p, 8 + p)).collect();
+        exec(&mut ctx, &split, &[src(6)], &outs, (0, 0)).unwrap();
+        let each = 6 / parts;
+        for p in 0..parts {
+            let want: Vec<f32> = (p * each..(p + 1) * each)
+                .map(|i| piece(0)[i] + piece(1)[i])
+                .collect();
+            assert_eq!(f32s(&ctx, 8 + p, each), want, "{parts} parts, part {p}");
+            assert_eq!(ctx.shapes[8 + p], Shape::new(&[1, each]).unwrap());
+        }
+    }
+}
