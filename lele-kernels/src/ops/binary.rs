@@ -478,26 +478,27 @@ fn pow_f32(
 ) -> Result<(), KernelError> {
     let (x, y) = (a.typed::<f32>(OP)?, b.typed::<f32>(OP)?);
     let o = out.typed::<f32>(OP)?;
-    if y.len() == 1 {
-        // Common exponents of decomposed normalizations and activations.
+    if y.len() == 1 && x.len() == o.len() {
+        // Common exponents of decomposed normalizations and activations,
+        // each its own loop (called through a function pointer, the
+        // square took 2 ns an element: 1 µs of Silero VAD's 34).
         let e = y[0];
-        let f: Option<fn(f32) -> f32> = if e == 2.0 {
-            Some(|v| v * v)
+        let done = if e == 2.0 {
+            crate::ops::unary::map_f32(x, o, |v| v * v);
+            true
         } else if e == 1.0 {
-            Some(|v| v)
+            o.copy_from_slice(x);
+            true
         } else if e == 3.0 {
-            Some(|v| v * v * v)
+            crate::ops::unary::map_f32(x, o, |v| v * v * v);
+            true
         } else if e == 0.5 {
-            Some(f32::sqrt)
+            crate::ops::unary::map_f32(x, o, f32::sqrt);
+            true
         } else {
-            None
+            false
         };
-        if let Some(f) = f
-            && x.len() == o.len()
-        {
-            for (o, &v) in o.iter_mut().zip(x) {
-                *o = f(v);
-            }
+        if done {
             return Ok(());
         }
     }

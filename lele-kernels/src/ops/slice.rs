@@ -177,8 +177,26 @@ fn copy_strided<T: Copy>(src: &[T], in_shape: &Shape, dst: &mut [T], p: &Plan) {
         base += p.start[a] * st[a] as i64;
         es[a] = p.step[a].wrapping_mul(st[a] as i64);
     }
-    let n = od[r - 1];
+    let mut n = od[r - 1];
     let last = es[r - 1];
+    // The run copied at once: the last axis, and the axes before it while
+    // the one after them is taken whole at step 1 and they step by 1 (each
+    // row then continues where the previous one ended, in the input as in
+    // the output: a Slice of a [1, 258, 4] into two [1, 129, 4] halves is
+    // one copy, not 129 of 4 floats).
+    let mut inner = r - 1;
+    if last == 1 {
+        let id = in_shape.dims();
+        while inner > 0
+            && p.step[inner] == 1
+            && p.start[inner] == 0
+            && od[inner] == id[inner]
+            && p.step[inner - 1] == 1
+        {
+            inner -= 1;
+            n *= od[inner];
+        }
+    }
     let mut idx = [0usize; MAX_RANK];
     let mut off = base;
     let mut o = 0;
@@ -193,7 +211,7 @@ fn copy_strided<T: Copy>(src: &[T], in_shape: &Shape, dst: &mut [T], p: &Plan) {
             }
         }
         o += n;
-        let mut a = r - 1;
+        let mut a = inner;
         loop {
             if a == 0 {
                 return;
@@ -270,5 +288,64 @@ mod tests {
         let xd: Vec<f64> = (0..10).map(|v| v as f64).collect();
         let y = slice(&Owned::new(&[10], &xd), &[1], &[10], None, Some(&[3])).unwrap();
         assert_eq!(y.to::<f64>(), [1.0, 4.0, 7.0]);
+    }
+
+    /// Every combination of whole, partial, stepped and reversed ranges on
+    /// the axes of a `[2, 3, 4, 5]` tensor (trailing whole axes are copied
+    /// as one run with the axis before them) against the index arithmetic.
+    #[test]
+    fn runs_of_whole_trailing_axes_match_the_indices() {
+        let dims = [2usize, 3, 4, 5];
+        let data: Vec<i32> = (0..120).collect();
+        let x = Owned::new(&dims, &data);
+        // (start, end, step) per axis, as the kernel normalizes them.
+        let ranges = |n: i64| -> Vec<(i64, i64, i64)> {
+            vec![
+                (0, n, 1),
+                (1, n, 1),
+                (0, n - 1, 1),
+                (0, n, 2),
+                (n - 1, -n - 1, -1),
+            ]
+        };
+        for r0 in ranges(2) {
+            for r1 in ranges(3) {
+                for r2 in ranges(4) {
+                    for r3 in ranges(5) {
+                        let rs = [r0, r1, r2, r3];
+                        let starts: Vec<i64> = rs.iter().map(|r| r.0).collect();
+                        let ends: Vec<i64> = rs.iter().map(|r| r.1).collect();
+                        let steps: Vec<i64> = rs.iter().map(|r| r.2).collect();
+                        let y =
+                            slice(&x, &starts, &ends, Some(&[0, 1, 2, 3]), Some(&steps)).unwrap();
+                        let picks: Vec<Vec<i64>> = rs
+                            .iter()
+                            .zip(dims)
+                            .map(|(&(s, e, st), n)| {
+                                let e = e.max(-1).min(n as i64);
+                                let mut v = vec![];
+                                let mut i = s;
+                                while (st > 0 && i < e) || (st < 0 && i > e) {
+                                    v.push(i);
+                                    i += st;
+                                }
+                                v
+                            })
+                            .collect();
+                        let mut want = vec![];
+                        for &a in &picks[0] {
+                            for &b in &picks[1] {
+                                for &c in &picks[2] {
+                                    for &d in &picks[3] {
+                                        want.push(data[(((a * 3 + b) * 4 + c) * 5 + d) as usize]);
+                                    }
+                                }
+                            }
+                        }
+                        assert_eq!(y.to::<i32>(), want, "{rs:?}");
+                    }
+                }
+            }
+        }
     }
 }
