@@ -222,16 +222,8 @@ impl Job<'_> {
                 }
             }
         }
-        if let Some(f) = self.epilogue {
-            for m in 0..mg {
-                let at = m * ohw + range.start * ow;
-                let width = range.len() * ow;
-                // SAFETY: row m, this range's output rows: finished, ours.
-                f(
-                    unsafe { core::slice::from_raw_parts_mut(y.add(at), width) },
-                    at,
-                );
-            }
-        }
+        // SAFETY: this range's output rows of every channel: finished,
+        // ours.
+        unsafe { self.finish(y, range.start * ow, range.len() * ow) };
     }
 }
