@@ -38,8 +38,12 @@ std::thread_local! {
 /// 3 MB: `lele bench --profile`, ten alternated runs, 1.539 → 1.501 ms).
 const EPILOGUE_PANELS: usize = 16;
 
-/// Rows of `B` the kernel prefetches ahead of the one it reads.
-const AHEAD: usize = 32;
+/// Rows of `B` the kernel prefetches ahead of the one it reads: 8 KiB, far
+/// enough to cover memory latency for a weight that streams from DRAM
+/// (ddddocr's 33.6 MB head: 1.85 → 1.70 ms with 128 instead of 32 rows,
+/// PP-OCRv6 rec's 9 MB head 1.20 → 1.13 ms; medians of ten alternated
+/// runner runs on the Zen 5 VM; 256 rows were no better).
+const AHEAD: usize = 128;
 
 /// Whether `c = alpha·a·B + beta·c` goes through [`few_rows`]: on a CPU
 /// with AVX-512, from 2 to 24 rows, or up to [`FEW_ROWS_MAX`] over a depth
