@@ -470,10 +470,20 @@ fn zip(x: &[f32], y: &[f32], o: &mut [f32], f: impl Fn(f32, f32) -> f32) {
     }
 }
 
+/// Slices shorter than this skip the ISA dispatch of the in-place maps
+/// (one vector: the loop is as short either way).
+const SHORT: usize = 16;
+
 /// `y[i] = f(y[i])` over f32 in place, compiled with AVX2+FMA (or
 /// AVX-512) when the CPU has them (an epilogue's pass over a finished
 /// segment; `f` does the same arithmetic at any vector width).
 pub(crate) fn map_in_place_f32(y: &mut [f32], f: impl Fn(f32) -> f32) {
+    if y.len() < SHORT {
+        // The same per-element arithmetic without the dispatch (a
+        // convolution over a few frames calls this once per channel).
+        y.iter_mut().for_each(|v| *v = f(*v));
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     match crate::ops::gemm::best_isa() {
         // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
@@ -509,6 +519,10 @@ unsafe fn map_in_place_f32_avx2(y: &mut [f32], f: impl Fn(f32) -> f32) {
 /// compiled as [`map_in_place_f32`]: an epilogue's pass that also adds a
 /// residual.
 pub(crate) fn zip_in_place_f32(y: &mut [f32], r: &[f32], f: impl Fn(f32, f32) -> f32) {
+    if y.len() < SHORT {
+        y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x));
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     match crate::ops::gemm::best_isa() {
         // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
