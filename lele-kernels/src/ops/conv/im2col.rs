@@ -48,24 +48,38 @@ impl Im2col<'_> {
             let top = (oh * sh) as isize - g.pt as isize;
             let left = (ow * sw) as isize - g.pl as isize;
             let mut r = p0;
-            let mut out = col[..kc].iter_mut();
             // The first tap; later runs start at kj = 0 of the next (c, ki).
             let (mut c, mut ki, mut kj0) = (p0 / taps, (p0 / g.kw) % g.kh, p0 % g.kw);
             while r < p0 + kc {
                 // The run of taps of one (c, ki), kj from kj0 on.
                 let run = (g.kw - kj0).min(p0 + kc - r);
+                let out = &mut col[r - p0..r - p0 + run];
                 let hh = top + (ki * dh) as isize;
-                let xrow = (0..ih)
-                    .contains(&hh)
-                    .then(|| &self.xg[c * ihw + hh as usize * g.x.w..][..g.x.w]);
-                for kj in kj0..kj0 + run {
-                    let ww = left + (kj * dw) as isize;
-                    let v = match xrow {
-                        Some(x) if (0..iw).contains(&ww) => x[ww as usize],
-                        _ => 0.0,
-                    };
-                    if let Some(o) = out.next() {
-                        *o = v;
+                let first = left + (kj0 * dw) as isize;
+                match (0..ih).contains(&hh) {
+                    false => out.fill(0.0),
+                    // A long run (a wide 1-D kernel: Silero's STFT is 256
+                    // taps): the columns inside the input as one range.
+                    true if run >= 16 => {
+                        let x = &self.xg[c * ihw + hh as usize * g.x.w..][..g.x.w];
+                        let (lo, hi) = valid_range(first, dw as isize, iw, run);
+                        out[..lo].fill(0.0);
+                        out[hi..].fill(0.0);
+                        if hi > lo {
+                            let start = (first + (lo * dw) as isize) as usize;
+                            strided_copy(&x[start..], dw, &mut out[lo..hi]);
+                        }
+                    }
+                    true => {
+                        let x = &self.xg[c * ihw + hh as usize * g.x.w..][..g.x.w];
+                        for (t, o) in out.iter_mut().enumerate() {
+                            let ww = first + (t * dw) as isize;
+                            *o = if (0..iw).contains(&ww) {
+                                x[ww as usize]
+                            } else {
+                                0.0
+                            };
+                        }
                     }
                 }
                 r += run;

@@ -826,8 +826,9 @@ fn direct_staged_over_threads() {
 /// The im2col operand packed column by column (a product over at most
 /// eight output positions reads B's columns contiguously) holds what the
 /// row-by-row packing holds, transposed: pads on every side, strides,
-/// dilations, 1-D and 2-D kernels, depth ranges that start and end inside
-/// a run of taps, and column ranges that start inside an output row.
+/// dilations, 1-D and 2-D kernels (short runs of taps and wide ones),
+/// depth ranges that start and end inside a run of taps, and column
+/// ranges that start inside an output row.
 #[test]
 fn im2col_columns_match_rows() {
     use super::im2col::Im2col;
@@ -849,6 +850,10 @@ fn im2col_columns_match_rows() {
         (4, 5, 6, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
         (2, 7, 8, 3, 2, [2, 2], [0, 1, 2, 0], [1, 1]),
         (3, 6, 7, 2, 3, [1, 3], [2, 0, 1, 2], [2, 1]),
+        // Wide 1-D kernels (runs of taps copied as one range, Silero's
+        // STFT), with padding on both sides, a stride and a dilation.
+        (1, 1, 300, 1, 40, [1, 7], [0, 10, 0, 12], [1, 1]),
+        (2, 1, 200, 1, 20, [1, 3], [0, 25, 0, 5], [1, 2]),
     ];
     for (ci, &(c, h, w, kh, kw, strides, pads, dil)) in cases.iter().enumerate() {
         let x = rand_vec(c * h * w, 900 + ci as u64);
