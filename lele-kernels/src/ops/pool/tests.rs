@@ -650,6 +650,23 @@ fn global_pools() {
     assert!(run(&GlobalMaxPool {}, &[Some(t(&x, &[240]))], 1).is_err());
 }
 
+/// GlobalAveragePool over plane sizes around its 64 lanes, against the
+/// mean in f64; the AVX-512 sum gives the portable loop's bits.
+#[test]
+fn global_average_over_plane_sizes() {
+    for size in [1usize, 7, 63, 64, 65, 100, 1000, 4099] {
+        let x = rand_vec(3 * size, size as u64);
+        let out = run(&GlobalAveragePool {}, &[Some(t(&x, &[1, 3, size]))], 1).unwrap();
+        for (c, &got) in out[0].1.iter().enumerate() {
+            let plane = &x[c * size..(c + 1) * size];
+            let want = plane.iter().map(|&v| v as f64).sum::<f64>() / size as f64;
+            assert!((got as f64 - want).abs() <= 1e-6, "{size}: {got} {want}");
+            let portable = super::plane_sum_lanes(plane) / size as f32;
+            assert_eq!(portable.to_bits(), got.to_bits(), "{size}");
+        }
+    }
+}
+
 #[test]
 fn f32_max_plane_path_matches_general_path_bitwise() {
     // Few distinct values, so windows are full of ties between +0 and -0
