@@ -72,6 +72,7 @@ pub(crate) fn pack_row_panels(a: &[f32], m: usize, k: usize, tm: usize, panels: 
     for (t, panel) in panels.chunks_exact_mut(k * tm).enumerate() {
         let m0 = t * tm;
         // Groups of eight rows that exist, through the transposes.
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
         if matches!(best_isa(), Isa::Avx2 | Isa::Avx512) && full > 0 {
