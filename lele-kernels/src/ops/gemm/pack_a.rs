@@ -68,6 +68,7 @@ pub(super) fn pack_a_rows<const MR: usize>(a: &[f32], rs: usize, kc: usize, pane
 /// rec's 60×2880 1×3 convolution over 40 outputs spent half its time
 /// gathering the weight column by column).
 pub(crate) fn pack_row_panels(a: &[f32], m: usize, k: usize, tm: usize, panels: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
     let full = k - k % 8;
     for (t, panel) in panels.chunks_exact_mut(k * tm).enumerate() {
         let m0 = t * tm;
