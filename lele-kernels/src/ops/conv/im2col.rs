@@ -56,12 +56,14 @@ impl Im2col<'_> {
                 let out = &mut col[r - p0..r - p0 + run];
                 let hh = top + (ki * dh) as isize;
                 let first = left + (kj0 * dw) as isize;
-                match (0..ih).contains(&hh) {
-                    false => out.fill(0.0),
+                let xrow = (0..ih)
+                    .contains(&hh)
+                    .then(|| &self.xg[c * ihw + hh as usize * g.x.w..][..g.x.w]);
+                match xrow {
+                    None => out.fill(0.0),
                     // A long run (a wide 1-D kernel: Silero's STFT is 256
                     // taps): the columns inside the input as one range.
-                    true if run >= 16 => {
-                        let x = &self.xg[c * ihw + hh as usize * g.x.w..][..g.x.w];
+                    Some(x) if run >= 16 => {
                         let (lo, hi) = valid_range(first, dw as isize, iw, run);
                         out[..lo].fill(0.0);
                         out[hi..].fill(0.0);
@@ -70,8 +72,7 @@ impl Im2col<'_> {
                             strided_copy(&x[start..], dw, &mut out[lo..hi]);
                         }
                     }
-                    true => {
-                        let x = &self.xg[c * ihw + hh as usize * g.x.w..][..g.x.w];
+                    Some(x) => {
                         for (t, o) in out.iter_mut().enumerate() {
                             let ww = first + (t * dw) as isize;
                             *o = if (0..iw).contains(&ww) {
