@@ -3,6 +3,12 @@
 use super::{Conv, ConvGeom};
 use crate::ops::gemm::{GEMM_NC, PackB, scatter_row};
 
+/// Most input floats of one row that [`Im2col::one_row`] stages (1 KiB
+/// on the stack).
+const ROW_WINDOW: usize = 256;
+/// Most columns [`Im2col::one_row`] packs at once.
+const ROW_COLUMNS: usize = 8;
+
 /// The im2col matrix of one group (`k × ohw`, row `(c, ki, kj)`, column
 /// = output position) as a GEMM operand that packs itself straight from the
 /// input: the matrix never exists in memory.
@@ -32,12 +38,34 @@ impl PackB for Im2col<'_> {
 
 impl Im2col<'_> {
     /// Rows `p0..p0 + kc` of columns `j0..j0 + nc`, column `j` at
-    /// `dst[j·kc..]`: per column, the taps `(c, ki, kj)` in order, so each
-    /// run of `kW` taps is one bounds check per tap and no division. Row by
-    /// row ([`Im2col::row`] and a scatter) cost a range computation per row
-    /// for a few floats: Silero VAD's convolutions over four frames spent
-    /// 31% of the model's time packing.
+    /// `dst[j·kc..]`, the taps `(c, ki, kj)` in order. Whole columns go
+    /// through [`Im2col::one_row`] by output row; the rest (and windows too
+    /// wide for it) run by run ([`Im2col::columns_in_runs`]). Row by row
+    /// ([`Im2col::row`] and a scatter) cost a range computation per row for
+    /// a few floats: Silero VAD's convolutions over four frames spent 31% of
+    /// the model's time packing.
     fn columns(&self, p0: usize, kc: usize, j0: usize, nc: usize, dst: &mut [f32]) {
+        let g = self.g;
+        if p0 == 0 && kc == g.k() && kc > 0 && g.ow > 0 {
+            // Whole columns: those of one output row through a window.
+            let mut done = 0;
+            while done < nc {
+                let first = j0 + done;
+                let cn = (g.ow - first % g.ow).min(nc - done).min(ROW_COLUMNS);
+                let cols = &mut dst[done * kc..(done + cn) * kc];
+                if !self.one_row(first, cn, cols) {
+                    self.columns_in_runs(0, kc, first, cn, cols);
+                }
+                done += cn;
+            }
+            return;
+        }
+        self.columns_in_runs(p0, kc, j0, nc, dst);
+    }
+
+    /// [`Im2col::columns`] run by run (a run: the taps of one `(c, ki)`),
+    /// each column on its own: one bounds check per tap, no division.
+    fn columns_in_runs(&self, p0: usize, kc: usize, j0: usize, nc: usize, dst: &mut [f32]) {
         let (conv, g) = (self.conv, self.g);
         let [sh, sw] = conv.strides;
         let [dh, dw] = conv.dilations;
@@ -94,6 +122,65 @@ impl Im2col<'_> {
         }
     }
 
+    /// [`Im2col::columns`] for whole columns (every tap) of `cn` output
+    /// positions from `first` on that lie in one output row, when the input
+    /// they read in a row fits [`ROW_WINDOW`]: per `(ki, c)` that stretch
+    /// of the input row is copied once into a zero-padded window, and each
+    /// column's `kW` taps are read from it without bounds checks (fixed-size
+    /// moves for the usual kernel widths). Returns `false`, having written
+    /// nothing, when the window does not fit.
+    fn one_row(&self, first: usize, cn: usize, cols: &mut [f32]) -> bool {
+        let (conv, g) = (self.conv, self.g);
+        let [sh, sw] = conv.strides;
+        let [dh, dw] = conv.dilations;
+        let (kw, k) = (g.kw, g.k());
+        let width = (cn - 1) * sw + (kw - 1) * dw + 1;
+        if width > ROW_WINDOW || cols.len() != cn * k {
+            return false;
+        }
+        let (oh, ow0) = (first / g.ow, first % g.ow);
+        // The input column under window position 0, and the window
+        // positions inside the input row.
+        let left = (ow0 * sw) as isize - g.pl as isize;
+        let (lo, hi) = valid_range(left, 1, g.x.w as isize, width);
+        let start = (left + lo as isize) as usize;
+        let mut window = [0f32; ROW_WINDOW];
+        let ihw = g.x.h * g.x.w;
+        for ki in 0..g.kh {
+            let hh = (oh * sh + ki * dh) as isize - g.pt as isize;
+            let row = (0..g.x.h as isize)
+                .contains(&hh)
+                .then(|| hh as usize * g.x.w);
+            for c in 0..g.cg {
+                match row {
+                    Some(r) => {
+                        window[lo..hi].copy_from_slice(&self.xg[c * ihw + r + start..][..hi - lo])
+                    }
+                    None => window[lo..hi].fill(0.0),
+                }
+                let at = (c * g.kh + ki) * kw;
+                let window = &window[..width];
+                match (dw, kw) {
+                    (1, 1) => gather_taps::<1>(window, cols, k, at, cn, sw),
+                    (1, 2) => gather_taps::<2>(window, cols, k, at, cn, sw),
+                    (1, 3) => gather_taps::<3>(window, cols, k, at, cn, sw),
+                    (1, 4) => gather_taps::<4>(window, cols, k, at, cn, sw),
+                    (1, 5) => gather_taps::<5>(window, cols, k, at, cn, sw),
+                    (1, 7) => gather_taps::<7>(window, cols, k, at, cn, sw),
+                    _ => {
+                        for t in 0..cn {
+                            let out = &mut cols[t * k + at..][..kw];
+                            for (q, o) in out.iter_mut().enumerate() {
+                                *o = window[t * sw + q * dw];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+
     /// Row `r` (`c·kH·kW + ki·kW + kj`) for output positions
     /// `j0..j0 + row.len()`.
     fn row(&self, r: usize, j0: usize, row: &mut [f32]) {
@@ -132,6 +219,22 @@ impl Im2col<'_> {
             }
             j += seg;
         }
+    }
+}
+
+/// Column `t` of `cols` (`k` floats each, `cn` of them) gets `KW` taps at
+/// `at` from `window[t·stride..]`: fixed-size moves.
+#[inline(always)]
+fn gather_taps<const KW: usize>(
+    window: &[f32],
+    cols: &mut [f32],
+    k: usize,
+    at: usize,
+    cn: usize,
+    stride: usize,
+) {
+    for t in 0..cn {
+        cols[t * k + at..][..KW].copy_from_slice(&window[t * stride..][..KW]);
     }
 }
 

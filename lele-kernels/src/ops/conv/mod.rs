@@ -55,6 +55,13 @@ pub use packed::ConvPackedWeights;
 pub use transpose::ConvTranspose;
 pub use winograd::ConvWinograd;
 
+/// Output positions up to which the GEMM's tail runs once per block after
+/// the product ([`Conv::finish_block`]) rather than per row: the GEMM's
+/// dot-product path for narrow products calls its epilogue per row, a few
+/// floats each (Silero VAD's convolutions over 1–4 frames: 128 calls of
+/// 4 floats).
+const FEW_POSITIONS: usize = 8;
+
 /// Floats of column buffer ConvTranspose aims for per chunk.
 const COL_BUDGET: usize = 1 << 18;
 
@@ -495,8 +502,12 @@ impl Conv {
                 let base = (n * g.m + gi * g.mg) * ohw;
                 let yg = &mut y[base..][..g.mg * ohw];
                 let tail = self.gemm_tail(bias, residual, base, gi * g.mg, ohw);
+                // Over a few output positions the tail runs once over the
+                // block after the product, not per row of a few floats.
+                let after = (fused_tail || bias.is_some()) && ohw <= FEW_POSITIONS;
                 let epilogue: Option<Epilogue<'_>> =
                     (fused_tail || bias.is_some()).then_some(&tail);
+                let epilogue = epilogue.filter(|_| !after);
                 if pointwise {
                     let b = MatRef::row_major(xg, ihw);
                     w.product(g, gi, depth, &b, yg, s, epilogue)?;
@@ -504,9 +515,33 @@ impl Conv {
                     let b = Im2col { conv: self, g, xg };
                     w.product(g, gi, depth, &b, yg, s, epilogue)?;
                 }
+                if after {
+                    let bias = bias.map(|b| &b[gi * g.mg..][..g.mg]);
+                    self.finish_block(yg, bias, residual, base, ohw);
+                }
             }
         }
         Ok(())
+    }
+
+    /// The tail of one group's output block `block` (at `at` in `Y`,
+    /// `ohw` outputs per channel) after its product: each channel's bias
+    /// added, then [`Conv::finish_segment`] once over the whole block (the
+    /// same arithmetic per element as the per-row epilogue).
+    fn finish_block(
+        &self,
+        block: &mut [f32],
+        bias: Option<&[f32]>,
+        residual: Option<&[f32]>,
+        at: usize,
+        ohw: usize,
+    ) {
+        if let Some(b) = bias {
+            for (row, &bv) in block.chunks_exact_mut(ohw).zip(b) {
+                row.iter_mut().for_each(|v| *v += bv);
+            }
+        }
+        self.finish_segment(block, None, residual, at);
     }
 
     /// Scratch bytes of the channel tiles (the weight laid out per call),

@@ -102,6 +102,11 @@ fn conv_paths_match_naive() {
         (1, 2, 3, 4, 3, 1, 1, 1, [1, 1], [0, 2, 0, 2], [1, 1]),
         (1, 2, 3, 3, 2, 2, 1, 1, [1, 1], [2, 3, 2, 3], [1, 1]),
         (1, 2, 4, 5, 3, 3, 2, 1, [2, 3], [3, 4, 1, 5], [1, 2]),
+        // A few output positions (the GEMM's dot products, the bias added
+        // once per block after them): 1-D over 4 and 3 frames, batches
+        // and groups.
+        (2, 6, 1, 4, 12, 1, 3, 2, [1, 1], [0, 1, 0, 1], [1, 1]),
+        (1, 5, 1, 5, 7, 1, 3, 1, [1, 2], [0, 1, 0, 1], [1, 1]),
     ];
     for (ci, &(n, c, h, w, m, kh, kw, group, strides, pads, dil)) in cases.iter().enumerate() {
         let x = rand_vec(n * c * h * w, ci as u64);
@@ -420,6 +425,10 @@ fn fused_activation_equals_conv_then_activation() {
         // split over threads, pointwise and im2col.
         (64, 24, 24, 144, 1, 1, 1),
         (16, 20, 20, 144, 3, 1, 1),
+        // A few output positions: the tail once per block after the
+        // GEMM's dot products (one group, then two at stride 2).
+        (12, 1, 4, 20, 3, 1, 1),
+        (10, 3, 3, 40, 3, 2, 2),
     ];
     let mut single_thread: Vec<Vec<f32>> = Vec::new();
     let acts: [(Activation, &dyn Kernel); 6] = [
@@ -513,6 +522,9 @@ fn fused_residual_equals_conv_then_add() {
         (1, 6, 21, 33, 12, 3, 1, 2),
         // More output channels than pixels: the GEMM splits rows.
         (1, 64, 13, 13, 200, 3, 1, 1),
+        // Six output positions: the tail once per block (each image's
+        // and group's offset).
+        (2, 8, 2, 3, 10, 3, 2, 1),
     ];
     for threads in [1, 3] {
         crate::threads::set_num_threads(threads);
@@ -827,8 +839,9 @@ fn direct_staged_over_threads() {
 /// eight output positions reads B's columns contiguously) holds what the
 /// row-by-row packing holds, transposed: pads on every side, strides,
 /// dilations, 1-D and 2-D kernels (short runs of taps and wide ones),
-/// depth ranges that start and end inside a run of taps, and column
-/// ranges that start inside an output row.
+/// depth ranges that start and end inside a run of taps, column ranges
+/// that start inside an output row, whole columns through the staged row
+/// window and ones too wide for it.
 #[test]
 fn im2col_columns_match_rows() {
     use super::im2col::Im2col;
@@ -854,6 +867,12 @@ fn im2col_columns_match_rows() {
         // STFT), with padding on both sides, a stride and a dilation.
         (1, 1, 300, 1, 40, [1, 7], [0, 10, 0, 12], [1, 1]),
         (2, 1, 200, 1, 20, [1, 3], [0, 25, 0, 5], [1, 2]),
+        // Kernel widths with their own fixed-size gathers (1, 4, 7) and a
+        // window of one output row wider than the staged 256 floats.
+        (3, 4, 5, 2, 1, [1, 2], [1, 0, 0, 0], [1, 1]),
+        (2, 2, 11, 1, 4, [1, 2], [0, 3, 0, 3], [1, 1]),
+        (2, 1, 15, 1, 7, [1, 1], [0, 3, 0, 3], [1, 1]),
+        (1, 1, 704, 1, 256, [1, 128], [0, 0, 0, 0], [1, 1]),
     ];
     for (ci, &(c, h, w, kh, kw, strides, pads, dil)) in cases.iter().enumerate() {
         let x = rand_vec(c * h * w, 900 + ci as u64);
