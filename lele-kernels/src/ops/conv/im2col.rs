@@ -3,9 +3,6 @@
 use super::{Conv, ConvGeom};
 use crate::ops::gemm::{GEMM_NC, PackB, scatter_row};
 
-/// Most input floats of one row that [`Im2col::one_row`] stages (1 KiB
-/// on the stack).
-const ROW_WINDOW: usize = 256;
 /// Most columns [`Im2col::one_row`] packs at once.
 const ROW_COLUMNS: usize = 8;
 
@@ -39,23 +36,20 @@ impl PackB for Im2col<'_> {
 impl Im2col<'_> {
     /// Rows `p0..p0 + kc` of columns `j0..j0 + nc`, column `j` at
     /// `dst[j·kc..]`, the taps `(c, ki, kj)` in order. Whole columns go
-    /// through [`Im2col::one_row`] by output row; the rest (and windows too
-    /// wide for it) run by run ([`Im2col::columns_in_runs`]). Row by row
-    /// ([`Im2col::row`] and a scatter) cost a range computation per row for
-    /// a few floats: Silero VAD's convolutions over four frames spent 31% of
-    /// the model's time packing.
+    /// through [`Im2col::one_row`] by output row; the rest run by run
+    /// ([`Im2col::columns_in_runs`]). Row by row ([`Im2col::row`] and a
+    /// scatter) cost a range computation per row for a few floats: Silero
+    /// VAD's convolutions over four frames spent 31% of the model's time
+    /// packing.
     fn columns(&self, p0: usize, kc: usize, j0: usize, nc: usize, dst: &mut [f32]) {
         let g = self.g;
         if p0 == 0 && kc == g.k() && kc > 0 && g.ow > 0 {
-            // Whole columns: those of one output row through a window.
+            // Whole columns: those of one output row at a time.
             let mut done = 0;
             while done < nc {
                 let first = j0 + done;
                 let cn = (g.ow - first % g.ow).min(nc - done).min(ROW_COLUMNS);
-                let cols = &mut dst[done * kc..(done + cn) * kc];
-                if !self.one_row(first, cn, cols) {
-                    self.columns_in_runs(0, kc, first, cn, cols);
-                }
+                self.one_row(first, cn, &mut dst[done * kc..(done + cn) * kc]);
                 done += cn;
             }
             return;
@@ -122,63 +116,88 @@ impl Im2col<'_> {
         }
     }
 
-    /// [`Im2col::columns`] for whole columns (every tap) of `cn` output
-    /// positions from `first` on that lie in one output row, when the input
-    /// they read in a row fits [`ROW_WINDOW`]: per `(ki, c)` that stretch
-    /// of the input row is copied once into a zero-padded window, and each
-    /// column's `kW` taps are read from it without bounds checks (fixed-size
-    /// moves for the usual kernel widths). Returns `false`, having written
-    /// nothing, when the window does not fit.
-    fn one_row(&self, first: usize, cn: usize, cols: &mut [f32]) -> bool {
+    /// [`Im2col::columns`] for whole columns (every tap) of `cn` (at most
+    /// [`ROW_COLUMNS`]) output positions from `first` on that lie in one
+    /// output row: per `(ki, c)` the input row is looked up once for all of
+    /// them; a column whose taps all lie inside the row takes them with
+    /// fixed-size moves (at dilation 1 and the usual kernel widths), one
+    /// reaching into the padding tap by tap.
+    fn one_row(&self, first: usize, cn: usize, cols: &mut [f32]) {
+        match (self.conv.dilations[1], self.g.kw) {
+            (1, 1) => self.one_row_taps::<1>(first, cn, cols),
+            (1, 2) => self.one_row_taps::<2>(first, cn, cols),
+            (1, 3) => self.one_row_taps::<3>(first, cn, cols),
+            (1, 4) => self.one_row_taps::<4>(first, cn, cols),
+            (1, 5) => self.one_row_taps::<5>(first, cn, cols),
+            (1, 7) => self.one_row_taps::<7>(first, cn, cols),
+            _ => self.one_row_taps::<0>(first, cn, cols),
+        }
+    }
+
+    /// [`Im2col::one_row`] for `kW == KW` at dilation 1, or (`KW == 0`)
+    /// any width and dilation. Column by column, the input channels inner:
+    /// which taps of the column lie inside the input row is worked out once
+    /// per column, and a column inside takes each channel's taps as one
+    /// fixed-size move.
+    #[inline(always)]
+    fn one_row_taps<const KW: usize>(&self, first: usize, cn: usize, cols: &mut [f32]) {
         let (conv, g) = (self.conv, self.g);
         let [sh, sw] = conv.strides;
         let [dh, dw] = conv.dilations;
-        let (kw, k) = (g.kw, g.k());
-        let width = (cn - 1) * sw + (kw - 1) * dw + 1;
-        if width > ROW_WINDOW || cols.len() != cn * k {
-            return false;
-        }
+        let (kw, k, iw) = (if KW > 0 { KW } else { g.kw }, g.k(), g.x.w);
         let (oh, ow0) = (first / g.ow, first % g.ow);
-        // The input column under window position 0, and the window
-        // positions inside the input row.
-        let left = (ow0 * sw) as isize - g.pl as isize;
-        let (lo, hi) = valid_range(left, 1, g.x.w as isize, width);
-        let start = (left + lo as isize) as usize;
-        let mut window = [0f32; ROW_WINDOW];
-        let ihw = g.x.h * g.x.w;
+        let ihw = g.x.h * iw;
         for ki in 0..g.kh {
             let hh = (oh * sh + ki * dh) as isize - g.pt as isize;
-            let row = (0..g.x.h as isize)
-                .contains(&hh)
-                .then(|| hh as usize * g.x.w);
-            for c in 0..g.cg {
-                match row {
-                    Some(r) => {
-                        window[lo..hi].copy_from_slice(&self.xg[c * ihw + r + start..][..hi - lo])
+            let row = (0..g.x.h as isize).contains(&hh).then(|| hh as usize * iw);
+            for (t, col) in cols.chunks_exact_mut(k).take(cn).enumerate() {
+                // The column's first tap in the input row, and its taps
+                // inside the row, `lo..hi`.
+                let s = ((ow0 + t) * sw) as isize - g.pl as isize;
+                let (lo, hi) = valid_range(s, dw as isize, iw as isize, kw);
+                let runs = col
+                    .chunks_exact_mut(g.kh * kw)
+                    .map(|c| &mut c[ki * kw..][..kw]);
+                let Some(r) = row else {
+                    runs.for_each(|out| out.fill(0.0));
+                    continue;
+                };
+                let xs = self.xg.chunks_exact(ihw).map(|xc| &xc[r..][..iw]);
+                if lo == 0 && hi == kw {
+                    let s = s as usize;
+                    for (out, x) in runs.zip(xs) {
+                        if KW > 0 {
+                            out.copy_from_slice(&x[s..][..KW]);
+                        } else {
+                            strided_copy(&x[s..], dw, out);
+                        }
                     }
-                    None => window[lo..hi].fill(0.0),
-                }
-                let at = (c * g.kh + ki) * kw;
-                let window = &window[..width];
-                match (dw, kw) {
-                    (1, 1) => gather_taps::<1>(window, cols, k, at, cn, sw),
-                    (1, 2) => gather_taps::<2>(window, cols, k, at, cn, sw),
-                    (1, 3) => gather_taps::<3>(window, cols, k, at, cn, sw),
-                    (1, 4) => gather_taps::<4>(window, cols, k, at, cn, sw),
-                    (1, 5) => gather_taps::<5>(window, cols, k, at, cn, sw),
-                    (1, 7) => gather_taps::<7>(window, cols, k, at, cn, sw),
-                    _ => {
-                        for t in 0..cn {
-                            let out = &mut cols[t * k + at..][..kw];
-                            for (q, o) in out.iter_mut().enumerate() {
-                                *o = window[t * sw + q * dw];
-                            }
+                } else if KW > 0 {
+                    // Reaching into the padding, a few taps: each chosen
+                    // in registers (no calls to fill or copy two floats).
+                    for (out, x) in runs.zip(xs) {
+                        for (q, o) in out.iter_mut().enumerate() {
+                            *o = if (lo..hi).contains(&q) {
+                                x[(s + q as isize) as usize]
+                            } else {
+                                0.0
+                            };
+                        }
+                    }
+                } else {
+                    // Reaching into the padding: the taps inside (if any)
+                    // start at input column `s + lo·dw`.
+                    let from = (s + (lo * dw) as isize).max(0) as usize;
+                    for (out, x) in runs.zip(xs) {
+                        out[..lo].fill(0.0);
+                        out[hi..].fill(0.0);
+                        if hi > lo {
+                            strided_copy(&x[from..], dw, &mut out[lo..hi]);
                         }
                     }
                 }
             }
         }
-        true
     }
 
     /// Row `r` (`c·kH·kW + ki·kW + kj`) for output positions
@@ -219,22 +238,6 @@ impl Im2col<'_> {
             }
             j += seg;
         }
-    }
-}
-
-/// Column `t` of `cols` (`k` floats each, `cn` of them) gets `KW` taps at
-/// `at` from `window[t·stride..]`: fixed-size moves.
-#[inline(always)]
-fn gather_taps<const KW: usize>(
-    window: &[f32],
-    cols: &mut [f32],
-    k: usize,
-    at: usize,
-    cn: usize,
-    stride: usize,
-) {
-    for t in 0..cn {
-        cols[t * k + at..][..KW].copy_from_slice(&window[t * stride..][..KW]);
     }
 }
 
