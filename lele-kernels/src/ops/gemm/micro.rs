@@ -51,22 +51,30 @@ fn detect_isa() -> Isa {
 }
 
 /// The micro-kernel chosen for this CPU (detected once, then cached).
+/// Inlined: kernels ask per row or tile (1.6% of PP-OCR cls's samples were
+/// calls to it), while detection runs out of line once.
+#[inline]
 pub(crate) fn best_isa() -> Isa {
     match ISA.load(Ordering::Relaxed) {
         1 => Isa::Scalar,
         2 => Isa::Avx2,
         3 => Isa::Avx512,
-        _ => {
-            let isa = detect_isa();
-            let code = match isa {
-                Isa::Scalar => 1,
-                Isa::Avx2 => 2,
-                Isa::Avx512 => 3,
-            };
-            ISA.store(code, Ordering::Relaxed);
-            isa
-        }
+        _ => detect_and_cache_isa(),
     }
+}
+
+/// [`best_isa`]'s first call: detects the ISA and caches it.
+#[cold]
+#[inline(never)]
+fn detect_and_cache_isa() -> Isa {
+    let isa = detect_isa();
+    let code = match isa {
+        Isa::Scalar => 1,
+        Isa::Avx2 => 2,
+        Isa::Avx512 => 3,
+    };
+    ISA.store(code, Ordering::Relaxed);
+    isa
 }
 
 /// Whether `isa` can run on this CPU.
