@@ -52,7 +52,9 @@ pub fn run(
     k.infer(inputs, &mut shapes)?;
     let mut bufs: Vec<Vec<f32>> = shapes.iter().map(|s| vec![f32::NAN; s.numel()]).collect();
     let sb = k.scratch_bytes(inputs, &shapes);
-    let mut scratch = vec![0u64; sb.div_ceil(8) + 8];
+    // NaN in every float of the scratch: a kernel must not read scratch it
+    // did not write (in generated code the arena holds earlier nodes' data).
+    let mut scratch = vec![u64::MAX; sb.div_ceil(8) + 8];
     let sbytes: &mut [u8] = bytemuck::cast_slice_mut(&mut scratch);
     {
         let mut outs: Vec<TensorMut<'_>> = shapes
