@@ -63,9 +63,32 @@ pub fn carve_slices<'a>(
     read_out: &mut [&'a [u8]],
     write_out: &mut [&'a mut [u8]],
 ) -> Result<(), KernelError> {
+    // Most nodes write an output or two and their scratch: small arrays
+    // (every call initializes its arrays; 32 regions' worth was 4% of
+    // Silero VAD's time).
+    if writes.len() <= 4 {
+        carve::<4, 5>(buf, reads, writes, read_out, write_out)
+    } else {
+        carve::<32, 33>(buf, reads, writes, read_out, write_out)
+    }
+}
+
+/// [`carve_slices`] for at most `MAXW` writable regions (`GAPS` is
+/// `MAXW + 1`).
+#[inline(always)]
+fn carve<'a, const MAXW: usize, const GAPS: usize>(
+    buf: &'a mut [u8],
+    reads: &[Range<usize>],
+    writes: &[Range<usize>],
+    read_out: &mut [&'a [u8]],
+    write_out: &mut [&'a mut [u8]],
+) -> Result<(), KernelError> {
     const ERR: KernelError = KernelError::Buffer { op: "arena" };
-    const MAXW: usize = 32;
-    if writes.len() > MAXW || write_out.len() < writes.len() || read_out.len() < reads.len() {
+    if writes.len() > MAXW
+        || GAPS != MAXW + 1
+        || write_out.len() < writes.len()
+        || read_out.len() < reads.len()
+    {
         return Err(ERR);
     }
     let mut order = [0usize; MAXW];
@@ -74,7 +97,7 @@ pub fn carve_slices<'a>(
     }
     let order = &mut order[..writes.len()];
     order.sort_unstable_by_key(|&i| writes[i].start);
-    let mut gaps: [(usize, &'a [u8]); MAXW + 1] = [(0, &[]); MAXW + 1];
+    let mut gaps: [(usize, &'a [u8]); GAPS] = [(0, &[]); GAPS];
     let mut rest: &'a mut [u8] = buf;
     let mut rest_start = 0usize;
     for (k, &i) in order.iter().enumerate() {
@@ -130,6 +153,33 @@ mod tests {
             assert!(buf.iter().all(|&b| b == 0), "{bytes} bytes");
             buf.fill(7);
         }
+    }
+
+    /// Four writable regions (the small arrays) and six (the large ones),
+    /// given out of order, with reads between them: each slice is its
+    /// range of the buffer; an overlap among six is refused.
+    #[test]
+    fn carve_few_and_many_writes() {
+        let mut buf: Vec<u8> = (0..200).map(|i| i as u8).collect();
+        let writes = [150..160, 10..20, 90..95, 40..48, 170..171, 60..70];
+        let reads = [0..10, 20..40, 100..150, 195..200];
+        for n in [4, 6] {
+            let mut r: [&[u8]; 4] = [&[]; 4];
+            let mut w: [&mut [u8]; 6] = Default::default();
+            carve_slices(&mut buf, &reads, &writes[..n], &mut r, &mut w).unwrap();
+            for (s, range) in r.iter().zip(&reads) {
+                assert_eq!(s[0] as usize, range.start, "{n} writes");
+                assert_eq!(s.len(), range.len());
+            }
+            for (s, range) in w.iter().zip(&writes[..n]) {
+                assert_eq!(s[0] as usize, range.start, "{n} writes");
+                assert_eq!(s.len(), range.len());
+            }
+        }
+        let overlapping = [150..160, 10..20, 90..95, 40..48, 170..171, 45..50];
+        let mut r: [&[u8]; 1] = [&[]];
+        let mut w: [&mut [u8]; 6] = Default::default();
+        assert!(carve_slices(&mut buf, &[], &overlapping, &mut r, &mut w).is_err());
     }
 
     #[test]
