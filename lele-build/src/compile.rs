@@ -139,14 +139,18 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         .all(|d| d.iter().all(|x| matches!(x, Dim::Fixed(_))));
     ext.apply_patterns(g)?;
     passes::bypass_identities(g);
-    passes::fuse_silu(g);
+    // The fusions run in every block: the main one and each `If` branch.
+    let every = |g: &mut Graph, pass: fn(&mut Graph) -> usize| {
+        passes::in_every_block(g, &mut |g: &mut Graph| pass(g))
+    };
+    every(g, passes::fuse_silu);
     if !fold {
-        passes::fuse_hardswish(g);
-        passes::fuse_gelu(g);
-        passes::fuse_layer_norm(g);
-        passes::fuse_matmul_bias(g);
-        passes::fuse_conv_activation(g);
-        passes::fuse_conv_scalar_affine(g);
+        every(g, passes::fuse_hardswish);
+        every(g, passes::fuse_gelu);
+        every(g, passes::fuse_layer_norm);
+        every(g, passes::fuse_matmul_bias);
+        every(g, passes::fuse_conv_activation);
+        every(g, passes::fuse_conv_scalar_affine);
         passes::eliminate_dead_code(g);
         return Ok(());
     }
@@ -169,12 +173,13 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     // After folding, so the constants the patterns check are values.
     // The activations first (so HardSwish chains are one node), then into
     // the convolutions.
-    let fused = passes::fold_conv_affine(g)
-        + passes::fuse_hardswish(g)
-        + passes::fuse_gelu(g)
-        + passes::fuse_layer_norm(g)
-        + passes::fuse_matmul_bias(g);
-    let mut fused = fused + passes::fuse_conv_activation(g) + passes::fuse_conv_scalar_affine(g);
+    let fused = every(g, passes::fold_conv_affine)
+        + every(g, passes::fuse_hardswish)
+        + every(g, passes::fuse_gelu)
+        + every(g, passes::fuse_layer_norm)
+        + every(g, passes::fuse_matmul_bias);
+    let mut fused =
+        fused + every(g, passes::fuse_conv_activation) + every(g, passes::fuse_conv_scalar_affine);
     // Last: the residual joins after the activation and affine the
     // convolution took. Shapes must agree at every sizing point.
     let shapes: Option<Vec<_>> = sizing_points(dims)
@@ -188,18 +193,19 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
                 _ => false,
             })
         };
-        fused += passes::fuse_residual_add(g, &same);
-        fused += passes::fuse_attention(g, shapes);
+        fused += passes::in_every_block(g, &mut |g| passes::fuse_residual_add(g, &same));
+        fused += passes::in_every_block(g, &mut |g| passes::fuse_attention(g, shapes));
     }
+    let shapes = shapes.as_deref().unwrap_or(&[]);
     // After every fusion into the MatMul (its bias and residual).
-    fused += passes::prepack_matmul_weights(g);
+    fused += every(g, passes::prepack_matmul_weights);
     // Then the activation after a packed product (one without a residual:
     // the graph adds that after the product, before the activation).
-    fused += passes::fuse_packed_matmul_activation(g);
+    fused += every(g, passes::fuse_packed_matmul_activation);
     // And the softmax after it (after the activation, which comes first).
-    fused += passes::fuse_packed_matmul_softmax(g, shapes.as_deref().unwrap_or(&[]));
+    fused += passes::in_every_block(g, &mut |g| passes::fuse_packed_matmul_softmax(g, shapes));
     // Winograd's tile size by the output planes at the sizing points.
-    fused += passes::prepack_conv_weights(g, shapes.as_deref().unwrap_or(&[]));
+    fused += passes::in_every_block(g, &mut |g| passes::prepack_conv_weights(g, shapes));
     if fused > 0 {
         passes::eliminate_dead_code(g);
     }

@@ -25,3 +25,48 @@ pub use prepack::{
 pub use sizing::{Sizes, size_graph};
 pub use subnormal::flush_subnormal_weights;
 pub use widen::widen_half_precision;
+
+use crate::ir::{Block, Graph, Op};
+
+/// Runs `pass` on the main block, then on the blocks of every `If` branch
+/// (nested ones too), each in turn put in the main block's place. A
+/// branch's results count as model outputs meanwhile, so the pass keeps
+/// them as a node's output (the passes match chains within one block and
+/// count readers over the blocks inside it; a branch's values are read
+/// only there or returned). Silero VAD runs its whole network inside a
+/// branch, which got no fusion before. Returns the sum of what the runs
+/// return.
+pub fn in_every_block(g: &mut Graph, pass: &mut dyn FnMut(&mut Graph) -> usize) -> usize {
+    pass(g) + in_branches(g, pass)
+}
+
+/// [`in_every_block`] for the branches of the main block's `If` nodes.
+fn in_branches(g: &mut Graph, pass: &mut dyn FnMut(&mut Graph) -> usize) -> usize {
+    let mut total = 0;
+    for i in 0..g.main.nodes.len() {
+        for then in [true, false] {
+            let Op::If {
+                then_branch,
+                else_branch,
+            } = &mut g.main.nodes[i].op
+            else {
+                continue;
+            };
+            let branch = std::mem::take(if then { then_branch } else { else_branch });
+            let outer = std::mem::replace(&mut g.main, branch);
+            let model_outputs = g.outputs.len();
+            g.outputs.extend(g.main.outputs.iter().copied());
+            total += pass(g) + in_branches(g, pass);
+            g.outputs.truncate(model_outputs);
+            let branch: Block = std::mem::replace(&mut g.main, outer);
+            if let Op::If {
+                then_branch,
+                else_branch,
+            } = &mut g.main.nodes[i].op
+            {
+                *(if then { then_branch } else { else_branch }) = branch;
+            }
+        }
+    }
+    total
+}

@@ -511,3 +511,72 @@ fn attention_is_fused_from_its_decomposed_form() {
         );
     }
 }
+
+/// The fusions run inside `If` branches too: a Conv → Relu chain in the
+/// `then` branch becomes one node, while in the `else` branch, which also
+/// returns the convolution's output, the two stay apart.
+#[test]
+fn fusions_apply_inside_if_branches() {
+    let init = |name: &str, dims: &[i64]| proto::TensorProto {
+        name: s(name),
+        data_type: Some(1),
+        dims: dims.to_vec(),
+        float_data: (0..dims.iter().product::<i64>())
+            .map(|v| v as f32 / 8.0)
+            .collect(),
+        ..Default::default()
+    };
+    let branch =
+        |name: &str, nodes: Vec<proto::NodeProto>, outs: [&str; 2]| proto::AttributeProto {
+            name: s(name),
+            r#type: Some(proto::attribute_proto::AttributeType::Graph as i32),
+            g: Some(proto::GraphProto {
+                name: s(name),
+                node: nodes,
+                output: outs
+                    .iter()
+                    .map(|o| value_info(o, 1, &[1, 2, 3, 3]))
+                    .collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+    let then_branch = branch(
+        "then_branch",
+        vec![
+            node("Conv", &["x", "w", "b"], &["tc"], vec![]),
+            node("Relu", &["tc"], &["tr"], vec![]),
+            node("Conv", &["x", "w", "b"], &["tc2"], vec![]),
+        ],
+        ["tr", "tc2"],
+    );
+    let else_branch = branch(
+        "else_branch",
+        vec![
+            node("Conv", &["x", "w", "b"], &["ec"], vec![]),
+            node("Relu", &["ec"], &["er"], vec![]),
+        ],
+        ["er", "ec"],
+    );
+    let m = model(
+        vec![node(
+            "If",
+            &["cond"],
+            &["y", "z"],
+            vec![then_branch, else_branch],
+        )],
+        vec![init("w", &[2, 1, 1, 1]), init("b", &[2])],
+        vec![
+            value_info("x", 1, &[1, 1, 3, 3]),
+            value_info("cond", 9, &[]),
+        ],
+        vec![
+            value_info("y", 1, &[1, 2, 3, 3]),
+            value_info("z", 1, &[1, 2, 3, 3]),
+        ],
+    );
+    assert_eq!(
+        op_types(&optimized(&m)),
+        vec!["If", "Conv+Relu", "Conv", "Conv", "Relu"]
+    );
+}

@@ -373,6 +373,24 @@ fn built_in_fusions_fire_on_real_models() {
     let cls = optimized_zoo_ops("ppocr_cls.onnx", "x = [1, 3, 48, 192]");
     assert_eq!(count(&cls, "BatchNormalization"), 0, "{cls:?}");
     assert_eq!(count(&cls, "HardSwish"), 0, "{cls:?}");
+    // Silero VAD runs its network inside an `If` on the sample rate: in
+    // both branches the encoder's four Relus join their convolutions and
+    // the decoder's Sigmoid its 1×1 convolution; the decoder's Relu before
+    // that convolution is the only Relu left in each.
+    let vad = optimized_zoo_ops(
+        "silero_vad.onnx",
+        "input = [1, 576]\nstate = [2, 1, 128]\nsr = []",
+    );
+    assert_eq!(
+        (
+            count(&vad, "Conv+Relu"),
+            count(&vad, "Conv+Sigmoid"),
+            count(&vad, "Relu"),
+            count(&vad, "Sigmoid")
+        ),
+        (8, 2, 2, 0),
+        "{vad:?}"
+    );
 }
 
 /// YOLOv8n at a fixed size: every Split and every Concat moves nothing
