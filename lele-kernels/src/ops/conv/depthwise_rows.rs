@@ -1,6 +1,6 @@
 //! Depthwise convolution a channel plane at a time, several output rows
 //! per pass, for the common kernels: 3×3, 5×5 and 7×7 at stride 1 (AVX-512
-//! and AVX2), 3×3 and 5×5 at stride 2 (AVX-512), no dilation.
+//! and AVX2), 3×3 and 5×5 at strides 2×2 and 2×1 (AVX-512), no dilation.
 //!
 //! The output is computed in bands of [`ROWS`] rows, [`COLS`] columns at a
 //! time, straight from the input plane into the output plane. Consecutive
@@ -105,7 +105,7 @@ pub(super) struct Plan {
 pub(super) fn scratch_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
     let supported = match conv.strides {
         [1, 1] => matches!((g.kh, g.kw), (3, 3) | (5, 5) | (7, 7)),
-        [2, 2] => matches!((g.kh, g.kw), (3, 3) | (5, 5)),
+        [2, 2] | [2, 1] => matches!((g.kh, g.kw), (3, 3) | (5, 5)),
         _ => false,
     };
     (supported && conv.dilations == [1, 1] && g.ohw() > 0 && g.x.w <= crate::ops::gemm::MAX_SCRATCH)
@@ -113,7 +113,8 @@ pub(super) fn scratch_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
 }
 
 /// The plan when this path runs these shapes here: a kernel [`scratch_len`]
-/// takes, the CPU's instruction set has it (stride 2 only with AVX-512),
+/// takes, the CPU's instruction set has it (strides 2×2 and 2×1 only with
+/// AVX-512),
 /// output planes of at least [`MIN_OH`] × [`MIN_OW`].
 pub(super) fn plan(conv: &Conv, g: &ConvGeom) -> Option<Plan> {
     #[cfg(target_arch = "x86_64")]
@@ -132,15 +133,17 @@ pub(super) fn plan(conv: &Conv, g: &ConvGeom) -> Option<Plan> {
             return None;
         }
         let len = scratch_len(conv, g)?;
-        let kernel: PlaneFn = match (best_isa(), g.kh, g.kw, conv.strides[0]) {
-            (Isa::Avx512, 3, 3, 1) => plane_rows::<3, 3>,
-            (Isa::Avx512, 5, 5, 1) => plane_rows::<5, 5>,
-            (Isa::Avx512, 7, 7, 1) => plane_rows::<7, 7>,
-            (Isa::Avx512, 3, 3, 2) => plane_rows_s2::<3, 3>,
-            (Isa::Avx512, 5, 5, 2) => plane_rows_s2::<5, 5>,
-            (Isa::Avx2, 3, 3, 1) => plane_rows_avx2::<3, 3>,
-            (Isa::Avx2, 5, 5, 1) => plane_rows_avx2::<5, 5>,
-            (Isa::Avx2, 7, 7, 1) => plane_rows_avx2::<7, 7>,
+        let kernel: PlaneFn = match (best_isa(), g.kh, g.kw, conv.strides) {
+            (Isa::Avx512, 3, 3, [1, 1]) => plane_rows::<3, 3, 1>,
+            (Isa::Avx512, 5, 5, [1, 1]) => plane_rows::<5, 5, 1>,
+            (Isa::Avx512, 7, 7, [1, 1]) => plane_rows::<7, 7, 1>,
+            (Isa::Avx512, 3, 3, [2, 1]) => plane_rows::<3, 3, 2>,
+            (Isa::Avx512, 5, 5, [2, 1]) => plane_rows::<5, 5, 2>,
+            (Isa::Avx512, 3, 3, [2, 2]) => plane_rows_s2::<3, 3>,
+            (Isa::Avx512, 5, 5, [2, 2]) => plane_rows_s2::<5, 5>,
+            (Isa::Avx2, 3, 3, [1, 1]) => plane_rows_avx2::<3, 3>,
+            (Isa::Avx2, 5, 5, [1, 1]) => plane_rows_avx2::<5, 5>,
+            (Isa::Avx2, 7, 7, [1, 1]) => plane_rows_avx2::<7, 7>,
             _ => return None,
         };
         Some(Plan { kernel, len })
@@ -275,20 +278,21 @@ unsafe fn store32(d: *mut f32, n: usize, acc: [core::arch::x86_64::__m512; 2]) {
 }
 
 /// The output plane `out` (`oh × ow`, only written) from the input plane
-/// at `x` (`ih × iw`) for a `KH × KW` kernel `w` at stride 1, bands of
-/// [`ROWS`] rows and [`COLS`] columns at a time. Output row `o + i`,
-/// column `c + l` reads input row `o + i + ki − pt`, column
-/// `c + l + kj − pl`: for each kernel column `kj` and input row `q` of the
-/// band, one load of 32 columns feeds every output row `i` with
-/// `ki = q − i` in the kernel. Rows outside the image read `zero`, columns
-/// outside it are masked off (zero).
+/// at `x` (`ih × iw`) for a `KH × KW` kernel `w` at vertical stride `SH`
+/// (1 or 2) and horizontal stride 1, bands of [`ROWS`] rows and [`COLS`]
+/// columns at a time. Output row `o + i`, column `c + l` reads input row
+/// `SH·(o + i) + ki − pt`, column `c + l + kj − pl`: for each kernel column
+/// `kj` and input row `q` of the band, one load of 32 columns feeds every
+/// output row `i` with `ki = q − SH·i` in the kernel. Rows outside the
+/// image read `zero`, columns outside it are masked off (zero). (Strides
+/// 2×1 halve a text line's height, keeping its width: PP-OCR cls.)
 ///
 /// # Safety
 /// The CPU supports AVX-512F; `x` holds `ih · iw` floats, `zero` `iw`
 /// zeros, `w` `KH · KW` floats; `out` holds `oh · ow` floats.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn plane_rows<const KH: usize, const KW: usize>(
+unsafe fn plane_rows<const KH: usize, const KW: usize, const SH: usize>(
     pg: &PlaneGeom,
     x: *const f32,
     zero: *const f32,
@@ -299,13 +303,13 @@ unsafe fn plane_rows<const KH: usize, const KW: usize>(
 ) {
     use core::arch::x86_64::*;
     let PlaneGeom { iw, pl, oh, ow, .. } = *pg;
-    let inputs = KH + ROWS - 1;
+    let inputs = SH * (ROWS - 1) + KH;
     debug_assert!(inputs <= MAX_BAND_INPUTS && out.len() >= oh * ow);
     let b = _mm512_set1_ps(bias);
     for o in (0..oh).step_by(ROWS) {
         let rows = ROWS.min(oh - o);
         // Input row of the band's row q (the zero row outside the image).
-        let src = band_inputs(pg, x, zero, o, inputs);
+        let src = band_inputs(pg, x, zero, SH * o, inputs);
         for c in (0..ow).step_by(COLS) {
             let mut acc = [[b; 2]; ROWS];
             for kj in 0..KW {
@@ -336,11 +340,11 @@ unsafe fn plane_rows<const KH: usize, const KW: usize>(
                         }
                     };
                     for (i, acc) in acc.iter_mut().enumerate() {
-                        if q < i || q - i >= KH {
+                        if q < SH * i || q - SH * i >= KH {
                             continue;
                         }
-                        // SAFETY: (q − i)·KW + kj < KH · KW.
-                        let wv = _mm512_set1_ps(unsafe { *w.add((q - i) * KW + kj) });
+                        // SAFETY: (q − SH·i)·KW + kj < KH · KW.
+                        let wv = _mm512_set1_ps(unsafe { *w.add((q - SH * i) * KW + kj) });
                         acc[0] = _mm512_fmadd_ps(wv, x0, acc[0]);
                         acc[1] = _mm512_fmadd_ps(wv, x1, acc[1]);
                     }
