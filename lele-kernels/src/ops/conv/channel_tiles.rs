@@ -56,7 +56,8 @@ const CHUNK_TAPS: usize = 96;
 /// Whether this path may take a convolution (on a machine with AVX-512):
 /// one group, no dilation, a stride above 1 (stride-1 convolutions have
 /// Winograd, the direct path and the GEMM), horizontal stride at most 2,
-/// output channels in whole vectors, and (unless a test forces it) rows
+/// output channels filling at least three quarters of whole vectors
+/// ([`padded`]), and (unless a test forces it) rows
 /// of at least [`MIN_ROW`] and at least [`MIN_TAPS`] taps.
 pub(super) fn eligible(
     strides: [usize; 2],
@@ -73,7 +74,7 @@ pub(super) fn eligible(
         && strides != [1, 1]
         && (1..=2).contains(&strides[1])
         && g.mg > 0
-        && g.mg.is_multiple_of(LANES)
+        && 4 * g.mg >= 3 * padded(g.mg)
         && g.ow >= TILE_P
         && g.k() > 0
         && (forced || (g.ow >= MIN_ROW && g.k() >= MIN_TAPS))
@@ -115,6 +116,16 @@ pub(super) fn applies(
 /// Most output channels per weight block (three vectors).
 const BLOCK: usize = 3 * LANES;
 
+/// Output channels the weight blocks hold for `m` channels: `m` rounded up
+/// to whole vectors (the channels past `m` have zero weights and are
+/// neither stored nor finished). [`eligible`] takes counts that fill at
+/// least three quarters of those lanes: PP-OCRv6 det's 48→24 3×3 s2 at
+/// 240² runs 24 channels in a 32-lane block (2.19 → 1.90 ms against the
+/// direct path, which stages the input as phase planes).
+pub(super) fn padded(m: usize) -> usize {
+    m.next_multiple_of(LANES)
+}
+
 /// Vectors in the weight block that starts `left` vectors before the end
 /// of the output channels: two, except that an odd count starts with a
 /// block of three (and a lone vector stays one). A one-vector block runs
@@ -128,8 +139,8 @@ fn block_vectors(left: usize) -> usize {
     if left % 2 == 1 { left.min(3) } else { 2 }
 }
 
-/// The weight blocks of `m` output channels (`m` a multiple of 16): each
-/// block's first channel and its count of vectors.
+/// The weight blocks of `m` output channels (`m` a multiple of 16, see
+/// [`padded`]): each block's first channel and its count of vectors.
 fn blocks(m: usize) -> impl Iterator<Item = (usize, usize)> {
     let mut c0 = 0;
     core::iter::from_fn(move || {
@@ -148,25 +159,26 @@ fn blocks(m: usize) -> impl Iterator<Item = (usize, usize)> {
 /// and holds its channels for each tap in turn.
 #[cfg(test)]
 fn block_index(m: usize, k: usize, i: usize, t: usize) -> usize {
-    let (start, vectors) = blocks(m)
+    let (start, vectors) = blocks(padded(m))
         .find(|&(c0, v)| (c0..c0 + v * LANES).contains(&i))
         .expect("channel inside the weight");
     start * k + t * vectors * LANES + (i - start)
 }
 
-/// Lays a row-major `m × k` weight out in blocks (`dst` holds `m·k`; `m`
-/// a multiple of 16): with AVX-512, sixteen channels by sixteen taps at a
+/// Lays a row-major `m × k` weight out in blocks of [`padded`]`(m)`
+/// channels (`dst` holds that many times `k`, the channels past `m` zero):
+/// with AVX-512, sixteen channels by sixteen taps at a
 /// time through a register transpose ([`x86::weights_from_rows`]; the
 /// per-element copy took 32 µs of PP-OCRv6 rec's 96→48 3×3 s2 layer,
 /// before its rows split over the threads), else [`weights_from_rows_copy`].
 pub(super) fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512
-        && m.is_multiple_of(LANES)
         && w.len() >= m * k
-        && dst.len() >= m * k
+        && dst.len() >= padded(m) * k
     {
-        // SAFETY: AVX-512F was detected; both buffers hold m·k floats.
+        // SAFETY: AVX-512F was detected; `w` holds m·k floats, `dst`
+        // padded(m)·k.
         return unsafe { x86::weights_from_rows(w, m, k, dst) };
     }
     weights_from_rows_copy(w, m, k, dst);
@@ -179,12 +191,18 @@ pub(super) fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) 
 /// PP-OCRv6 rec's 96→48 3×3 s2).
 fn weights_from_rows_copy(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
     const TAPS: usize = 64;
-    for (start, vectors) in blocks(m) {
+    for (start, vectors) in blocks(padded(m)) {
         let width = vectors * LANES;
         let block = &mut dst[start * k..][..width * k];
         for t0 in (0..k).step_by(TAPS) {
             let t1 = (t0 + TAPS).min(k);
             for j in 0..width {
+                if start + j >= m {
+                    for t in t0..t1 {
+                        block[t * width + j] = 0.0;
+                    }
+                    continue;
+                }
                 let row = &w[(start + j) * k..][t0..t1];
                 for (t, &v) in (t0..t1).zip(row) {
                     block[t * width + j] = v;
@@ -195,16 +213,24 @@ fn weights_from_rows_copy(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
 }
 
 /// Lays an `m × k` weight stored as [`PanelsA`](crate::ops::gemm::PanelsA)
-/// (`m` a multiple of 16) out in blocks (`dst` holds `m·k`): each tap's 8
-/// floats of a panel are 8 consecutive floats of the tap in a block.
+/// out in blocks of [`padded`]`(m)` channels (`dst` holds that many times
+/// `k`): each tap's 8 floats of a panel are 8 consecutive floats of the
+/// tap in a block; past the panels (rows past `m` in the last panel are
+/// zero already), zeros.
 pub(super) fn weights_from_panels(panels: &[f32], m: usize, k: usize, dst: &mut [f32]) {
     use crate::ops::gemm::A_PANEL;
-    for (start, vectors) in blocks(m) {
+    for (start, vectors) in blocks(padded(m)) {
         let width = vectors * LANES;
         let block = &mut dst[start * k..][..width * k];
         // Blocks start at multiples of 16, so whole panels of 8 fill them;
         // the panel of channels `first..first + 8` starts at `first·k`.
         for first in (start..start + width).step_by(A_PANEL) {
+            if first >= m {
+                for rows in block.chunks_exact_mut(width) {
+                    rows[first - start..][..A_PANEL].fill(0.0);
+                }
+                continue;
+            }
             let panel = &panels[first * k..][..A_PANEL * k];
             for (t, rows) in panel.chunks_exact(A_PANEL).enumerate() {
                 block[t * width + first - start..][..A_PANEL].copy_from_slice(rows);
@@ -214,7 +240,7 @@ pub(super) fn weights_from_panels(panels: &[f32], m: usize, k: usize, dst: &mut 
 }
 
 /// One image's convolution: `x` (`C, H, W`), the weight laid out in
-/// blocks (`mg × k`, see [`weights_from_rows`]), the bias, the
+/// blocks ([`padded`]`(mg) × k`, see [`weights_from_rows`]), the bias, the
 /// output `y` (`mg, oh, ow`) and the fused tail (called with each channel's
 /// finished row segment and its offset in `y`). The caller checked
 /// [`applies`] and the buffer lengths.
@@ -258,16 +284,16 @@ pub(super) fn run(
                     const P: usize = pixels_per_tile($v);
                     match g.kw {
                         3 => x86::block_row::<$v, P, $sw, 3>(
-                            &geo, x, weights, bias, c0, oy, out, sums,
+                            &geo, x, weights, bias, c0, g.mg, oy, out, sums,
                         ),
                         2 => x86::block_row::<$v, P, $sw, 2>(
-                            &geo, x, weights, bias, c0, oy, out, sums,
+                            &geo, x, weights, bias, c0, g.mg, oy, out, sums,
                         ),
                         1 => x86::block_row::<$v, P, $sw, 1>(
-                            &geo, x, weights, bias, c0, oy, out, sums,
+                            &geo, x, weights, bias, c0, g.mg, oy, out, sums,
                         ),
                         _ => x86::block_row::<$v, P, $sw, 0>(
-                            &geo, x, weights, bias, c0, oy, out, sums,
+                            &geo, x, weights, bias, c0, g.mg, oy, out, sums,
                         ),
                     }
                 }};
@@ -282,7 +308,7 @@ pub(super) fn run(
             }
         }
         if let Some(tail) = tail {
-            for c in c0..c0 + vectors * LANES {
+            for c in c0..(c0 + vectors * LANES).min(g.mg) {
                 let at = c * ohw + oy * g.ow;
                 // SAFETY: this channel's row `oy` is inside `y` and belongs
                 // to this call only.
@@ -306,7 +332,7 @@ pub(super) fn run(
             crate::threads::run(g.oh.div_ceil(per), &mut [], &|t, _| {
                 let mut sums = PartialSums::new();
                 for oy in t * per..((t + 1) * per).min(g.oh) {
-                    for block in blocks(g.mg) {
+                    for block in blocks(padded(g.mg)) {
                         row(block, oy, shared.as_ptr(), &mut sums);
                     }
                 }
@@ -317,7 +343,7 @@ pub(super) fn run(
     let out = y.as_mut_ptr();
     let mut sums = PartialSums::new();
     for oy in 0..g.oh {
-        for block in blocks(g.mg) {
+        for block in blocks(padded(g.mg)) {
             row(block, oy, out, &mut sums);
         }
     }
@@ -401,9 +427,11 @@ mod x86 {
     /// # Safety
     /// AVX-512F; `x` is `c × h × w`, `weights_in_blocks` the weight laid
     /// out in blocks with channels `c0..c0 + 16·V` one block, depth `k`,
-    /// `bias` (if any) that long, and `out` points at an output of `mg × oh × ow` floats whose channels
-    /// `c0..c0 + 16·V`, row `oy`, no other thread touches meanwhile;
-    /// `partial` holds anything (it is written before it is read).
+    /// `bias` (if any) `mg` long, and `out` points at an output of
+    /// `mg × oh × ow` floats whose channels `c0..(c0 + 16·V).min(mg)`, row
+    /// `oy`, no other thread touches meanwhile (channels from `mg` on are
+    /// computed from zero weights and not stored); `partial` holds
+    /// anything (it is written before it is read).
     #[target_feature(enable = "avx512f")]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn block_row<
@@ -417,16 +445,23 @@ mod x86 {
         weights_in_blocks: &[f32],
         bias: Option<&[f32]>,
         c0: usize,
+        mg: usize,
         oy: usize,
         out: *mut f32,
         partial: &mut super::PartialSums,
     ) {
         let w = weights_in_blocks.as_ptr().wrapping_add(c0 * geo.k);
+        // The block's channels that exist.
+        let real = (V * LANES).min(mg - c0);
         let mut init = [_mm512_setzero_ps(); V];
         if let Some(b) = bias {
             for (v, lane) in init.iter_mut().enumerate() {
-                // SAFETY: the bias holds channels c0..c0 + 16·V.
-                *lane = unsafe { _mm512_loadu_ps(b.as_ptr().add(c0 + v * LANES)) };
+                let n = real.saturating_sub(v * LANES).min(LANES);
+                let mask = ((1u32 << n) - 1) as __mmask16;
+                // SAFETY: the lanes `mask` keeps are channels below mg,
+                // inside the bias (masked-off lanes are not read).
+                *lane =
+                    unsafe { _mm512_maskz_loadu_ps(mask, b.as_ptr().wrapping_add(c0 + v * LANES)) };
             }
         }
         let inner = geo.inner_cols(SW);
@@ -468,13 +503,13 @@ mod x86 {
                 }
                 for i in segment.clone() {
                     let sum = &sums[(i - first) * tile_len..][..tile_len];
-                    store::<V>(sum, P, dst.wrapping_add(start(i)), ohw);
+                    store::<V>(sum, P, real, dst.wrapping_add(start(i)), ohw);
                 }
             }
             // Without tiles `columns` is empty: every column goes singly.
             for ox in (0..columns.start).chain(columns.end..geo.ow) {
                 pixel::<V>(geo, x, w, &init, oy, ox, SW, sums);
-                store::<V>(sums, 1, dst.wrapping_add(ox), ohw);
+                store::<V>(sums, 1, real, dst.wrapping_add(ox), ohw);
             }
         }
     }
@@ -484,11 +519,10 @@ mod x86 {
     /// transposed, and stored as sixteen taps' vectors of those channels.
     ///
     /// # Safety
-    /// AVX-512F; `m` is a multiple of 16 and `w` and `dst` hold `m·k`
-    /// floats.
+    /// AVX-512F; `w` holds `m·k` floats and `dst` [`super::padded`]`(m)·k`.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
-        for (start, vectors) in super::blocks(m) {
+        for (start, vectors) in super::blocks(super::padded(m)) {
             let width = vectors * LANES;
             for v in 0..vectors {
                 let c0 = start + v * LANES;
@@ -496,7 +530,8 @@ mod x86 {
                     let n = LANES.min(k - t0);
                     let mask = ((1u32 << n) - 1) as __mmask16;
                     let mut tile = [_mm512_setzero_ps(); LANES];
-                    for (r, row) in tile.iter_mut().enumerate() {
+                    // Channels from m on (padding) stay zero.
+                    for (r, row) in tile.iter_mut().enumerate().take(m.saturating_sub(c0)) {
                         // SAFETY: channel c0 + r < m, taps t0..t0 + n < k:
                         // inside `w` (masked lanes are not read).
                         *row = unsafe {
@@ -506,7 +541,8 @@ mod x86 {
                     crate::ops::conv::x86::transpose16(&mut tile);
                     for (i, taps) in tile.iter().take(n).enumerate() {
                         // SAFETY: tap t0 + i < k of the block at start·k,
-                        // its vector v: inside the m·k floats of `dst`.
+                        // its vector v: inside the padded(m)·k floats of
+                        // `dst`.
                         unsafe {
                             _mm512_storeu_ps(
                                 dst.as_mut_ptr()
@@ -533,14 +569,22 @@ mod x86 {
         }
     }
 
-    /// Writes `p` pixels × `16·V` channels of `tile` (pixel-major) to the
+    /// Writes `p` pixels × the first `channels` (at most `16·V`) channels
+    /// of `tile` (pixel-major, `16·V` channels a pixel) to the
     /// channel-major output at `dst` (channel stride `ohw`).
     ///
     /// # Safety
-    /// `dst + c·ohw + i` is writable for every channel `c < 16·V`, `i < p`.
+    /// `dst + c·ohw + i` is writable for every channel `c < channels`,
+    /// `i < p`.
     #[inline(always)]
-    unsafe fn store<const V: usize>(tile: &[f32], p: usize, dst: *mut f32, ohw: usize) {
-        for c in 0..V * LANES {
+    unsafe fn store<const V: usize>(
+        tile: &[f32],
+        p: usize,
+        channels: usize,
+        dst: *mut f32,
+        ohw: usize,
+    ) {
+        for c in 0..channels.min(V * LANES) {
             for i in 0..p {
                 // SAFETY: the caller guarantees the range.
                 unsafe { *dst.add(c * ohw + i) = tile[i * V * LANES + c] };

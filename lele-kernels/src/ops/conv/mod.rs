@@ -548,7 +548,7 @@ impl Conv {
     /// 0 when they never take this convolution.
     fn channel_tiles_scratch_bytes(&self, g: &ConvGeom) -> usize {
         if channel_tiles::eligible(self.strides, self.dilations, self.group, g) {
-            4 * g.mg * g.k()
+            4 * channel_tiles::padded(g.mg) * g.k()
         } else {
             0
         }
@@ -708,7 +708,7 @@ impl Kernel for Conv {
         // scratch was not planned for it may be too small: then below.)
         #[cfg(target_arch = "x86_64")]
         if self.runs_channel_tiles(&g)
-            && let Ok(blocks) = scratch_f32(scratch, g.mg * k, OP)
+            && let Ok(blocks) = scratch_f32(scratch, channel_tiles::padded(g.mg) * k, OP)
         {
             channel_tiles::weights_from_rows(w, g.mg, k, blocks);
             self.run_channel_tiles(&g, x, blocks, bias, residual, y);

@@ -89,7 +89,11 @@ impl Kernel for ConvPackedWeights {
         } = conv.operands(inputs, outputs, |g| conv.group * panels_a_len(g.mg, g.k()))?;
         #[cfg(target_arch = "x86_64")]
         if conv.runs_channel_tiles(&g)
-            && let Ok(blocks) = crate::ops::gemm::scratch_f32(scratch, g.mg * g.k(), "Conv")
+            && let Ok(blocks) = crate::ops::gemm::scratch_f32(
+                scratch,
+                super::channel_tiles::padded(g.mg) * g.k(),
+                "Conv",
+            )
         {
             super::channel_tiles::weights_from_panels(w, g.mg, g.k(), blocks);
             conv.run_channel_tiles(&g, x, blocks, bias, residual, y);

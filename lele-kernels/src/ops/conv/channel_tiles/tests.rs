@@ -6,28 +6,30 @@ use alloc::vec::Vec;
 
 /// Both layouts put channel `i`, tap `t` where [`block_index`] says:
 /// blocks of 32 and a last one of 16, depths shorter and longer than a
-/// run of taps and not a multiple of it.
+/// run of taps and not a multiple of it; channel counts short of whole
+/// vectors (12, 24, 40) padded with zero channels.
 #[test]
 fn weight_layouts_follow_the_block_index() {
     use crate::ops::gemm::{MatRef, pack_a_panels, panels_a_len};
-    for m in [16, 32, 48, 80, 96] {
+    for m in [16, 32, 48, 80, 96, 12, 24, 40] {
         for k in [1, 7, 16, 17, 64, 130, 864] {
             let w = rand_vec(m * k, (m * k) as u64);
-            let mut want = vec![f32::NAN; m * k];
-            for i in 0..m {
+            let mp = padded(m);
+            let mut want = vec![f32::NAN; mp * k];
+            for i in 0..mp {
                 for t in 0..k {
-                    want[block_index(m, k, i, t)] = w[i * k + t];
+                    want[block_index(m, k, i, t)] = if i < m { w[i * k + t] } else { 0.0 };
                 }
             }
-            let mut from_rows = vec![f32::NAN; m * k];
+            let mut from_rows = vec![f32::NAN; mp * k];
             weights_from_rows(&w, m, k, &mut from_rows);
             assert_eq!(from_rows, want, "rows, m={m} k={k}");
-            let mut copied = vec![f32::NAN; m * k];
+            let mut copied = vec![f32::NAN; mp * k];
             weights_from_rows_copy(&w, m, k, &mut copied);
             assert_eq!(copied, want, "rows copied, m={m} k={k}");
             let mut panels = vec![0f32; panels_a_len(m, k)];
             assert!(pack_a_panels(MatRef::row_major(&w, k), m, k, &mut panels));
-            let mut from_panels = vec![f32::NAN; m * k];
+            let mut from_panels = vec![f32::NAN; mp * k];
             weights_from_panels(&panels, m, k, &mut from_panels);
             assert_eq!(from_panels, want, "panels, m={m} k={k}");
         }
@@ -73,6 +75,15 @@ fn strided_convolutions_match_naive() {
         (5, 9, 34, 144, 1, 1, [2, 2], [0, 0, 0, 0]),
         // Big enough to split its rows over threads.
         (32, 30, 64, 64, 3, 3, [2, 2], [1, 1, 1, 1]),
+        // Channel counts short of whole vectors (blocks padded with zero
+        // channels, which are not stored): 24 (PP-OCRv6 det's 48→24), 12,
+        // 40, and one split over threads.
+        (8, 21, 45, 24, 3, 3, [2, 2], [1, 1, 1, 1]),
+        (5, 9, 40, 12, 3, 3, [2, 1], [1, 1, 1, 1]),
+        (6, 11, 35, 40, 3, 3, [2, 2], [0, 1, 2, 1]),
+        (16, 30, 70, 24, 3, 3, [2, 2], [1, 1, 1, 1]),
+        // 72 channels stored packed (panels of 8) into blocks of 48 + 32.
+        (4, 9, 33, 72, 3, 3, [2, 2], [1, 1, 1, 1]),
     ];
     FORCE.with(|f| f.set(true));
     let same_bits = |a: &[f32], b: &[f32]| {
@@ -171,6 +182,6 @@ fn strided_convolutions_match_naive() {
     }
     FORCE.with(|f| f.set(false));
     crate::threads::set_num_threads(1);
-    // Both packed cases, on both thread counts.
-    assert_eq!(packed_cases, 4);
+    // The three packed cases, on both thread counts.
+    assert_eq!(packed_cases, 6);
 }
