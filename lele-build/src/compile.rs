@@ -138,6 +138,7 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         .iter()
         .all(|d| d.iter().all(|x| matches!(x, Dim::Fixed(_))));
     ext.apply_patterns(g)?;
+    passes::identities_from_noops(g);
     passes::bypass_identities(g);
     // The fusions run in every block: the main one and each `If` branch.
     let every = |g: &mut Graph, pass: fn(&mut Graph) -> usize| {

@@ -250,3 +250,64 @@ fn dce_block(b: &mut Block, live: &mut HashSet<ValueId>) {
     kept.reverse();
     b.nodes = kept;
 }
+
+/// Turns no-op nodes into `Identity` views, which [`bypass_identities`]
+/// then removes: a `Cast` to its input's own element type, and a `Slice`
+/// over whole axes (constant starts all 0, ends all at least 2⁶² — past
+/// any dimension — and steps 1 or absent). Only nodes running lele's own
+/// kernel, in every block. Silero VAD's STFT slices every frame twice and
+/// casts float to float twice: five of its nodes a call. Returns how many
+/// nodes became views.
+pub fn identities_from_noops(g: &mut Graph) -> usize {
+    use lele_kernels::ops::cast::Cast;
+    use lele_kernels::ops::slice::Slice;
+    fn walk(b: &mut Block, values: &[crate::ir::Value]) -> usize {
+        let mut count = 0;
+        for n in &mut b.nodes {
+            if let Op::If {
+                then_branch,
+                else_branch,
+            } = &mut n.op
+            {
+                count += walk(then_branch, values) + walk(else_branch, values);
+                continue;
+            }
+            let (Some(Some(src)), &[dst]) = (n.inputs.first().copied(), n.outputs.as_slice())
+            else {
+                continue;
+            };
+            let constant = |i: usize| -> Option<Vec<i64>> {
+                let v = n.inputs.get(i).copied().flatten()?;
+                values[v].constant.as_ref()?.to_i64s()
+            };
+            let noop = if let Some(cast) = super::fuse::kernel_of::<Cast>(n) {
+                n.op_type == "Cast" && values[src].dtype == Some(cast.to)
+            } else if super::fuse::kernel_of::<Slice>(n).is_some() && n.op_type == "Slice" {
+                let whole = || -> Option<bool> {
+                    let (starts, ends) = (constant(1)?, constant(2)?);
+                    let steps_one = match n.inputs.get(4).copied().flatten() {
+                        Some(_) => constant(4)?.iter().all(|&s| s == 1),
+                        None => true,
+                    };
+                    Some(
+                        !starts.is_empty()
+                            && starts.len() == ends.len()
+                            && starts.iter().all(|&s| s == 0)
+                            && ends.iter().all(|&e| e >= 1 << 62)
+                            && steps_one,
+                    )
+                };
+                whole().unwrap_or(false)
+            } else {
+                false
+            };
+            if noop {
+                *n = identity_node(&n.name, src, dst);
+                count += 1;
+            }
+        }
+        count
+    }
+    let Graph { values, main, .. } = g;
+    walk(main, values)
+}

@@ -12,7 +12,7 @@ pub mod subnormal;
 pub mod widen;
 
 pub use dtypes::infer_dtypes;
-pub use fold::{bypass_identities, eliminate_dead_code, fold_constants};
+pub use fold::{bypass_identities, eliminate_dead_code, fold_constants, identities_from_noops};
 pub use fold_conv::{fold_conv_affine, fuse_conv_activation, fuse_conv_scalar_affine};
 pub use fuse::{
     fuse_gelu, fuse_hardswish, fuse_layer_norm, fuse_matmul_bias, fuse_residual_add, fuse_silu,

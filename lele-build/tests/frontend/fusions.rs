@@ -580,3 +580,42 @@ fn fusions_apply_inside_if_branches() {
         vec!["If", "Conv+Relu", "Conv", "Conv", "Relu"]
     );
 }
+
+/// A `Cast` to its input's own type and a `Slice` over whole axes (start
+/// 0, end past any dimension, step 1) become views that vanish; a `Slice`
+/// that cuts and a `Cast` that converts stay.
+#[test]
+fn no_op_casts_and_slices_vanish() {
+    let ints = |name: &str, v: &[i64]| proto::TensorProto {
+        name: s(name),
+        data_type: Some(7),
+        dims: vec![v.len() as i64],
+        int64_data: v.to_vec(),
+        ..Default::default()
+    };
+    let cast = |to: i64| proto::AttributeProto {
+        name: s("to"),
+        r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
+        i: Some(to),
+        ..Default::default()
+    };
+    let m = model(
+        vec![
+            node("Slice", &["x", "zero", "end", "ax1"], &["a"], vec![]),
+            node("Cast", &["a"], &["b"], vec![cast(1)]),
+            node("Slice", &["b", "zero", "two", "ax2", "one"], &["c"], vec![]),
+            node("Cast", &["c"], &["y"], vec![cast(11)]),
+        ],
+        vec![
+            ints("zero", &[0]),
+            ints("end", &[i64::MAX]),
+            ints("two", &[2]),
+            ints("one", &[1]),
+            ints("ax1", &[1]),
+            ints("ax2", &[2]),
+        ],
+        vec![value_info("x", 1, &[1, 3, 4])],
+        vec![value_info("y", 11, &[1, 3, 2])],
+    );
+    assert_eq!(op_types(&optimized(&m)), vec!["Slice", "Cast"]);
+}

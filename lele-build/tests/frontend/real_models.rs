@@ -391,6 +391,14 @@ fn built_in_fusions_fire_on_real_models() {
         (8, 2, 2, 0),
         "{vad:?}"
     );
+    // Its STFT's slices over whole axes and float-to-float casts are gone:
+    // per branch the two slices that cut the real and imaginary halves are
+    // left (the padding's, of constants, folds), and no Cast.
+    assert_eq!(
+        (count(&vad, "Slice"), count(&vad, "Cast")),
+        (4, 0),
+        "{vad:?}"
+    );
 }
 
 /// YOLOv8n at a fixed size: every Split and every Concat moves nothing
