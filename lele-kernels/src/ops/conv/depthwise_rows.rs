@@ -1,6 +1,7 @@
 //! Depthwise convolution a channel plane at a time, several output rows
 //! per pass, for the common kernels: 3×3, 5×5 and 7×7 at stride 1 (AVX-512
-//! and AVX2), 3×3 and 5×5 at strides 2×2 and 2×1 (AVX-512), no dilation.
+//! and AVX2), 3×3 and 5×5 at strides 2×2, 2×1 and 1×2 (AVX-512), no
+//! dilation.
 //!
 //! The output is computed in bands of [`ROWS`] rows, [`COLS`] columns at a
 //! time, straight from the input plane into the output plane. Consecutive
@@ -105,7 +106,7 @@ pub(super) struct Plan {
 pub(super) fn scratch_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
     let supported = match conv.strides {
         [1, 1] => matches!((g.kh, g.kw), (3, 3) | (5, 5) | (7, 7)),
-        [2, 2] | [2, 1] => matches!((g.kh, g.kw), (3, 3) | (5, 5)),
+        [2, 2] | [2, 1] | [1, 2] => matches!((g.kh, g.kw), (3, 3) | (5, 5)),
         _ => false,
     };
     (supported && conv.dilations == [1, 1] && g.ohw() > 0 && g.x.w <= crate::ops::gemm::MAX_SCRATCH)
@@ -113,8 +114,8 @@ pub(super) fn scratch_len(conv: &Conv, g: &ConvGeom) -> Option<usize> {
 }
 
 /// The plan when this path runs these shapes here: a kernel [`scratch_len`]
-/// takes, the CPU's instruction set has it (strides 2×2 and 2×1 only with
-/// AVX-512),
+/// takes, the CPU's instruction set has it (strides 2×2, 2×1 and 1×2 only
+/// with AVX-512),
 /// output planes of at least [`MIN_OH`] × [`MIN_OW`].
 pub(super) fn plan(conv: &Conv, g: &ConvGeom) -> Option<Plan> {
     #[cfg(target_arch = "x86_64")]
@@ -139,8 +140,10 @@ pub(super) fn plan(conv: &Conv, g: &ConvGeom) -> Option<Plan> {
             (Isa::Avx512, 7, 7, [1, 1]) => plane_rows::<7, 7, 1>,
             (Isa::Avx512, 3, 3, [2, 1]) => plane_rows::<3, 3, 2>,
             (Isa::Avx512, 5, 5, [2, 1]) => plane_rows::<5, 5, 2>,
-            (Isa::Avx512, 3, 3, [2, 2]) => plane_rows_s2::<3, 3>,
-            (Isa::Avx512, 5, 5, [2, 2]) => plane_rows_s2::<5, 5>,
+            (Isa::Avx512, 3, 3, [2, 2]) => plane_rows_s2::<3, 3, 2>,
+            (Isa::Avx512, 5, 5, [2, 2]) => plane_rows_s2::<5, 5, 2>,
+            (Isa::Avx512, 3, 3, [1, 2]) => plane_rows_s2::<3, 3, 1>,
+            (Isa::Avx512, 5, 5, [1, 2]) => plane_rows_s2::<5, 5, 1>,
             (Isa::Avx2, 3, 3, [1, 1]) => plane_rows_avx2::<3, 3>,
             (Isa::Avx2, 5, 5, [1, 1]) => plane_rows_avx2::<5, 5>,
             (Isa::Avx2, 7, 7, [1, 1]) => plane_rows_avx2::<7, 7>,
@@ -361,19 +364,19 @@ unsafe fn plane_rows<const KH: usize, const KW: usize, const SH: usize>(
     }
 }
 
-/// [`plane_rows`] at stride 2 (`KH`, `KW` ≤ 5): output row `o + i`,
-/// column `c + l` reads input row `2(o + i) + ki − pt`, column
-/// `2(c + l) + kj − pl`. For each even shift `2t` and input row `q` of
-/// the band, the 64 input columns from `2c + 2t − pl` are loaded once and
-/// split by two permutes each into their even columns (tap `kj = 2t`) and
-/// odd ones (tap `2t + 1`), which feed every output row `i` with
-/// `ki = q − 2i` in the kernel.
+/// [`plane_rows`] at horizontal stride 2 and vertical stride `SH` (1 or
+/// 2; `KH`, `KW` ≤ 5): output row `o + i`, column `c + l` reads input row
+/// `SH·(o + i) + ki − pt`, column `2(c + l) + kj − pl`. For each even
+/// shift `2t` and input row `q` of the band, the 64 input columns from
+/// `2c + 2t − pl` are loaded once and split by two permutes each into
+/// their even columns (tap `kj = 2t`) and odd ones (tap `2t + 1`), which
+/// feed every output row `i` with `ki = q − SH·i` in the kernel.
 ///
 /// # Safety
 /// As [`plane_rows`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn plane_rows_s2<const KH: usize, const KW: usize>(
+unsafe fn plane_rows_s2<const KH: usize, const KW: usize, const SH: usize>(
     pg: &PlaneGeom,
     x: *const f32,
     zero: *const f32,
@@ -384,14 +387,14 @@ unsafe fn plane_rows_s2<const KH: usize, const KW: usize>(
 ) {
     use core::arch::x86_64::*;
     let PlaneGeom { iw, pl, oh, ow, .. } = *pg;
-    let inputs = 2 * (ROWS - 1) + KH;
+    let inputs = SH * (ROWS - 1) + KH;
     debug_assert!(inputs <= MAX_BAND_INPUTS && out.len() >= oh * ow);
     let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     let b = _mm512_set1_ps(bias);
     for o in (0..oh).step_by(ROWS) {
         let rows = ROWS.min(oh - o);
-        let src = band_inputs(pg, x, zero, 2 * o, inputs);
+        let src = band_inputs(pg, x, zero, SH * o, inputs);
         for c in (0..ow).step_by(COLS) {
             let mut acc = [[b; 2]; ROWS];
             for t in 0..KW.div_ceil(2) {
@@ -429,10 +432,10 @@ unsafe fn plane_rows_s2<const KH: usize, const KW: usize>(
                         (e0, e1)
                     };
                     for (i, acc) in acc.iter_mut().enumerate() {
-                        if q < 2 * i || q - 2 * i >= KH {
+                        if q < SH * i || q - SH * i >= KH {
                             continue;
                         }
-                        let tap = (q - 2 * i) * KW + 2 * t;
+                        let tap = (q - SH * i) * KW + 2 * t;
                         // SAFETY: tap (+ 1 when it exists) < KH · KW.
                         let we = _mm512_set1_ps(unsafe { *w.add(tap) });
                         acc[0] = _mm512_fmadd_ps(we, e0, acc[0]);

@@ -273,6 +273,10 @@ fn rows_cases(isa: crate::ops::gemm::Isa) {
         (1, 2, 13, 70, 5, [2, 1], [2, 2, 2, 2]),
         (1, 3, 6, 96, 5, [2, 1], [2, 2, 2, 2]),
         (1, 2, 15, 40, 5, [2, 1], [0, 0, 0, 0]),
+        // Strides 1×2 (AVX-512): PP-OCRv4 rec's 3×3 among them.
+        (1, 3, 6, 160, 3, [1, 2], [1, 1, 1, 1]),
+        (2, 2, 9, 67, 3, [1, 2], [0, 1, 1, 0]),
+        (1, 2, 7, 81, 5, [1, 2], [2, 2, 2, 2]),
     ];
     for threads in [1, 2] {
         crate::threads::set_num_threads(threads);
@@ -282,7 +286,7 @@ fn rows_cases(isa: crate::ops::gemm::Isa) {
                 assert_eq!(
                     depthwise_rows::plan(op, g).is_some(),
                     isa == Isa::Avx512 || strides == [1, 1],
-                    "case {ci}: the {isa:?} row-band kernel takes stride 1 (AVX-512 also 2×2 and 2×1)"
+                    "case {ci}: the {isa:?} row-band kernel takes stride 1 (AVX-512 also 2×2, 2×1 and 1×2)"
                 );
             });
         }
