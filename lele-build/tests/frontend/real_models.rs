@@ -155,9 +155,13 @@ fn kernels_with_weight_dims(
 #[test]
 fn wide_convolution_weights_are_stored_packed_on_real_models() {
     use lele_kernels::ops::conv::{Conv, ConvPackedWeights};
+    // PP-OCRv6 rec's five SE blocks' convolutions at 1×1 keep their
+    // row-major weight (at most 8 output positions: the GEMM's dot
+    // products read it in place).
     for (file, inputs, want) in [
-        ("ppocr_v6_rec_small.onnx", "x = [1, 3, 48, 320]", 33),
-        ("yolov8n_320n.onnx", "images = [1, 3, 640, 640]", 15),
+        ("ppocr_v6_rec_small.onnx", "x = [1, 3, 48, 320]", (28, 5)),
+        ("yolov8n_320n.onnx", "images = [1, 3, 640, 640]", (15, 0)),
+        ("ppocr_cls.onnx", "x = [1, 3, 48, 192]", (3, 2)),
     ] {
         let g = optimized_zoo(file, inputs);
         let (mut packed, mut plain_wide) = (0, 0);
@@ -172,7 +176,7 @@ fn wide_convolution_weights_are_stored_packed_on_real_models() {
                 plain_wide += 1;
             }
         }
-        assert_eq!((packed, plain_wide), (want, 0), "{file}");
+        assert_eq!((packed, plain_wide), want, "{file}");
     }
 }
 
