@@ -67,16 +67,16 @@ pub fn carve_slices<'a>(
     // (every call initializes its arrays; 32 regions' worth was 4% of
     // Silero VAD's time).
     if writes.len() <= 4 {
-        carve::<4, 5>(buf, reads, writes, read_out, write_out)
+        carve::<5>(buf, reads, writes, read_out, write_out)
     } else {
-        carve::<32, 33>(buf, reads, writes, read_out, write_out)
+        carve::<33>(buf, reads, writes, read_out, write_out)
     }
 }
 
-/// [`carve_slices`] for at most `MAXW` writable regions (`GAPS` is
-/// `MAXW + 1`).
+/// [`carve_slices`] for fewer than `GAPS` writable regions (the readable
+/// gaps around them are at most `GAPS`).
 #[inline(always)]
-fn carve<'a, const MAXW: usize, const GAPS: usize>(
+fn carve<'a, const GAPS: usize>(
     buf: &'a mut [u8],
     reads: &[Range<usize>],
     writes: &[Range<usize>],
@@ -84,14 +84,10 @@ fn carve<'a, const MAXW: usize, const GAPS: usize>(
     write_out: &mut [&'a mut [u8]],
 ) -> Result<(), KernelError> {
     const ERR: KernelError = KernelError::Buffer { op: "arena" };
-    if writes.len() > MAXW
-        || GAPS != MAXW + 1
-        || write_out.len() < writes.len()
-        || read_out.len() < reads.len()
-    {
+    if writes.len() >= GAPS || write_out.len() < writes.len() || read_out.len() < reads.len() {
         return Err(ERR);
     }
-    let mut order = [0usize; MAXW];
+    let mut order = [0usize; GAPS];
     for (i, o) in order.iter_mut().enumerate().take(writes.len()) {
         *o = i;
     }

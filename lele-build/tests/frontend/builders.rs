@@ -96,6 +96,35 @@ pub(crate) fn f32_tensor(name: &str, dims: &[i64], vals: &[f32]) -> proto::Tenso
     }
 }
 
+/// An f32 initializer of these dims holding `0, step, 2·step, …`.
+pub(crate) fn f32_ramp(name: &str, dims: &[i64], step: f32) -> proto::TensorProto {
+    let vals: Vec<f32> = (0..dims.iter().product::<i64>())
+        .map(|v| v as f32 * step)
+        .collect();
+    f32_tensor(name, dims, &vals)
+}
+
+/// A graph attribute (an `If` branch) named `name`: `nodes`, returning
+/// the f32 values `outputs`, each of `dims`.
+pub(crate) fn graph_attr(
+    name: &str,
+    nodes: Vec<proto::NodeProto>,
+    outputs: &[&str],
+    dims: &[i64],
+) -> proto::AttributeProto {
+    proto::AttributeProto {
+        name: s(name),
+        r#type: Some(proto::attribute_proto::AttributeType::Graph as i32),
+        g: Some(proto::GraphProto {
+            name: s(name),
+            node: nodes,
+            output: outputs.iter().map(|o| value_info(o, 1, dims)).collect(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// The values of node `n`'s input `i`, a constant after the passes.
 pub(crate) fn constant_input(g: &Graph, n: &lele_build::ir::Node, i: usize) -> Vec<f64> {
     g.values[n.inputs[i].expect("the input is present")]

@@ -283,15 +283,7 @@ fn layer_norm_is_fused_from_its_decomposed_form() {
 
 #[test]
 fn matmul_and_bias_add_are_fused() {
-    let mat_init = |name: &str, dims: &[i64]| proto::TensorProto {
-        name: s(name),
-        data_type: Some(1),
-        dims: dims.to_vec(),
-        float_data: (0..dims.iter().product::<i64>())
-            .map(|v| v as f32)
-            .collect(),
-        ..Default::default()
-    };
+    let mat_init = |name: &str, dims: &[i64]| f32_ramp(name, dims, 1.0);
     // (bias dims, weights as an initializer rather than a graph input)
     let build = |bias: &[i64], const_w: bool| {
         let nodes = vec![
@@ -316,15 +308,7 @@ fn matmul_and_bias_add_are_fused() {
 
 #[test]
 fn residual_adds_are_fused_into_the_producer() {
-    let init = |name: &str, dims: &[i64]| proto::TensorProto {
-        name: s(name),
-        data_type: Some(1),
-        dims: dims.to_vec(),
-        float_data: (0..dims.iter().product::<i64>())
-            .map(|v| v as f32 / 8.0)
-            .collect(),
-        ..Default::default()
-    };
+    let init = |name: &str, dims: &[i64]| f32_ramp(name, dims, 1.0 / 8.0);
     // Conv(x) [+ Relu] [→ Identity] + r, with r of `r_dims`; optionally a
     // second reader of the conv's result; with or without a bias.
     let build = |r_dims: &[i64], relu: bool, identity: bool, extra: bool, bias: bool| {
@@ -379,19 +363,13 @@ fn residual_adds_are_fused_into_the_producer() {
     );
     // A conv result an `If` branch returns (a reader inside a subgraph's
     // outputs) stays a separate value.
-    let branch = |out: &str| proto::AttributeProto {
-        name: s(if out == "c" {
+    let branch = |out: &str| {
+        let name = if out == "c" {
             "then_branch"
         } else {
             "else_branch"
-        }),
-        r#type: Some(proto::attribute_proto::AttributeType::Graph as i32),
-        g: Some(proto::GraphProto {
-            name: s(out),
-            output: vec![value_info(out, 1, &[1, 2, 3, 3])],
-            ..Default::default()
-        }),
-        ..Default::default()
+        };
+        graph_attr(name, vec![], &[out], &[1, 2, 3, 3])
     };
     let m = model(
         vec![
@@ -517,46 +495,25 @@ fn attention_is_fused_from_its_decomposed_form() {
 /// returns the convolution's output, the two stay apart.
 #[test]
 fn fusions_apply_inside_if_branches() {
-    let init = |name: &str, dims: &[i64]| proto::TensorProto {
-        name: s(name),
-        data_type: Some(1),
-        dims: dims.to_vec(),
-        float_data: (0..dims.iter().product::<i64>())
-            .map(|v| v as f32 / 8.0)
-            .collect(),
-        ..Default::default()
-    };
-    let branch =
-        |name: &str, nodes: Vec<proto::NodeProto>, outs: [&str; 2]| proto::AttributeProto {
-            name: s(name),
-            r#type: Some(proto::attribute_proto::AttributeType::Graph as i32),
-            g: Some(proto::GraphProto {
-                name: s(name),
-                node: nodes,
-                output: outs
-                    .iter()
-                    .map(|o| value_info(o, 1, &[1, 2, 3, 3]))
-                    .collect(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-    let then_branch = branch(
+    let init = |name: &str, dims: &[i64]| f32_ramp(name, dims, 1.0 / 8.0);
+    let then_branch = graph_attr(
         "then_branch",
         vec![
             node("Conv", &["x", "w", "b"], &["tc"], vec![]),
             node("Relu", &["tc"], &["tr"], vec![]),
             node("Conv", &["x", "w", "b"], &["tc2"], vec![]),
         ],
-        ["tr", "tc2"],
+        &["tr", "tc2"],
+        &[1, 2, 3, 3],
     );
-    let else_branch = branch(
+    let else_branch = graph_attr(
         "else_branch",
         vec![
             node("Conv", &["x", "w", "b"], &["ec"], vec![]),
             node("Relu", &["ec"], &["er"], vec![]),
         ],
-        ["er", "ec"],
+        &["er", "ec"],
+        &[1, 2, 3, 3],
     );
     let m = model(
         vec![node(
@@ -586,19 +543,7 @@ fn fusions_apply_inside_if_branches() {
 /// that cuts and a `Cast` that converts stay.
 #[test]
 fn no_op_casts_and_slices_vanish() {
-    let ints = |name: &str, v: &[i64]| proto::TensorProto {
-        name: s(name),
-        data_type: Some(7),
-        dims: vec![v.len() as i64],
-        int64_data: v.to_vec(),
-        ..Default::default()
-    };
-    let cast = |to: i64| proto::AttributeProto {
-        name: s("to"),
-        r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
-        i: Some(to),
-        ..Default::default()
-    };
+    let cast = |to: i64| int_attr("to", to);
     let m = model(
         vec![
             node("Slice", &["x", "zero", "end", "ax1"], &["a"], vec![]),
@@ -607,12 +552,12 @@ fn no_op_casts_and_slices_vanish() {
             node("Cast", &["c"], &["y"], vec![cast(11)]),
         ],
         vec![
-            ints("zero", &[0]),
-            ints("end", &[i64::MAX]),
-            ints("two", &[2]),
-            ints("one", &[1]),
-            ints("ax1", &[1]),
-            ints("ax2", &[2]),
+            i64_init("zero", &[0]),
+            i64_init("end", &[i64::MAX]),
+            i64_init("two", &[2]),
+            i64_init("one", &[1]),
+            i64_init("ax1", &[1]),
+            i64_init("ax2", &[2]),
         ],
         vec![value_info("x", 1, &[1, 3, 4])],
         vec![value_info("y", 11, &[1, 3, 2])],

@@ -85,15 +85,7 @@ impl Im2col<'_> {
                     None => out.fill(0.0),
                     // A long run (a wide 1-D kernel: Silero's STFT is 256
                     // taps): the columns inside the input as one range.
-                    Some(x) if run >= 16 => {
-                        let (lo, hi) = valid_range(first, dw as isize, iw, run);
-                        out[..lo].fill(0.0);
-                        out[hi..].fill(0.0);
-                        if hi > lo {
-                            let start = (first + (lo * dw) as isize) as usize;
-                            strided_copy(&x[start..], dw, &mut out[lo..hi]);
-                        }
-                    }
+                    Some(x) if run >= 16 => copy_inside(x, first, dw, out),
                     Some(x) => {
                         for (t, o) in out.iter_mut().enumerate() {
                             let ww = first + (t * dw) as isize;
@@ -185,15 +177,8 @@ impl Im2col<'_> {
                         }
                     }
                 } else {
-                    // Reaching into the padding: the taps inside (if any)
-                    // start at input column `s + lo·dw`.
-                    let from = (s + (lo * dw) as isize).max(0) as usize;
                     for (out, x) in runs.zip(xs) {
-                        out[..lo].fill(0.0);
-                        out[hi..].fill(0.0);
-                        if hi > lo {
-                            strided_copy(&x[from..], dw, &mut out[lo..hi]);
-                        }
+                        copy_inside(x, s, dw, out);
                     }
                 }
             }
@@ -206,7 +191,7 @@ impl Im2col<'_> {
         let (conv, g) = (self.conv, self.g);
         let [sh, sw] = conv.strides;
         let [dh, dw] = conv.dilations;
-        let (ih, iw) = (g.x.h as isize, g.x.w as isize);
+        let ih = g.x.h as isize;
         let (c, ki, kj) = (r / (g.kh * g.kw), (r / g.kw) % g.kh, r % g.kw);
         let xc = &self.xg[c * g.x.h * g.x.w..(c + 1) * g.x.h * g.x.w];
         let cw = row.len();
@@ -224,20 +209,23 @@ impl Im2col<'_> {
                 // Input column of output column t: first + t·sw. The
                 // columns inside the input form one range [lo, hi).
                 let first = (ow0 * sw + kj * dw) as isize - g.pl as isize;
-                let (lo, hi) = valid_range(first, sw as isize, iw, seg);
-                dst[..lo].fill(0.0);
-                dst[hi..].fill(0.0);
-                if hi > lo {
-                    let start = (first + (lo * sw) as isize) as usize;
-                    if sw == 1 {
-                        dst[lo..hi].copy_from_slice(&xrow[start..start + (hi - lo)]);
-                    } else {
-                        strided_copy(&xrow[start..], sw, &mut dst[lo..hi]);
-                    }
-                }
+                copy_inside(xrow, first, sw, dst);
             }
             j += seg;
         }
+    }
+}
+
+/// `out[t] = x[first + t·step]` where that column lies inside `x`, zero
+/// where it falls in the padding (`step > 0`).
+#[inline]
+fn copy_inside(x: &[f32], first: isize, step: usize, out: &mut [f32]) {
+    let (lo, hi) = valid_range(first, step as isize, x.len() as isize, out.len());
+    out[..lo].fill(0.0);
+    out[hi..].fill(0.0);
+    if hi > lo {
+        let start = (first + (lo * step) as isize) as usize;
+        strided_copy(&x[start..], step, &mut out[lo..hi]);
     }
 }
 
