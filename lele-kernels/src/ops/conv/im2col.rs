@@ -366,4 +366,83 @@ mod tests {
             }
         }
     }
+
+    /// The im2col operand packed column by column (a product over at most
+    /// eight output positions reads B's columns contiguously) holds what the
+    /// row-by-row packing holds, transposed: pads on every side, strides,
+    /// dilations, 1-D and 2-D kernels (short runs of taps and wide ones),
+    /// depth ranges that start and end inside a run of taps, column ranges
+    /// that start inside an output row, whole columns through the staged row
+    /// window and ones too wide for it.
+    #[test]
+    fn im2col_columns_match_rows() {
+        use super::super::tests::conv;
+        use super::Im2col;
+        use crate::ops::gemm::PackB;
+        use crate::ops::gemm::testutil::*;
+        use alloc::vec;
+        // (c, h, w, kh, kw, strides, pads, dilations)
+        type Case = (
+            usize,
+            usize,
+            usize,
+            usize,
+            usize,
+            [usize; 2],
+            [usize; 4],
+            [usize; 2],
+        );
+        let cases: &[Case] = &[
+            (3, 1, 9, 1, 3, [1, 1], [0, 1, 0, 1], [1, 1]),
+            (2, 1, 12, 1, 5, [1, 2], [0, 2, 0, 3], [1, 2]),
+            (4, 5, 6, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
+            (2, 7, 8, 3, 2, [2, 2], [0, 1, 2, 0], [1, 1]),
+            (3, 6, 7, 2, 3, [1, 3], [2, 0, 1, 2], [2, 1]),
+            // Wide 1-D kernels (runs of taps copied as one range, Silero's
+            // STFT), with padding on both sides, a stride and a dilation.
+            (1, 1, 300, 1, 40, [1, 7], [0, 10, 0, 12], [1, 1]),
+            (2, 1, 200, 1, 20, [1, 3], [0, 25, 0, 5], [1, 2]),
+            // Kernel widths with their own fixed-size gathers (1, 4, 7) and a
+            // window of one output row wider than the staged 256 floats.
+            (3, 4, 5, 2, 1, [1, 2], [1, 0, 0, 0], [1, 1]),
+            (2, 2, 11, 1, 4, [1, 2], [0, 3, 0, 3], [1, 1]),
+            (2, 1, 15, 1, 7, [1, 1], [0, 3, 0, 3], [1, 1]),
+            (1, 1, 704, 1, 256, [1, 128], [0, 0, 0, 0], [1, 1]),
+        ];
+        for (ci, &(c, h, w, kh, kw, strides, pads, dil)) in cases.iter().enumerate() {
+            let x = rand_vec(c * h * w, 900 + ci as u64);
+            let wt = rand_vec(2 * c * kh * kw, 950 + ci as u64);
+            let inputs = [
+                Some(t(&x, &[1, c, h, w])),
+                Some(t(&wt, &[2, c, kh, kw])),
+                None,
+            ];
+            let op = conv(1, strides, pads, dil);
+            let g = op.geom(&inputs).unwrap();
+            let im = Im2col {
+                conv: &op,
+                g: &g,
+                xg: &x,
+            };
+            let (k, n) = (g.k(), g.ohw());
+            for (p0, kc) in [(0, k), (1, k - 2), (k / 2, k - k / 2)] {
+                for (j0, nc) in [(0, n), (n / 3, n - n / 3 - 1)] {
+                    let mut columns = vec![f32::NAN; nc * kc];
+                    im.pack(p0, kc, j0, nc, 1, &mut columns);
+                    // One panel as wide as the range: row p at p·nc.
+                    let mut rows = vec![f32::NAN; nc * kc];
+                    im.pack(p0, kc, j0, nc, nc, &mut rows);
+                    for p in 0..kc {
+                        for j in 0..nc {
+                            assert_eq!(
+                                columns[j * kc + p].to_bits(),
+                                rows[p * nc + j].to_bits(),
+                                "case {ci}: depth {p0}+{p} of {k}, column {j0}+{j} of {n}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
