@@ -511,6 +511,44 @@ fn pack_row_panels_matches_the_layout() {
     }
 }
 
+/// `MatRef::pack` puts row `p0 + p`, column `j0 + j` of a row-major B at
+/// `(j / nr)·nr·kc + p·nr + j % nr` and zeros past column `j0 + nc`, for
+/// every panel width the products use (1: the contiguous columns of the
+/// dot products) and odd ones, row strides wider than the columns packed,
+/// and blocks starting inside the matrix.
+#[test]
+fn row_major_b_packs_into_the_panel_layout() {
+    let (rows, cols) = (41, 45);
+    let bv: Vec<f32> = (0..rows * cols).map(|x| x as f32 * 0.25 - 7.0).collect();
+    let b = MatRef::row_major(&bv, cols);
+    for nr in [1usize, 3, 8, 16, 32] {
+        for (p0, kc) in [(0usize, 1usize), (0, 41), (5, 17), (40, 1)] {
+            for (j0, nc) in [(0usize, 1usize), (0, 5), (3, 9), (2, 43), (44, 1)] {
+                let panels = nc.div_ceil(nr);
+                let mut dst = vec![f32::NAN; panels * nr * kc];
+                b.pack(p0, kc, j0, nc, nr, &mut dst);
+                for q in 0..panels {
+                    for p in 0..kc {
+                        for jj in 0..nr {
+                            let j = q * nr + jj;
+                            let want = if j < nc {
+                                bv[(p0 + p) * cols + j0 + j]
+                            } else {
+                                0.0
+                            };
+                            assert_eq!(
+                                dst[q * nr * kc + p * nr + jj].to_bits(),
+                                want.to_bits(),
+                                "nr {nr} p0 {p0} kc {kc} j0 {j0} nc {nc} panel {q} row {p} col {jj}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// `pack_a_panels` puts element (i, p) at `(i / 8)·8k + p·8 + i % 8`,
 /// zero-fills the rows past `m`, and refuses a short destination.
 #[test]
