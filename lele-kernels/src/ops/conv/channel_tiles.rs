@@ -139,9 +139,10 @@ fn block_vectors(left: usize) -> usize {
     if left % 2 == 1 { left.min(3) } else { 2 }
 }
 
-/// The weight blocks of `m` output channels (`m` a multiple of 16, see
-/// [`padded`]): each block's first channel and its count of vectors.
+/// The weight blocks of `m` output channels, padded to whole vectors
+/// ([`padded`]): each block's first channel and its count of vectors.
 fn blocks(m: usize) -> impl Iterator<Item = (usize, usize)> {
+    let m = padded(m);
     let mut c0 = 0;
     core::iter::from_fn(move || {
         if c0 >= m {
@@ -159,7 +160,7 @@ fn blocks(m: usize) -> impl Iterator<Item = (usize, usize)> {
 /// and holds its channels for each tap in turn.
 #[cfg(test)]
 fn block_index(m: usize, k: usize, i: usize, t: usize) -> usize {
-    let (start, vectors) = blocks(padded(m))
+    let (start, vectors) = blocks(m)
         .find(|&(c0, v)| (c0..c0 + v * LANES).contains(&i))
         .expect("channel inside the weight");
     start * k + t * vectors * LANES + (i - start)
@@ -191,7 +192,7 @@ pub(super) fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) 
 /// PP-OCRv6 rec's 96→48 3×3 s2).
 fn weights_from_rows_copy(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
     const TAPS: usize = 64;
-    for (start, vectors) in blocks(padded(m)) {
+    for (start, vectors) in blocks(m) {
         let width = vectors * LANES;
         let block = &mut dst[start * k..][..width * k];
         for t0 in (0..k).step_by(TAPS) {
@@ -219,7 +220,7 @@ fn weights_from_rows_copy(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
 /// zero already), zeros.
 pub(super) fn weights_from_panels(panels: &[f32], m: usize, k: usize, dst: &mut [f32]) {
     use crate::ops::gemm::A_PANEL;
-    for (start, vectors) in blocks(padded(m)) {
+    for (start, vectors) in blocks(m) {
         let width = vectors * LANES;
         let block = &mut dst[start * k..][..width * k];
         // Blocks start at multiples of 16, so whole panels of 8 fill them;
@@ -332,7 +333,7 @@ pub(super) fn run(
             crate::threads::run(g.oh.div_ceil(per), &mut [], &|t, _| {
                 let mut sums = PartialSums::new();
                 for oy in t * per..((t + 1) * per).min(g.oh) {
-                    for block in blocks(padded(g.mg)) {
+                    for block in blocks(g.mg) {
                         row(block, oy, shared.as_ptr(), &mut sums);
                     }
                 }
@@ -343,7 +344,7 @@ pub(super) fn run(
     let out = y.as_mut_ptr();
     let mut sums = PartialSums::new();
     for oy in 0..g.oh {
-        for block in blocks(padded(g.mg)) {
+        for block in blocks(g.mg) {
             row(block, oy, out, &mut sums);
         }
     }
@@ -522,7 +523,7 @@ mod x86 {
     /// AVX-512F; `w` holds `m·k` floats and `dst` [`super::padded`]`(m)·k`.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
-        for (start, vectors) in super::blocks(super::padded(m)) {
+        for (start, vectors) in super::blocks(m) {
             let width = vectors * LANES;
             for v in 0..vectors {
                 let c0 = start + v * LANES;
