@@ -41,6 +41,9 @@ pub struct ModelSection {
     /// Extra files fetched next to the model (external data, tokenizers).
     #[serde(default)]
     pub files: Vec<ExtraFile>,
+    /// Largest download accepted for one `url`/`hf` file, in bytes
+    /// (default 8 GiB; `$LELE_MAX_DOWNLOAD_BYTES` overrides it).
+    pub max_download_bytes: Option<u64>,
 }
 
 /// `hf = { repo = "owner/name", file = "model.onnx", revision = "main" }`.
@@ -264,10 +267,7 @@ impl ModelToml {
 
     /// Reads and parses a toml file.
     pub fn load(path: &Path) -> Result<ModelToml> {
-        let text = std::fs::read_to_string(path).map_err(|source| BuildError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = crate::fsutil::read_regular_text(path, crate::fsutil::MAX_TOML_BYTES)?;
         ModelToml::parse(&text)
     }
 
@@ -360,28 +360,18 @@ impl ModelSection {
             problems.push(format!("[model] url = \"{url}\" is not an http(s) URL"));
         }
         if let Some(hf) = &self.hf {
-            let ok = |s: &str| {
-                !s.is_empty()
-                    && s.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-                    && !s.starts_with('.')
-            };
-            let parts: Vec<&str> = hf.repo.split('/').collect();
-            if parts.is_empty() || parts.len() > 2 || !parts.iter().all(|p| ok(p)) {
-                problems.push(format!(
-                    "[model] hf.repo = \"{}\" is not a repository id like \"owner/name\"",
-                    hf.repo
-                ));
+            if let Err(e) = check_repo_id(&hf.repo) {
+                problems.push(format!("[model] hf.repo: {e}"));
             }
             if let Err(e) = check_relative(&hf.file) {
                 problems.push(format!("[model] hf.file: {e}"));
             }
-            if hf.revision.is_empty() || hf.revision.contains("..") {
-                problems.push(format!(
-                    "[model] hf.revision = \"{}\" is not a branch, tag or commit",
-                    hf.revision
-                ));
+            if let Err(e) = check_revision(&hf.revision) {
+                problems.push(format!("[model] hf.revision: {e}"));
             }
+        }
+        if self.max_download_bytes == Some(0) {
+            problems.push("[model] max_download_bytes = 0 would refuse every download".into());
         }
         for f in &self.files {
             if let Err(e) = check_relative(f.name()) {
@@ -405,18 +395,95 @@ pub fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit())
 }
 
-/// A relative path that stays inside its directory.
-fn check_relative(name: &str) -> std::result::Result<(), String> {
+/// Longest accepted `hf.revision`.
+const MAX_REVISION_LEN: usize = 255;
+/// Longest accepted file name in `hf.file` and `files`.
+const MAX_FILE_NAME_LEN: usize = 1024;
+
+/// Whether `s` is a 40-digit hex commit id.
+pub fn is_commit(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|c| c.is_ascii_hexdigit())
+}
+
+/// `hf.revision`: a branch or tag name (ASCII letters, digits and `._-/`,
+/// slash-separated segments none of which is empty or starts with `.`,
+/// nothing that ends in `.lock`) or a 40-digit commit, at most 255 bytes.
+/// What passes can be joined under a directory without leaving it.
+pub fn check_revision(rev: &str) -> std::result::Result<(), String> {
+    let shown = rev.escape_debug();
+    if rev.is_empty() || rev.len() > MAX_REVISION_LEN {
+        return Err(format!(
+            "\"{shown}\" is not a branch, tag or commit (1 to {MAX_REVISION_LEN} characters)"
+        ));
+    }
+    if let Some(c) = rev
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/')))
+    {
+        return Err(format!(
+            "\"{shown}\" is not a branch, tag or commit: `{}` is not allowed \
+             (only ASCII letters, digits and `._-/`)",
+            c.escape_debug()
+        ));
+    }
+    if rev
+        .split('/')
+        .any(|seg| seg.is_empty() || seg.starts_with('.') || seg.ends_with(".lock"))
+        || rev.contains("..")
+    {
+        return Err(format!(
+            "\"{shown}\" is not a branch, tag or commit: a `/`-separated part is empty, \
+             starts with `.` or ends with `.lock`"
+        ));
+    }
+    Ok(())
+}
+
+/// `hf.repo`: `owner/name` or `name`, each of ASCII letters, digits and
+/// `-_.`, not starting with `.` nor containing `--` or `..`, at most 96 bytes.
+pub fn check_repo_id(repo: &str) -> std::result::Result<(), String> {
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 96
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && !s.starts_with('.')
+            && !s.contains("--")
+            && !s.contains("..")
+    };
+    let parts: Vec<&str> = repo.split('/').collect();
+    if parts.len() > 2 || !parts.iter().all(|p| ok(p)) {
+        return Err(format!(
+            "\"{}\" is not a repository id like \"owner/name\"",
+            repo.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
+/// A relative path that stays inside its directory: `/`-separated
+/// segments, none empty, `.` or `..`; no absolute path, backslash, NUL or
+/// other control character, `?` or `#` (the name becomes part of a URL);
+/// at most 1024 bytes.
+pub fn check_relative(name: &str) -> std::result::Result<(), String> {
     let p = Path::new(name);
     let bad = name.is_empty()
+        || name.len() > MAX_FILE_NAME_LEN
         || p.is_absolute()
         || name.starts_with('/')
-        || name.contains('\\')
+        || name
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '\\' | '?' | '#'))
+        || name
+            .split('/')
+            .any(|seg| seg.is_empty() || seg == "." || seg == "..")
         || p.components()
             .any(|c| !matches!(c, std::path::Component::Normal(_)));
     if bad {
         Err(format!(
-            "`{name}` must be a relative path inside the model's folder (no `..`)"
+            "`{}` must be a relative path inside the model's folder (no `..`, no empty, \
+             absolute or control-character parts)",
+            name.escape_debug()
         ))
     } else {
         Ok(())
@@ -526,6 +593,74 @@ mod tests {
 
     fn problems(text: &str) -> String {
         ModelToml::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn revisions_repos_and_file_names_follow_a_strict_grammar() {
+        for ok in ["main", "v1.0", "refs/pr/1", "release-2_x", &"ab".repeat(20)] {
+            assert!(check_revision(ok).is_ok(), "{ok}");
+        }
+        let long = "a".repeat(256);
+        for bad in [
+            "",
+            "/dev/zero",
+            "/etc/passwd",
+            "..",
+            "a/../b",
+            "a//b",
+            "a/",
+            "/a",
+            ".hidden",
+            "a/.b",
+            "x.lock",
+            "a b",
+            "a\\b",
+            "a\u{0}b",
+            "a\nb",
+            "é",
+            long.as_str(),
+        ] {
+            assert!(check_revision(bad).is_err(), "{bad:?}");
+        }
+        for ok in ["o/n", "name", "Org-1/model.v2_x"] {
+            assert!(check_repo_id(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", "a/b/c", "/a", "a/", ".a/b", "a/..", "a--b/c", "a/b c", "a\\b",
+        ] {
+            assert!(check_repo_id(bad).is_err(), "{bad:?}");
+        }
+        for ok in ["m.onnx", "onnx/model.onnx", "a b/c.json"] {
+            assert!(check_relative(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "./a",
+            "a//b",
+            "a/",
+            "a\\b",
+            "a\u{0}b",
+            "a\rb",
+            "a?b",
+            "a#b",
+            "a/\u{1b}[2J",
+        ] {
+            assert!(check_relative(bad).is_err(), "{bad:?}");
+        }
+        // Through the toml: an absolute revision is refused at parse time.
+        let sha = "a".repeat(64);
+        let e = problems(&format!(
+            "[model]\nhf = {{ repo = \"o/n\", file = \"m.onnx\", revision = \"/dev/zero\" }}\n\
+             sha256 = \"{sha}\"\n"
+        ));
+        assert!(e.contains("hf.revision"), "{e}");
+        let e = problems(
+            "[model]\nurl = \"https://h/m\"\nallow_unpinned = true\nmax_download_bytes = 0\n",
+        );
+        assert!(e.contains("max_download_bytes"), "{e}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod emit;
 pub mod error;
 pub mod extend;
 pub mod fetch;
+pub mod fsutil;
 pub mod ir;
 pub mod npy;
 pub mod onnx;

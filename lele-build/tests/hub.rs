@@ -8,7 +8,7 @@ mod mock_hub;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use mock_hub::{MockHub, MockRepo, sha256_hex};
+use mock_hub::{Hostile, MockHub, MockRepo, sha256_hex};
 
 fn zoo_model() -> Vec<u8> {
     let p = lele_build::config::zoo_dir().join("silero_vad.onnx");
@@ -54,6 +54,42 @@ impl Sandbox {
             cmd.env("HF_TOKEN", t);
         }
         cmd.output().expect("run lele")
+    }
+
+    /// Runs `lele fetch toml` with extra environment variables; returns
+    /// the output and how long it took.
+    fn fetch_with(
+        &self,
+        endpoint: &str,
+        toml: &Path,
+        env: &[(&str, &str)],
+    ) -> (Output, std::time::Duration) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lele"));
+        cmd.args([Path::new("fetch"), toml])
+            .env("HF_ENDPOINT", endpoint)
+            .env("HF_HOME", self.dir.join("hf"))
+            .env("HF_HUB_CACHE", self.hub_cache())
+            .env("LELE_CACHE_DIR", self.dir.join("lele"))
+            .env_remove("HF_TOKEN")
+            .env_remove("LELE_SKIP_MODEL_GEN")
+            .env_remove("CARGO_NET_OFFLINE")
+            .env_remove("LELE_DOWNLOAD_TIMEOUT")
+            .env_remove("LELE_MAX_DOWNLOAD_BYTES");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let start = std::time::Instant::now();
+        let out = cmd.output().expect("run lele");
+        (out, start.elapsed())
+    }
+
+    /// Every file under the sandbox's caches except lock files.
+    fn all_cached(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        walk(&self.dir.join("lele").join("downloads"), &mut out);
+        walk(&self.hub_cache(), &mut out);
+        out.retain(|p| !p.to_string_lossy().ends_with(".lock"));
+        out
     }
 
     /// Files under the Hub cache's blobs and snapshots of `repo` (not
@@ -366,12 +402,244 @@ fn concurrent_fetches_share_one_download() {
             .count()
     };
     assert_eq!(full_gets("/files/vad.onnx"), 1, "{:?}", hub.requests());
-    // hf-hub asks for metadata (a 1-byte range) and then the body.
+    // One request: its headers name the commit and etag, its body is the file.
     assert_eq!(
         full_gets("/resolve/main/onnx/model.onnx"),
-        2,
+        1,
         "{:?}",
         hub.requests()
     );
     assert_eq!(downloads(&sb).len(), 1);
+}
+
+// ---- Hostile servers and model.toml files (issue 50, classes 2 and 3) ----
+
+fn small_model() -> Vec<u8> {
+    b"not really an onnx model, fetch does not parse it\n".repeat(100)
+}
+
+fn plain_toml(endpoint: &str, name: &str, sha: &str) -> String {
+    format!("[model]\nurl = \"{endpoint}/files/{name}\"\nsha256 = \"{sha}\"\n")
+}
+
+/// A quick idle timeout and a small cap, as a user could set them.
+const QUICK: &[(&str, &str)] = &[
+    ("LELE_DOWNLOAD_TIMEOUT", "1"),
+    ("LELE_MAX_DOWNLOAD_BYTES", "1000000"),
+];
+
+fn assert_fails_fast(out: &Output, took: std::time::Duration, needle: &str) {
+    let msg = text(out);
+    assert!(!out.status.success(), "{msg}");
+    assert!(msg.contains(needle), "expected `{needle}` in: {msg}");
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "took {took:?}: {msg}"
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_times_out() {
+    let hub = MockHub::start();
+    hub.add_hostile("silent.onnx", Hostile::Silent);
+    let sb = Sandbox::new("silent");
+    let toml = sb.toml(
+        "m.toml",
+        &plain_toml(&hub.endpoint, "silent.onnx", &"ab".repeat(32)),
+    );
+    let (out, took) = sb.fetch_with(&hub.endpoint, &toml, QUICK);
+    assert_fails_fast(&out, took, "idle timeout");
+    assert_eq!(sb.all_cached(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_server_that_stalls_mid_file_times_out_and_leaves_nothing() {
+    let hub = MockHub::start();
+    hub.add_hostile("stall.onnx", Hostile::Stall(small_model()));
+    let sb = Sandbox::new("stall");
+    let toml = sb.toml(
+        "m.toml",
+        &plain_toml(&hub.endpoint, "stall.onnx", &sha256_hex(&small_model())),
+    );
+    let (out, took) = sb.fetch_with(&hub.endpoint, &toml, QUICK);
+    assert_fails_fast(&out, took, "idle timeout");
+    assert_eq!(sb.all_cached(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn an_endless_body_stops_at_the_cap_and_leaves_nothing() {
+    let hub = MockHub::start();
+    hub.add_hostile("endless.onnx", Hostile::Endless);
+    let sb = Sandbox::new("endless");
+    let toml = sb.toml(
+        "m.toml",
+        &plain_toml(&hub.endpoint, "endless.onnx", &"ab".repeat(32)),
+    );
+    let (out, took) = sb.fetch_with(&hub.endpoint, &toml, QUICK);
+    assert_fails_fast(&out, took, "exceeds the limit of 1000000 bytes");
+    assert_eq!(sb.all_cached(), Vec::<PathBuf>::new());
+    // The cap can come from the toml too.
+    let toml = sb.toml(
+        "m.toml",
+        &format!(
+            "{}max_download_bytes = 4096\n",
+            plain_toml(&hub.endpoint, "endless.onnx", &"ab".repeat(32))
+        ),
+    );
+    let (out, took) = sb.fetch_with(&hub.endpoint, &toml, &[("LELE_DOWNLOAD_TIMEOUT", "5")]);
+    assert_fails_fast(&out, took, "exceeds the limit of 4096 bytes");
+    assert_eq!(sb.all_cached(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_lying_content_length_is_refused() {
+    let hub = MockHub::start();
+    let body = small_model();
+    // Announced far above the cap: refused before the body.
+    hub.add_hostile(
+        "huge.onnx",
+        Hostile::Announce {
+            len: 1 << 40,
+            body: body.clone(),
+        },
+    );
+    // Announced more than sent.
+    hub.add_hostile(
+        "short.onnx",
+        Hostile::Announce {
+            len: body.len() as u64 * 2,
+            body: body.clone(),
+        },
+    );
+    let sb = Sandbox::new("lie");
+    let sha = sha256_hex(&body);
+    for (name, needle) in [
+        ("huge.onnx", "announces 1099511627776 bytes"),
+        ("short.onnx", "interrupted"),
+    ] {
+        let toml = sb.toml("m.toml", &plain_toml(&hub.endpoint, name, &sha));
+        let (out, took) = sb.fetch_with(&hub.endpoint, &toml, QUICK);
+        assert_fails_fast(&out, took, needle);
+        assert_eq!(sb.all_cached(), Vec::<PathBuf>::new(), "{name}");
+    }
+}
+
+#[test]
+fn a_killed_download_leaves_nothing_for_the_next_one() {
+    let hub = MockHub::start();
+    let body = small_model();
+    hub.add_plain("m.onnx", body.clone());
+    let sb = Sandbox::new("killed");
+    let sha = sha256_hex(&body);
+    let toml = sb.toml("m.toml", &plain_toml(&hub.endpoint, "m.onnx", &sha));
+    // What a killed process leaves: a partial file in the download folder.
+    let dir = sb.dir.join("lele/downloads").join(format!("sha256-{sha}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(".lele-download-4242.part"), b"half").unwrap();
+    let (out, _) = sb.fetch_with(&hub.endpoint, &toml, QUICK);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(sb.all_cached(), vec![dir.join("m.onnx")]);
+}
+
+fn hf_plain_toml(repo: &str, revision: &str, sha: &str) -> String {
+    format!(
+        "[model]\nhf = {{ repo = \"{repo}\", file = \"m.onnx\", revision = \"{revision}\" }}\n\
+         sha256 = \"{sha}\"\n"
+    )
+}
+
+#[test]
+fn hub_downloads_have_the_same_limits() {
+    let hub = MockHub::start();
+    for (id, how) in [
+        ("o/silent", Hostile::Silent),
+        ("o/endless", Hostile::Endless),
+        ("o/stall", Hostile::Stall(small_model())),
+    ] {
+        let mut repo = MockRepo::default();
+        repo.files.insert("m.onnx".into(), small_model());
+        repo.hostile = Some(how);
+        hub.add_repo(id, repo);
+    }
+    let sb = Sandbox::new("hf-limits");
+    for (id, needle) in [
+        ("o/silent", "idle timeout"),
+        ("o/endless", "exceeds the limit"),
+        ("o/stall", "idle timeout"),
+    ] {
+        let toml = sb.toml("m.toml", &hf_plain_toml(id, "main", &"ab".repeat(32)));
+        let (out, took) = sb.fetch_with(&hub.endpoint, &toml, QUICK);
+        assert_fails_fast(&out, took, needle);
+        assert_eq!(sb.all_cached(), Vec::<PathBuf>::new(), "{id}");
+    }
+}
+
+#[test]
+fn hostile_commit_and_etag_headers_do_not_become_paths() {
+    let hub = MockHub::start();
+    let body = small_model();
+    let sha = sha256_hex(&body);
+    let mut repo = MockRepo::default();
+    repo.files.insert("m.onnx".into(), body.clone());
+    repo.commit = Some("../../../../escaped".into());
+    hub.add_repo("o/badcommit", repo);
+    let mut repo = MockRepo::default();
+    repo.files.insert("m.onnx".into(), body.clone());
+    repo.etag = Some("../../../../escaped".into());
+    hub.add_repo("o/badetag", repo);
+    let sb = Sandbox::new("hf-headers");
+    let toml = sb.toml("m.toml", &hf_plain_toml("o/badcommit", "main", &sha));
+    let (out, took) = sb.fetch_with(&hub.endpoint, &toml, QUICK);
+    assert_fails_fast(&out, took, "x-repo-commit");
+    // A bad etag is not used as a name: the blob is named by its sha256.
+    let toml = sb.toml("m.toml", &hf_plain_toml("o/badetag", "main", &sha));
+    let (out, _) = sb.fetch_with(&hub.endpoint, &toml, QUICK);
+    assert!(out.status.success(), "{}", text(&out));
+    let blob = sb.hub_cache().join("models--o--badetag/blobs").join(&sha);
+    assert_eq!(std::fs::read(blob).unwrap(), body);
+    // The cache is complete: an offline build finds it through refs/main.
+    let (out, _) = sb.fetch_with(&hub.endpoint, &toml, &[("CARGO_NET_OFFLINE", "1")]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("snapshots"), "{}", text(&out));
+    // Nothing landed anywhere but the caches.
+    let mut all = Vec::new();
+    walk(&sb.dir, &mut all);
+    assert!(
+        all.iter().all(|p| !p.to_string_lossy().contains("escaped")),
+        "{all:?}"
+    );
+}
+
+#[test]
+fn a_hostile_revision_is_refused_and_nothing_outside_the_cache_is_touched() {
+    let hub = MockHub::start();
+    let sb = Sandbox::new("hf-revision");
+    let sha = "ab".repeat(32);
+    for rev in ["/dev/zero", "/etc/passwd", "../../../x", "a//b", "main x"] {
+        let toml = sb.toml("m.toml", &hf_plain_toml("o/n", rev, &sha));
+        let (out, took) = sb.fetch_with(&hub.endpoint, &toml, QUICK);
+        assert_fails_fast(&out, took, "hf.revision");
+    }
+    assert!(hub.requests().is_empty(), "{:?}", hub.requests());
+
+    // A cache entry (placed by someone else) linking to a file outside the
+    // cache, with a pin it does not match: unlinked, never deleted.
+    let precious = sb.dir.join("precious.txt");
+    std::fs::write(&precious, b"keep me").unwrap();
+    let repo = sb.hub_cache().join("models--o--n");
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), commit).unwrap();
+    let snap = repo.join("snapshots").join(commit);
+    std::fs::create_dir_all(&snap).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&precious, snap.join("m.onnx")).unwrap();
+    let toml = sb.toml("m.toml", &hf_plain_toml("o/n", "main", &sha));
+    let (out, _) = sb.fetch_with(
+        &hub.endpoint,
+        &toml,
+        &[("LELE_DOWNLOAD_TIMEOUT", "1"), ("CARGO_NET_OFFLINE", "1")],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&precious).unwrap(), b"keep me");
 }

@@ -5,6 +5,7 @@
 //! file lock, so concurrent builds share one download and an interrupted
 //! one never becomes a cache hit.
 mod hf;
+pub mod http;
 mod url;
 
 use std::fs::File;
@@ -87,8 +88,20 @@ pub fn resolve(toml: &ModelToml, base: &Path, opts: &FetchOptions) -> Result<Fet
             files,
             &opts.root(),
         ),
-        Source::Url(u) => url::resolve(&u, pinned, files, opts),
-        Source::Hf(h) => hf::resolve(&h, pinned, files, opts),
+        Source::Url(u) => url::resolve(
+            &u,
+            pinned,
+            files,
+            opts,
+            &http::NetLimits::new(toml.model.max_download_bytes)?,
+        ),
+        Source::Hf(h) => hf::resolve(
+            &h,
+            pinned,
+            files,
+            opts,
+            &http::NetLimits::new(toml.model.max_download_bytes)?,
+        ),
     }
 }
 
@@ -165,7 +178,7 @@ pub fn file_sha256(path: &Path, root: &Path) -> Result<String> {
     let memo = root
         .join("verified")
         .join(&hex(&Sha256::digest(canon.to_string_lossy().as_bytes()))[..32]);
-    if let Ok(text) = std::fs::read_to_string(&memo)
+    if let Ok(text) = crate::fsutil::read_regular_text(&memo, 4096)
         && let Some((id, sha)) = text.trim().rsplit_once(' ')
         && id == identity
         && crate::config::is_sha256(sha)
@@ -213,7 +226,7 @@ pub fn sha256_file(path: &Path) -> Result<String> {
         path: path.to_path_buf(),
         source,
     };
-    let mut f = File::open(path).map_err(io)?;
+    let mut f = crate::fsutil::open_regular_file(path)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {

@@ -1,13 +1,12 @@
 //! `url = "https://..."`: downloads into `<cache root>/downloads/`, in a
 //! folder named by the pinned hash (or by the URL when unpinned), with the
 //! extra files fetched from the same URL folder.
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::{FetchOptions, Fetched, check_pin, file_sha256, hex, lock_file, progress_bar};
+use super::http::{self, NetLimits};
+use super::{FetchOptions, Fetched, check_pin, file_sha256, hex, lock_file};
 use crate::config::ExtraFile;
 use crate::error::{BuildError, Result};
 
@@ -49,15 +48,21 @@ pub(super) fn resolve(
     pinned: Option<&str>,
     files: &[ExtraFile],
     opts: &FetchOptions,
+    limits: &NetLimits,
 ) -> Result<Fetched> {
     let dir = download_dir(&opts.root(), url, pinned);
     let _lock = lock_file(&dir.join(".lock"))?;
+    // Under the lock, a partial file is what a killed process left.
+    http::sweep_parts(&dir);
     let model = dir.join(file_name(url));
-    let sha256 = fetch_one(url, &model, pinned, opts)?;
+    let sha256 = fetch_one(url, &model, pinned, opts, limits)?;
     let mut out = Vec::new();
     for f in files {
         let dest = dir.join(f.name());
-        fetch_one(&sibling_url(url, f.name()), &dest, f.sha256(), opts)?;
+        if let Some(sub) = dest.parent() {
+            http::sweep_parts(sub);
+        }
+        fetch_one(&sibling_url(url, f.name()), &dest, f.sha256(), opts, limits)?;
         out.push(dest);
     }
     Ok(Fetched {
@@ -70,7 +75,13 @@ pub(super) fn resolve(
 /// Makes `dest` hold the (pinned) content of `url`; returns its sha256.
 /// A cached file is re-hashed; a wrong one is replaced (online) or an
 /// error (offline).
-fn fetch_one(url: &str, dest: &Path, pinned: Option<&str>, opts: &FetchOptions) -> Result<String> {
+fn fetch_one(
+    url: &str,
+    dest: &Path,
+    pinned: Option<&str>,
+    opts: &FetchOptions,
+    limits: &NetLimits,
+) -> Result<String> {
     if dest.is_file() {
         let have = file_sha256(dest, &opts.root())?;
         if check_pin(url, pinned, &have).is_ok() {
@@ -88,7 +99,7 @@ fn fetch_one(url: &str, dest: &Path, pinned: Option<&str>, opts: &FetchOptions) 
             dest.display()
         )));
     }
-    download(url, dest, pinned, opts.progress)
+    download(url, dest, pinned, opts.progress, limits)
 }
 
 fn fetch_err(url: &str, msg: impl std::fmt::Display) -> BuildError {
@@ -98,13 +109,18 @@ fn fetch_err(url: &str, msg: impl std::fmt::Display) -> BuildError {
     }
 }
 
-fn download(url: &str, dest: &Path, pinned: Option<&str>, progress: bool) -> Result<String> {
-    let client = reqwest::blocking::Client::builder()
-        .connect_timeout(Duration::from_secs(30))
-        .timeout(None)
-        .build()
-        .map_err(|e| fetch_err(url, e))?;
-    let mut resp = client.get(url).send().map_err(|e| fetch_err(url, e))?;
+fn download(
+    url: &str,
+    dest: &Path,
+    pinned: Option<&str>,
+    progress: bool,
+    limits: &NetLimits,
+) -> Result<String> {
+    let client = http::client(limits, reqwest::redirect::Policy::limited(10))?;
+    let mut resp = client
+        .get(url)
+        .send()
+        .map_err(|e| fetch_err(url, http::request_error(&e, limits)))?;
     let status = resp.status();
     if !status.is_success() {
         let hint = match status.as_u16() {
@@ -114,74 +130,22 @@ fn download(url: &str, dest: &Path, pinned: Option<&str>, progress: bool) -> Res
         };
         return Err(fetch_err(url, format!("HTTP {status}{hint}")));
     }
+    let dir = dest.parent().unwrap_or(Path::new("."));
     let total = resp.content_length();
-    let tmp = dest.with_file_name(format!(
-        ".{}.part-{}",
-        dest.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("download"),
-        std::process::id()
-    ));
-    if let Some(dir) = dest.parent() {
-        std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-    }
-    let result = (|| -> Result<String> {
-        let io = |source| BuildError::Io {
-            path: tmp.clone(),
-            source,
-        };
-        let mut file = std::fs::File::create(&tmp).map_err(io)?;
-        let pb = progress_bar(progress, &file_name(url), total);
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 1 << 16];
-        let mut written: u64 = 0;
-        loop {
-            let n = resp.read(&mut buf).map_err(|e| {
-                let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
-                fetch_err(
-                    url,
-                    format!("download interrupted after {written}{of} bytes: {e}"),
-                )
-            })?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            file.write_all(&buf[..n]).map_err(io)?;
-            written += n as u64;
-            pb.inc(n as u64);
-        }
-        pb.finish_and_clear();
-        if let Some(t) = total
-            && written != t
-        {
-            return Err(fetch_err(
-                url,
-                format!("download interrupted: got {written} of {t} bytes"),
-            ));
-        }
-        let sha = hex(&hasher.finalize());
-        check_pin(url, pinned, &sha)?;
-        file.sync_all().map_err(io)?;
-        Ok(sha)
-    })();
-    match result {
-        Ok(sha) => {
-            std::fs::rename(&tmp, dest).map_err(|source| BuildError::Io {
-                path: dest.to_path_buf(),
-                source,
-            })?;
-            super::backdate(dest)?;
-            Ok(sha)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    let got = http::receive(
+        &mut resp,
+        total,
+        dir,
+        url,
+        &file_name(url),
+        limits,
+        progress,
+    )?;
+    // Dropping `got.part` on an error removes the partial file.
+    check_pin(url, pinned, &got.sha256)?;
+    got.part.commit(dest)?;
+    super::backdate(dest)?;
+    Ok(got.sha256)
 }
 
 #[cfg(test)]

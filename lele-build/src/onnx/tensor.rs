@@ -135,12 +135,9 @@ fn read_external(t: &proto::TensorProto, dir: &Path, nbytes: u64) -> Result<Vec<
     // Symlinks could still escape: compare canonical paths.
     let canon_dir = dir.canonicalize().map_err(|e| err(&e.to_string()))?;
     let canon = path.canonicalize().map_err(|e| err(&e.to_string()))?;
-    // A Hugging Face Hub snapshot links its files to `../../blobs/`.
-    let hub_blobs =
-        dir.join("../../blobs").canonicalize().ok().filter(|b| {
-            b.ends_with("blobs") && dir.parent().is_some_and(|p| p.ends_with("snapshots"))
-        });
-    let in_blobs = hub_blobs.is_some_and(|b| canon.starts_with(b));
+    // A Hugging Face Hub snapshot links its files into its repository's
+    // blobs, which only a model inside a snapshot may reach.
+    let in_blobs = hub_blobs(&canon_dir).is_some_and(|b| canon.parent() == Some(b.as_path()));
     if !canon.starts_with(&canon_dir) && !in_blobs {
         return Err(err("it resolves outside the model's directory"));
     }
@@ -149,7 +146,8 @@ fn read_external(t: &proto::TensorProto, dir: &Path, nbytes: u64) -> Result<Vec<
     {
         return Err(err("length does not match the tensor's dims"));
     }
-    let mut f = std::fs::File::open(&canon).map_err(|e| err(&e.to_string()))?;
+    // A FIFO or a device would block or never end: regular files only.
+    let mut f = crate::fsutil::open_regular_file(&canon).map_err(|e| err(&e.to_string()))?;
     let file_len = f.metadata().map_err(|e| err(&e.to_string()))?.len();
     if offset.checked_add(nbytes).is_none_or(|end| end > file_len) {
         return Err(err("offset and length run past the end of the file"));
@@ -159,4 +157,140 @@ fn read_external(t: &proto::TensorProto, dir: &Path, nbytes: u64) -> Result<Vec<
     let mut buf = vec![0u8; nbytes as usize];
     f.read_exact(&mut buf).map_err(|e| err(&e.to_string()))?;
     Ok(buf)
+}
+
+/// The `blobs` folder of the Hub repository whose snapshot holds the
+/// (canonical) directory `dir`: `dir` must be
+/// `<hub>/models--<owner>--<name>/snapshots/<40-hex commit>[/<folders>]`,
+/// and `blobs` a real folder of that same repository (not a link elsewhere).
+fn hub_blobs(dir: &Path) -> Option<std::path::PathBuf> {
+    let snapshot = dir.ancestors().find(|a| {
+        let commit = a.file_name().and_then(|n| n.to_str());
+        let snapshots = a.parent().and_then(Path::file_name);
+        let repo = a
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str());
+        commit.is_some_and(crate::config::is_commit)
+            && snapshots.is_some_and(|s| s == "snapshots")
+            && repo.is_some_and(|r| r.len() > "models--".len() && r.starts_with("models--"))
+    })?;
+    let repo = snapshot.parent()?.parent()?;
+    let blobs = repo.join("blobs");
+    let canon = blobs.canonicalize().ok()?;
+    (canon == blobs).then_some(canon)
+}
+
+#[cfg(test)]
+mod external_tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lele-ext-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d.canonicalize().unwrap()
+    }
+
+    fn external(location: &str) -> proto::TensorProto {
+        let kv = |k: &str, v: &str| proto::StringStringEntryProto {
+            key: Some(k.into()),
+            value: Some(v.into()),
+        };
+        proto::TensorProto {
+            name: Some("w".into()),
+            dims: vec![2],
+            data_type: Some(1),
+            data_location: Some(proto::tensor_proto::DataLocation::External as i32),
+            external_data: vec![kv("location", location), kv("length", "8")],
+            ..Default::default()
+        }
+    }
+
+    fn load(dir: &Path, location: &str) -> Result<Tensor> {
+        tensor_from_proto(&external(location), dir, &Limits::default())
+    }
+
+    /// A Hub-like tree: `<root>/<repo>/snapshots/<commit>/<sub>` with
+    /// `w.bin` linked to `<root>/<repo>/blobs/b`; returns the model's folder.
+    #[cfg(unix)]
+    fn hub_tree(root: &Path, repo: &str, commit: &str, sub: &str) -> PathBuf {
+        let repo = root.join(repo);
+        std::fs::create_dir_all(repo.join("blobs")).unwrap();
+        std::fs::write(repo.join("blobs/b"), [0u8; 8]).unwrap();
+        let dir = repo.join("snapshots").join(commit).join(sub);
+        std::fs::create_dir_all(&dir).unwrap();
+        let up = sub.split('/').filter(|s| !s.is_empty()).count() + 2;
+        std::os::unix::fs::symlink(
+            PathBuf::from("../".repeat(up)).join("blobs/b"),
+            dir.join("w.bin"),
+        )
+        .unwrap();
+        dir
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn hub_snapshots_reach_their_own_blobs_only() {
+        let root = scratch("hub");
+        // The real layout, the model at the top or in a folder.
+        let top = hub_tree(&root.join("a"), "models--o--n", COMMIT, "");
+        assert!(
+            load(&top, "w.bin").is_ok(),
+            "{:?}",
+            load(&top, "w.bin").err()
+        );
+        let nested = hub_tree(&root.join("b"), "models--o--n", COMMIT, "onnx");
+        assert!(load(&nested, "w.bin").is_ok());
+        // Any folder named `blobs` two levels up is not enough.
+        for (name, repo, commit) in [
+            ("c", "evil", COMMIT),
+            ("d", "models--o--n", "main"),
+            ("e", "models--", COMMIT),
+        ] {
+            let dir = hub_tree(&root.join(name), repo, commit, "");
+            let e = load(&dir, "w.bin").unwrap_err().to_string();
+            assert!(
+                e.contains("outside the model's directory"),
+                "{repo} {commit}: {e}"
+            );
+        }
+        // A snapshot of one repository cannot read another's blobs.
+        let other = hub_tree(&root.join("f"), "models--o--n", COMMIT, "");
+        let x = root.join("f/models--x--y");
+        std::fs::create_dir_all(x.join("blobs")).unwrap();
+        std::fs::write(x.join("blobs/b"), [0u8; 8]).unwrap();
+        std::os::unix::fs::symlink("../../../models--x--y/blobs/b", other.join("x.bin")).unwrap();
+        assert!(load(&other, "x.bin").is_err());
+        // `blobs` itself a link out of the repository.
+        let g = root.join("g");
+        let dir = hub_tree(&g, "models--o--n", COMMIT, "");
+        let blobs = g.join("models--o--n/blobs");
+        std::fs::rename(&blobs, g.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(g.join("elsewhere"), &blobs).unwrap();
+        assert!(load(&dir, "w.bin").is_err());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifo_external_data_is_refused_without_blocking() {
+        let dir = scratch("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.join("w.bin"))
+            .status()
+            .is_ok_and(|s| s.success());
+        if made {
+            let e = load(&dir, "w.bin").unwrap_err().to_string();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        std::os::unix::fs::symlink("/dev/zero", dir.join("z.bin")).unwrap();
+        // Outside the folder anyway, but a device inside one is refused too.
+        assert!(load(&dir, "z.bin").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

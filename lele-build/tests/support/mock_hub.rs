@@ -1,7 +1,9 @@
 //! A Hugging Face Hub stand-in on 127.0.0.1 for tests: serves
 //! `/{owner}/{name}/resolve/{revision}/{file}` the way the Hub does (commit
 //! and etag headers, byte ranges), plus plain files under `/files/`, and can
-//! refuse callers without a token or cut a connection mid-file.
+//! refuse callers without a token or cut a connection mid-file, and serves
+//! hostile answers: none at all, an endless body, a stall mid-body, a
+//! `Content-Length` that lies, path-like commit ids and etags.
 #![allow(dead_code)]
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -19,12 +21,37 @@ pub struct MockRepo {
     pub files: HashMap<String, Vec<u8>>,
     /// Bearer token required to read it.
     pub token: Option<String>,
+    /// Answer every file of the repository this way instead.
+    pub hostile: Option<Hostile>,
+    /// The `x-repo-commit` header to send instead of the real commit.
+    pub commit: Option<String>,
+    /// The etag to send instead of the file's sha256.
+    pub etag: Option<String>,
+}
+
+/// A misbehaving answer.
+#[derive(Clone, Debug)]
+pub enum Hostile {
+    /// Reads the request and never answers.
+    Silent,
+    /// Answers 200 without a length and streams zeros until the client goes.
+    Endless,
+    /// Sends the headers and the first half of `body`, then stops sending.
+    Stall(Vec<u8>),
+    /// Announces `len` bytes in `Content-Length` and sends `body`.
+    Announce {
+        /// The announced length.
+        len: u64,
+        /// What is sent.
+        body: Vec<u8>,
+    },
 }
 
 #[derive(Default)]
 struct State {
     repos: HashMap<String, MockRepo>,
     plain: HashMap<String, Vec<u8>>,
+    hostile: HashMap<String, Hostile>,
     cut: bool,
     log: Vec<String>,
 }
@@ -96,6 +123,15 @@ impl MockHub {
             .insert(name.to_string(), bytes);
     }
 
+    /// Answers `/files/{name}` with `how`.
+    pub fn add_hostile(&self, name: &str, how: Hostile) {
+        self.state
+            .lock()
+            .unwrap()
+            .hostile
+            .insert(name.to_string(), how);
+    }
+
     /// Cut every body of more than one byte in half from now on.
     pub fn set_cut(&self, cut: bool) {
         self.state.lock().unwrap().cut = cut;
@@ -139,13 +175,16 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     let mut parts = line.split_whitespace();
     let method = parts.next().unwrap_or("").to_string();
     let path = parts.next().unwrap_or("").to_string();
-    let (status, extra, body, cut) = {
+    let (status, extra, body, cut, hostile) = {
         let mut st = state.lock().unwrap();
         st.log.push(format!("{method} {path}"));
         let cut = st.cut;
         let (status, extra, body) = route(&st, &path, &headers);
-        (status, extra, body, cut)
+        (status, extra, body, cut, hostile_for(&st, &path))
     };
+    if let Some(how) = hostile {
+        return misbehave(conn, how);
+    }
     respond(
         conn,
         &method,
@@ -158,6 +197,61 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
 }
 
 type Route = (u16, Vec<(String, String)>, Vec<u8>);
+
+fn hostile_for(st: &State, path: &str) -> Option<Hostile> {
+    if let Some(name) = path.strip_prefix("/files/") {
+        return st.hostile.get(name).cloned();
+    }
+    let segs: Vec<&str> = path.trim_start_matches('/').splitn(5, '/').collect();
+    if segs.len() != 5 {
+        return None;
+    }
+    st.repos
+        .get(&format!("{}/{}", segs[0], segs[1]))
+        .and_then(|r| r.hostile.clone())
+}
+
+/// Headers of a hostile answer (a Hub-like commit and etag included).
+fn hostile_head(len: Option<u64>) -> String {
+    let mut head = format!(
+        "HTTP/1.1 200 OK\r\nconnection: close\r\nx-repo-commit: {COMMIT}\r\netag: \"{}\"\r\n",
+        "e".repeat(64)
+    );
+    if let Some(n) = len {
+        head.push_str(&format!("content-length: {n}\r\n"));
+    }
+    head.push_str("\r\n");
+    head
+}
+
+fn misbehave(mut conn: TcpStream, how: Hostile) -> std::io::Result<()> {
+    // Never longer than this, so a test that fails does not hang.
+    let patience = std::time::Duration::from_secs(30);
+    match how {
+        Hostile::Silent => std::thread::sleep(patience),
+        Hostile::Endless => {
+            conn.write_all(hostile_head(None).as_bytes())?;
+            let chunk = vec![0u8; 1 << 16];
+            let start = std::time::Instant::now();
+            while start.elapsed() < patience {
+                conn.write_all(&chunk)?;
+            }
+        }
+        Hostile::Stall(body) => {
+            conn.write_all(hostile_head(Some(body.len() as u64)).as_bytes())?;
+            conn.write_all(&body[..body.len() / 2])?;
+            conn.flush()?;
+            std::thread::sleep(patience);
+        }
+        Hostile::Announce { len, body } => {
+            conn.write_all(hostile_head(Some(len)).as_bytes())?;
+            conn.write_all(&body)?;
+            conn.flush()?;
+            let _ = conn.shutdown(std::net::Shutdown::Both);
+        }
+    }
+    Ok(())
+}
 
 fn route(st: &State, path: &str, headers: &HashMap<String, String>) -> Route {
     let not_found = |code: &str| {
@@ -194,11 +288,12 @@ fn route(st: &State, path: &str, headers: &HashMap<String, String>) -> Route {
     let Some(bytes) = repo.files.get(segs[4]) else {
         return not_found("EntryNotFound");
     };
-    let sha = sha256_hex(bytes);
+    let sha = repo.etag.clone().unwrap_or_else(|| sha256_hex(bytes));
+    let commit = repo.commit.clone().unwrap_or_else(|| COMMIT.into());
     (
         200,
         vec![
-            ("x-repo-commit".into(), COMMIT.into()),
+            ("x-repo-commit".into(), commit),
             ("x-linked-etag".into(), format!("\"{sha}\"")),
             ("etag".into(), format!("\"{sha}\"")),
             ("accept-ranges".into(), "bytes".into()),
