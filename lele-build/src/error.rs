@@ -1,5 +1,50 @@
 //! Errors of the compiler.
+use std::borrow::Cow;
 use std::path::PathBuf;
+
+/// Whether `c` must not reach a terminal or a Rust source file raw: C0
+/// controls, DEL, C1 controls, and the bidirectional marks, embeddings,
+/// overrides and isolates (U+061C, U+200E/F, U+202A–U+202E, U+2066–U+2069),
+/// plus the line and paragraph separators (U+2028/9).
+pub fn is_unsafe_char(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0}'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{61c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// `s` with every [unsafe character](is_unsafe_char) written as `\u{..}`,
+/// for showing a string from a model, a toml or a file on a terminal or in a
+/// doc comment. Other text (non-ASCII letters included) is kept as is.
+pub fn escape_controls(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if is_unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`escape_controls`] of each line of a multi-line message: the line
+/// breaks the message itself is made of stay.
+pub fn escape_lines(s: &str) -> String {
+    s.split('\n')
+        .map(escape_controls)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 /// One unsupported construct of a model (op, node name, reason).
 #[derive(Debug, Clone, PartialEq)]
@@ -38,13 +83,13 @@ pub enum BuildError {
         reason: String,
     },
     /// The model uses operators lele cannot compile (all are listed).
-    #[error("unsupported operators:\n{}", .0.iter().map(|u| format!("  - {} (node `{}`): {}", u.op, u.node, u.reason)).collect::<Vec<_>>().join("\n"))]
+    #[error("unsupported operators:\n{}", .0.iter().map(|u| format!("  - {} (node `{}`): {}", escape_controls(&u.op), escape_controls(&u.node), escape_controls(&u.reason))).collect::<Vec<_>>().join("\n"))]
     Unsupported(Vec<Unsupported>),
     /// Invalid `model.toml`.
     #[error("{0}")]
     Config(String),
     /// Shape inference or constant evaluation failed.
-    #[error("node `{node}` ({op}): {msg}")]
+    #[error("node `{}` ({}): {}", escape_controls(.node), escape_controls(.op), escape_lines(.msg))]
     Node {
         /// Node name.
         node: String,
@@ -83,3 +128,47 @@ pub(crate) const STDOUT: &str = "<stdout>";
 
 /// Result alias of the compiler.
 pub type Result<T, E = BuildError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_controls_and_bidi_but_keeps_text() {
+        assert_eq!(escape_controls("input_ids"), "input_ids");
+        assert_eq!(escape_controls("héllo 图像 ∑"), "héllo 图像 ∑");
+        assert_eq!(
+            escape_controls("a\u{1b}[2Jb\r\u{7f}\u{9b}"),
+            "a\\u{1b}[2Jb\\u{d}\\u{7f}\\u{9b}"
+        );
+        assert_eq!(
+            escape_controls("x\u{202e}y\u{2066}z\u{2069}"),
+            "x\\u{202e}y\\u{2066}z\\u{2069}"
+        );
+        assert_eq!(
+            escape_lines("one\u{1b}\ntwo\u{202a}"),
+            "one\\u{1b}\ntwo\\u{202a}"
+        );
+    }
+
+    #[test]
+    fn node_and_unsupported_errors_show_model_strings_escaped() {
+        let e = BuildError::Node {
+            node: "n\u{1b}]0;pwned\u{7}".into(),
+            op: "Add\u{202e}".into(),
+            msg: "bad\u{9b}".into(),
+        };
+        let s = e.to_string();
+        assert!(!s.chars().any(is_unsafe_char), "{s:?}");
+        assert!(s.contains("n\\u{1b}]0;pwned\\u{7}"), "{s}");
+        let e = BuildError::Unsupported(vec![Unsupported {
+            op: "Evil\u{1b}[31m".into(),
+            node: "x\ry".into(),
+            reason: "unknown\u{85}".into(),
+        }]);
+        let s = e.to_string();
+        assert!(s.starts_with("unsupported operators:\n"));
+        assert!(!s.chars().any(|c| c != '\n' && is_unsafe_char(c)), "{s:?}");
+        assert!(s.contains("Evil\\u{1b}[31m"), "{s}");
+    }
+}

@@ -10,7 +10,9 @@ fn main() -> ExitCode {
         // `lele bench … | head`: the reader has what it wanted.
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("lele: {e}");
+            // Model, toml and file strings in the message are shown escaped:
+            // nothing from a model reaches the terminal as a control sequence.
+            eprintln!("lele: {}", lele_build::error::escape_lines(&e.to_string()));
             ExitCode::FAILURE
         }
     }

@@ -6,7 +6,7 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use super::run::{InputArgs, RunnerKind, build_runner, prepare_inputs};
-use crate::error::{BuildError, Result};
+use crate::error::{BuildError, Result, escape_controls as esc};
 
 /// Arguments of `lele bench`.
 #[derive(clap::Args, Debug)]
@@ -73,7 +73,27 @@ pub struct NodeTimeReport {
 
 /// One profile row as a JSON object (what a timing runner prints).
 pub fn node_time_json(op: &str, name: &str, mean_ms: f64, share: f64) -> String {
-    serde_json::json!({ "op": op, "name": name, "mean_ms": mean_ms, "share": share }).to_string()
+    json_terminal_safe(
+        &serde_json::json!({ "op": op, "name": name, "mean_ms": mean_ms, "share": share })
+            .to_string(),
+    )
+}
+
+/// JSON text with every character a terminal could act on (C1 controls,
+/// bidi overrides: see [`crate::error::is_unsafe_char`]; serde_json
+/// escapes C0 itself) written as a `\uXXXX` escape: the same JSON value,
+/// safe to print.
+pub fn json_terminal_safe(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if crate::error::is_unsafe_char(c) {
+            // All of them are in the BMP: one escape each.
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Median, min and max of a sample (`None` when empty).
@@ -165,7 +185,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             "first_output_ms": r.first_output_ms,
             "peak_rss_kb": r.peak_rss_kb,
         });
-        outln!("{obj}");
+        outln!("{}", json_terminal_safe(&obj.to_string()));
         for row in &r.profile {
             outln!(
                 "{}",
@@ -176,7 +196,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         outln!(
             "{}: median {median:.3} ms (min {min:.3}, max {max:.3}) over {} runs, {} thread(s); \
              first output {:.1} ms after start; peak RSS {:.1} MiB",
-            args.model.display(),
+            esc(&args.model.display().to_string()),
             r.times_ms.len(),
             r.threads,
             r.first_output_ms,
@@ -204,8 +224,8 @@ fn print_profile(rows: &[NodeTimeReport], top: usize) -> Result<()> {
             "{:>9.3}  {:>5.1}%  {:<22} {}",
             r.mean_ms,
             r.share * 100.0,
-            r.op,
-            r.name
+            esc(&r.op),
+            esc(&r.name)
         );
     }
     if shown < rows.len() {
@@ -228,14 +248,23 @@ fn print_profile(rows: &[NodeTimeReport], top: usize) -> Result<()> {
     outln!("\nper op type:");
     for (op, ms, n) in by_op {
         let share = if total > 0.0 { ms / total * 100.0 } else { 0.0 };
-        outln!("{ms:>9.3}  {share:>5.1}%  {op:<22} ×{n}");
+        outln!("{ms:>9.3}  {share:>5.1}%  {:<22} ×{n}", esc(&op));
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::summary;
+    use super::{NodeTimeReport, node_time_json, summary};
+
+    #[test]
+    fn json_rows_escape_what_a_terminal_would_act_on() {
+        let row = node_time_json("Add\u{9b}2J", "n\u{1b}[31m\u{202e}é", 1.5, 0.25);
+        assert!(!row.chars().any(crate::error::is_unsafe_char), "{row}");
+        let back: NodeTimeReport = serde_json::from_str(&row).unwrap();
+        assert_eq!(back.op, "Add\u{9b}2J");
+        assert_eq!(back.name, "n\u{1b}[31m\u{202e}é");
+    }
 
     #[test]
     fn summary_takes_the_middle() {

@@ -2,14 +2,16 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::error::Result;
+use crate::error::{Result, escape_controls as esc};
 use crate::ir::{DeclaredDim, Op};
 
-/// Prints a summary of a model.
+/// Prints a summary of a model. Every string from the model (names, op
+/// types, domains, dim names, the producer) is shown escaped: control
+/// characters and bidi overrides never reach the terminal raw.
 pub fn inspect(path: &Path) -> Result<()> {
     let g = crate::onnx::load(path)?;
-    outln!("model: {}", path.display());
-    outln!("opset: {}   producer: {}", g.opset, g.producer);
+    outln!("model: {}", esc(&path.display().to_string()));
+    outln!("opset: {}   producer: {}", g.opset, esc(&g.producer));
     let dims = |d: &Option<Vec<DeclaredDim>>| -> String {
         match d {
             None => "?".into(),
@@ -19,7 +21,7 @@ pub fn inspect(path: &Path) -> Result<()> {
                     .map(|x| match x {
                         DeclaredDim::Fixed(n) => n.to_string(),
                         DeclaredDim::Dynamic(s) if s.is_empty() => "?".into(),
-                        DeclaredDim::Dynamic(s) => s.clone(),
+                        DeclaredDim::Dynamic(s) => esc(s).into_owned(),
                     })
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -31,7 +33,7 @@ pub fn inspect(path: &Path) -> Result<()> {
         let val = &g.values[v];
         outln!(
             "  {:<24} {:<5} {}",
-            val.name,
+            esc(&val.name),
             val.dtype.map(|d| d.name()).unwrap_or("?"),
             dims(&val.declared)
         );
@@ -41,7 +43,7 @@ pub fn inspect(path: &Path) -> Result<()> {
         let val = &g.values[v];
         outln!(
             "  {:<24} {:<5} {}",
-            val.name,
+            esc(&val.name),
             val.dtype.map(|d| d.name()).unwrap_or("?"),
             dims(&val.declared)
         );
@@ -66,7 +68,12 @@ pub fn inspect(path: &Path) -> Result<()> {
     let mut unsupported = Vec::new();
     g.for_each_node(&mut |n| {
         if let Op::Unsupported { reason } = &n.op {
-            unsupported.push(format!("  {} (node `{}`): {reason}", qualified(n), n.name));
+            unsupported.push(format!(
+                "  {} (node `{}`): {}",
+                qualified(n),
+                esc(&n.name),
+                esc(reason)
+            ));
         }
     });
     if unsupported.is_empty() {
@@ -95,10 +102,11 @@ pub fn inspect(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `domain.op_type` (escaped for display).
 fn qualified(n: &crate::ir::Node) -> String {
     if n.domain.is_empty() {
-        n.op_type.clone()
+        esc(&n.op_type).into_owned()
     } else {
-        format!("{}.{}", n.domain, n.op_type)
+        format!("{}.{}", esc(&n.domain), esc(&n.op_type))
     }
 }

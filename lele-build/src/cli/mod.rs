@@ -107,12 +107,12 @@ fn fetch_cmd(toml_path: &std::path::Path) -> Result<()> {
             cache_root: None,
         },
     )?;
-    outln!("model  {}", fetched.model.display());
+    outln!("model  {}", shown(&fetched.model));
     outln!("sha256 = \"{}\"", fetched.sha256);
     for f in &fetched.files {
         outln!(
             "file   {}  sha256 {}",
-            f.display(),
+            shown(f),
             crate::fetch::sha256_file(f)?
         );
     }
@@ -128,14 +128,14 @@ fn prepare_cmd(toml_path: &std::path::Path, vendor: bool) -> Result<()> {
         } else {
             "compiled"
         },
-        toml_path.display(),
+        shown(toml_path),
         lock.key,
         lock.signature.inputs.len(),
         lock.signature.outputs.len()
     );
-    outln!("wrote {}", crate::artifact::lock_path(toml_path).display());
+    outln!("wrote {}", shown(&crate::artifact::lock_path(toml_path)));
     if vendor {
-        outln!("wrote {}", crate::artifact::vendor_dir(toml_path).display());
+        outln!("wrote {}", shown(&crate::artifact::vendor_dir(toml_path)));
     }
     Ok(())
 }
@@ -192,14 +192,21 @@ fn gen_cmd(
     })?;
     outln!(
         "wrote {} and {}",
-        file.display(),
-        compiled
-            .weights_path
-            .as_deref()
-            .unwrap_or(std::path::Path::new("?"))
-            .display()
+        shown(&file),
+        shown(
+            compiled
+                .weights_path
+                .as_deref()
+                .unwrap_or(std::path::Path::new("?"))
+        )
     );
     Ok(())
+}
+
+/// A path as the CLI prints it: control characters and bidi overrides
+/// escaped (see [`crate::error::escape_controls`]).
+pub(crate) fn shown(p: &std::path::Path) -> String {
+    crate::error::escape_controls(&p.display().to_string()).into_owned()
 }
 
 /// Quotes a string as a TOML basic string.
