@@ -113,10 +113,7 @@ struct Toml {
 
 impl Toml {
     fn load(path: &Path) -> Result<Toml> {
-        let text = std::fs::read_to_string(path).map_err(|source| BuildError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = crate::fsutil::read_regular_text(path, crate::fsutil::MAX_TOML_BYTES)?;
         let parsed = ModelToml::parse(&text)?;
         Ok(Toml {
             path: path.to_path_buf(),

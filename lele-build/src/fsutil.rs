@@ -151,6 +151,13 @@ mod tests {
             let link = d.join("link");
             std::os::unix::fs::symlink(&fifo, &link).unwrap();
             assert!(open_regular_file(&link).is_err());
+            // The readers of user-named files: the model, model.toml.
+            let limits = crate::onnx::Limits::default();
+            assert!(crate::onnx::read_model_proto(&link, &limits).is_err());
+            assert!(crate::onnx::load(&fifo).is_err());
+            assert!(crate::config::ModelToml::load(&fifo).is_err());
+            let opts = crate::driver::CompileOptions::new("M");
+            assert!(crate::driver::compile_toml(&fifo, &opts).is_err());
         }
         let _ = std::fs::remove_dir_all(&d);
     }

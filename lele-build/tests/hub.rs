@@ -643,3 +643,79 @@ fn a_hostile_revision_is_refused_and_nothing_outside_the_cache_is_touched() {
     assert!(!out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read(&precious).unwrap(), b"keep me");
 }
+
+/// Issue 50 class 8: a model, a model.toml or external data that is a FIFO
+/// (or a device) is an error, not a hang, in every command that reads one.
+#[cfg(unix)]
+#[test]
+fn fifos_and_devices_are_refused_by_the_cli() {
+    let sb = Sandbox::new("fifo");
+    let fifo = sb.dir.join("pipe.onnx");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        return;
+    }
+    let out_dir = sb.dir.join("out");
+    let toml_fifo = sb.dir.join("pipe.toml");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&toml_fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let real_toml = sb.toml("m.toml", "[model]\npath = \"pipe.onnx\"\n");
+    let cases: Vec<Vec<&std::ffi::OsStr>> = vec![
+        vec!["inspect".as_ref(), fifo.as_os_str()],
+        vec!["inspect".as_ref(), "/dev/zero".as_ref()],
+        vec![
+            "gen".as_ref(),
+            fifo.as_os_str(),
+            "--out".as_ref(),
+            out_dir.as_os_str(),
+        ],
+        vec![
+            "gen".as_ref(),
+            "/dev/null".as_ref(),
+            "--out".as_ref(),
+            out_dir.as_os_str(),
+            "--toml".as_ref(),
+            toml_fifo.as_os_str(),
+        ],
+        vec!["fetch".as_ref(), toml_fifo.as_os_str()],
+        vec!["prepare".as_ref(), toml_fifo.as_os_str()],
+        vec!["prepare".as_ref(), real_toml.as_os_str()],
+    ];
+    for args in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lele"))
+            .args(&args)
+            .env("LELE_CACHE_DIR", sb.dir.join("lele"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if start.elapsed() > std::time::Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let out = child.wait_with_output().unwrap();
+        let status = status.unwrap_or_else(|| panic!("`lele {args:?}` hung"));
+        assert!(!status.success(), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("not a regular file"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+}

@@ -155,10 +155,7 @@ fn gen_cmd(
 ) -> Result<()> {
     let (cfg, text) = match toml {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|source| BuildError::Io {
-                path: p.to_path_buf(),
-                source,
-            })?;
+            let text = crate::fsutil::read_regular_text(p, crate::fsutil::MAX_TOML_BYTES)?;
             (crate::ModelToml::parse(&text)?, text)
         }
         None => {

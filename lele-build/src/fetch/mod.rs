@@ -112,6 +112,10 @@ fn resolve_local(
     files: &[ExtraFile],
     root: &Path,
 ) -> Result<Fetched> {
+    if model.exists() && !model.is_file() {
+        // A FIFO, a device or a folder: say so (and never open it).
+        crate::fsutil::open_regular_file(model)?;
+    }
     if !model.is_file() {
         return Err(BuildError::Config(format!(
             "model file `{written}` does not exist (relative paths are relative to the model.toml){}",
@@ -128,6 +132,9 @@ fn resolve_local(
     let mut out = Vec::new();
     for f in files {
         let p = dir.join(f.name());
+        if p.exists() && !p.is_file() {
+            crate::fsutil::open_regular_file(&p)?;
+        }
         if !p.is_file() {
             return Err(BuildError::Config(format!(
                 "[model] files: `{}` does not exist next to the model",

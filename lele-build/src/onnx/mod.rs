@@ -53,10 +53,8 @@ pub fn read_model_proto(path: &Path, limits: &Limits) -> Result<proto::ModelProt
             limits.max_file_bytes
         )));
     }
-    let bytes = std::fs::read(path).map_err(|source| BuildError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    // Regular files only: a FIFO or a device would block or never end.
+    let bytes = crate::fsutil::read_regular_file(path, limits.max_file_bytes)?;
     proto::ModelProto::decode(bytes.as_slice()).map_err(|e| BuildError::Decode(e.to_string()))
 }
 
