@@ -213,3 +213,404 @@ fn gen_writes_formatted_source_and_weights() {
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_file(&toml);
 }
+
+// ---------------------------------------------------------------------------
+// Hostile models, names and inputs (issue 50, classes 6, 7, 10 and 11):
+// small models built in code, written to a scratch directory.
+
+mod hostile {
+    use std::path::{Path, PathBuf};
+
+    use lele_build::error::is_unsafe_char;
+    use lele_build::onnx::proto;
+    use prost::Message;
+
+    fn s(v: &str) -> Option<String> {
+        Some(v.to_string())
+    }
+
+    /// A tensor value; a dim that is not a number is a named (dynamic) dim.
+    pub fn vi(name: &str, elem: i32, dims: &[&str]) -> proto::ValueInfoProto {
+        use proto::tensor_shape_proto::{Dimension, dimension};
+        let dim = dims
+            .iter()
+            .map(|d| Dimension {
+                value: Some(match d.parse::<i64>() {
+                    Ok(n) => dimension::Value::DimValue(n),
+                    Err(_) => dimension::Value::DimParam(d.to_string()),
+                }),
+                ..Default::default()
+            })
+            .collect();
+        proto::ValueInfoProto {
+            name: s(name),
+            r#type: Some(proto::TypeProto {
+                value: Some(proto::type_proto::Value::TensorType(
+                    proto::type_proto::Tensor {
+                        elem_type: Some(elem),
+                        shape: Some(proto::TensorShapeProto { dim }),
+                    },
+                )),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    pub fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> proto::NodeProto {
+        proto::NodeProto {
+            op_type: s(op),
+            name: s(name),
+            input: inputs.iter().map(|x| x.to_string()).collect(),
+            output: outputs.iter().map(|x| x.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Writes the model into `dir/model.onnx`.
+    pub fn write_model(
+        dir: &Path,
+        nodes: Vec<proto::NodeProto>,
+        inputs: Vec<proto::ValueInfoProto>,
+        outputs: Vec<proto::ValueInfoProto>,
+        metadata: &[(&str, &str)],
+    ) -> PathBuf {
+        let m = proto::ModelProto {
+            ir_version: Some(8),
+            producer_name: s("evil\u{1b}]0;title\u{7}producer"),
+            opset_import: vec![proto::OperatorSetIdProto {
+                domain: s(""),
+                version: Some(17),
+            }],
+            metadata_props: metadata
+                .iter()
+                .map(|(k, v)| proto::StringStringEntryProto {
+                    key: s(k),
+                    value: s(v),
+                })
+                .collect(),
+            graph: Some(proto::GraphProto {
+                node: nodes,
+                input: inputs,
+                output: outputs,
+                name: s("g"),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        std::fs::create_dir_all(dir).unwrap();
+        let p = dir.join("model.onnx");
+        std::fs::write(&p, m.encode_to_vec()).unwrap();
+        p
+    }
+
+    /// A fresh scratch directory.
+    pub fn scratch(what: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lele-hostile-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Panics if `text` holds a character a terminal or rustc could act on
+    /// (line breaks aside).
+    pub fn assert_safe(what: &str, text: &str) {
+        if let Some(c) = text.chars().find(|&c| c != '\n' && is_unsafe_char(c)) {
+            panic!("{what}: raw {c:?} in:\n{}", text.escape_debug());
+        }
+    }
+
+    /// An `.npy` file of this raw header text (version 1) and data.
+    pub fn npy_with_header(path: &Path, header: &str, data: &[u8]) {
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        std::fs::write(path, out).unwrap();
+    }
+}
+
+/// `lele run` checks `--shape` and `.npy` inputs before allocating for
+/// them: a huge or wrapping element count, dims against the model's, and a
+/// malformed header are each an error naming the input (exit code 1), not
+/// an abort or a panic; nothing is compiled for them.
+#[test]
+fn run_checks_shapes_and_npy_inputs_before_allocating() {
+    use hostile::*;
+    let dir = scratch("shapes");
+    let model = write_model(
+        &dir,
+        vec![node("Relu", "relu", &["x"], &["y"])],
+        vec![vi("x", 1, &["n", "4"])],
+        vec![vi("y", 1, &["n", "4"])],
+        &[],
+    );
+    let run = |extra: &[&str]| {
+        let out = lele()
+            .arg("run")
+            .arg(&model)
+            .arg("--out")
+            .arg(dir.join("out"))
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {stderr}");
+        stderr
+    };
+    for (args, wanted) in [
+        (&["--random", "--shape", "x=99999999999,4"][..], "exceeds"),
+        (
+            &["--random", "--shape", "x=4294967296,4294967296,0"],
+            "exceeds",
+        ),
+        (&["--random", "--shape", "x=1073741824,4"], "exceeds"),
+        (
+            &["--random", "--shape", "x=2,5"],
+            "dim 1 is 5 but the model fixes it to 4",
+        ),
+        (&["--random", "--shape", "x=2,4,1"], "has 3 dims"),
+        (
+            &["--random", "--shape", "y=2,4"],
+            "--shape `y` is not an input",
+        ),
+    ] {
+        let e = run(args);
+        assert!(e.contains(wanted), "{args:?}: {e}");
+        assert!(e.contains('x') || e.contains('y'), "{args:?}: {e}");
+    }
+    let h = |shape: &str| format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+    for (file, header, data, wanted) in [
+        ("swapped.npy", h(")2, 4("), &[][..], "bad shape"),
+        (
+            "wraps.npy",
+            h("(4294967296, 4294967296, 0)"),
+            &[][..],
+            "exceeds",
+        ),
+        (
+            "huge.npy",
+            h("(1099511627776, 4)"),
+            &[0u8; 16][..],
+            "exceeds",
+        ),
+        ("short.npy", h("(2, 4)"), &[0u8; 16][..], "needs 32"),
+        ("rank.npy", h("(8,)"), &[0u8; 32][..], "has 1 dims"),
+    ] {
+        let p = dir.join(file);
+        npy_with_header(&p, &header, data);
+        let e = run(&["--input", &format!("x={}", p.display())]);
+        assert!(e.contains(wanted), "{file}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Inputs named like the parameters of the generated `forward` (`profiler`,
+/// `ws`, `self`), and names, node names and metadata holding CR, newlines,
+/// ESC sequences and bidi overrides: `lele gen` writes code that parses,
+/// whose functions bind every parameter once, and with no raw control or
+/// bidi character anywhere (doc comments included); `lele inspect` shows
+/// all of it escaped, non-ASCII letters intact.
+#[test]
+fn gen_and_inspect_guard_hostile_names() {
+    use hostile::*;
+    let dir = scratch("names");
+    let names = [
+        "profiler",
+        "Profiler",
+        "profiler_",
+        "ws",
+        "self",
+        "cr\rname",
+        "rlo\u{202e}name",
+        "esc\u{1b}[31mred",
+        "line\nbreak",
+        "é",
+    ];
+    let outs: Vec<String> = names.iter().map(|n| format!("{n}\u{2066}out")).collect();
+    let nodes = names
+        .iter()
+        .zip(&outs)
+        .map(|(n, o)| node("Relu", &format!("node\u{1b}[2J{n}"), &[n], &[o]))
+        .collect();
+    let model = write_model(
+        &dir,
+        nodes,
+        names.iter().map(|n| vi(n, 1, &["2"])).collect(),
+        outs.iter().map(|o| vi(o, 1, &["2"])).collect(),
+        &[("key\u{1b}[1m", "value\r\u{202e}\u{85}")],
+    );
+    let gen_dir = dir.join("gen");
+    let out = lele()
+        .arg("gen")
+        .arg(&model)
+        .arg("-o")
+        .arg(&gen_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_safe("gen stdout", &stdout);
+    let src = std::fs::read_to_string(gen_dir.join("model.rs")).unwrap();
+    assert_safe("generated source", &src);
+    let file = syn::parse_file(&src).expect("generated source parses");
+    let mut forwards = 0;
+    for item in &file.items {
+        let syn::Item::Impl(imp) = item else { continue };
+        for it in &imp.items {
+            let syn::ImplItem::Fn(f) = it else { continue };
+            let mut seen = std::collections::HashSet::new();
+            for arg in &f.sig.inputs {
+                let name = match arg {
+                    syn::FnArg::Receiver(_) => "self".to_string(),
+                    syn::FnArg::Typed(t) => match &*t.pat {
+                        syn::Pat::Ident(i) => i.ident.to_string(),
+                        p => panic!("unexpected pattern {}", quote::quote!(#p)),
+                    },
+                };
+                assert!(
+                    seen.insert(name.clone()),
+                    "`{name}` bound twice in {}",
+                    f.sig.ident
+                );
+            }
+            if f.sig.ident.to_string().starts_with("forward") {
+                forwards += 1;
+                assert_eq!(
+                    f.sig.inputs.len(),
+                    names.len() + 2 + usize::from(f.sig.ident != "forward")
+                );
+            }
+        }
+    }
+    assert_eq!(forwards, 3, "forward, forward_profiled and forward_impl");
+    // Each name reaches the doc comments escaped.
+    assert!(src.contains("`cr\\u{d}name`"), "{src}");
+    assert!(src.contains("`rlo\\u{202e}name`"));
+    assert!(src.contains("`é`"));
+
+    let out = lele().arg("inspect").arg(&model).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_safe("inspect", &text);
+    assert!(
+        text.contains("producer: evil\\u{1b}]0;title\\u{7}producer"),
+        "{text}"
+    );
+    assert!(text.contains("esc\\u{1b}[31mred"), "{text}");
+    assert!(text.contains("line\\u{a}break"), "{text}");
+    assert!(text.contains("  é "), "{text}");
+
+    // An unsupported op with an ESC in its type, domain and node name: the
+    // inspect listing and the compile error show them escaped.
+    let evil = write_model(
+        &dir.join("evil"),
+        vec![proto_node_in_domain()],
+        vec![vi("x\u{1b}[8m", 1, &["1"])],
+        vec![vi("y", 1, &["1"])],
+        &[],
+    );
+    let out = lele().arg("inspect").arg(&evil).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_safe("inspect of an unsupported op", &text);
+    assert!(text.contains("Evil\\u{1b}[2J"), "{text}");
+    let out = lele()
+        .arg("gen")
+        .arg(&evil)
+        .arg("-o")
+        .arg(dir.join("gen-evil"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_safe("gen error", &stderr);
+    assert!(stderr.contains("Evil\\u{1b}[2J"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn proto_node_in_domain() -> lele_build::onnx::proto::NodeProto {
+    let mut n = hostile::node("Evil\u{1b}[2J", "n\u{9b}31m", &["x\u{1b}[8m"], &["y"]);
+    n.domain = Some("dom\u{202e}ain".into());
+    n
+}
+
+/// `lele run` through generated code on a model whose names collide after
+/// sanitizing (`a/b` and `a_b`, `o/1` and `o_1`, two non-ASCII names, an
+/// output named like an input's file), with inputs named `profiler` and
+/// with CR and U+202E, and an output declared f32 that computes i64:
+/// every input and output gets its own file, each output holds its own
+/// values, and the i64 output is written as i64. (Builds a runner crate:
+/// slow the first time.)
+#[test]
+fn run_writes_every_output_to_its_own_file_with_its_computed_dtype() {
+    use hostile::*;
+    let dir = scratch("run-files");
+    let inputs = ["profiler", "a/b", "a_b", "rlo\u{202e}\r"];
+    let model = write_model(
+        &dir,
+        vec![
+            node("Relu", "r0", &["profiler"], &["o/1"]),
+            node("Neg", "r1", &["a/b"], &["o_1"]),
+            node("Relu", "r2", &["a_b"], &["é"]),
+            node("Neg", "r3", &["rlo\u{202e}\r"], &["ü"]),
+            node("Neg", "r4", &["a_b"], &["profiler.input"]),
+            node("Shape", "r5", &["profiler"], &["shape"]),
+        ],
+        inputs.iter().map(|n| vi(n, 1, &["3"])).collect(),
+        vec![
+            vi("o/1", 1, &["3"]),
+            vi("o_1", 1, &["3"]),
+            vi("é", 1, &["3"]),
+            vi("ü", 1, &["3"]),
+            vi("profiler.input", 1, &["3"]),
+            // Declared f32; Shape computes i64.
+            vi("shape", 1, &["1"]),
+        ],
+        &[],
+    );
+    let out_dir = dir.join("out");
+    let out = lele()
+        .arg("run")
+        .arg(&model)
+        .args(["--random", "--seed", "3", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_safe("run stdout", &stdout);
+    let read = |f: &str| lele_build::npy::read(&out_dir.join(f)).unwrap();
+    let vals = |f: &str| read(f).to_f64s().unwrap();
+    let (p, ab, a_b, rlo) = (
+        vals("profiler.input.npy"),
+        vals("a_b.input.npy"),
+        vals("a_b_2.input.npy"),
+        vals("rlo__.input.npy"),
+    );
+    // Four distinct random inputs.
+    assert!(
+        p != ab && ab != a_b && a_b != rlo,
+        "{p:?} {ab:?} {a_b:?} {rlo:?}"
+    );
+    let relu = |v: &[f64]| v.iter().map(|x| x.max(0.0)).collect::<Vec<_>>();
+    let neg = |v: &[f64]| v.iter().map(|x| -x).collect::<Vec<_>>();
+    assert_eq!(vals("o_1.npy"), relu(&p));
+    assert_eq!(vals("o_1_2.npy"), neg(&ab));
+    assert_eq!(vals("_.npy"), relu(&a_b));
+    assert_eq!(vals("__2.npy"), neg(&rlo));
+    assert_eq!(vals("profiler.input_2.npy"), neg(&a_b));
+    let shape = read("shape.npy");
+    assert_eq!(shape.dtype, lele_kernels::DType::I64);
+    assert_eq!(shape.to_i64s().unwrap(), vec![3]);
+    assert!(stdout.contains("(output `o/1`)"), "{stdout}");
+    assert!(stdout.contains("__2.npy (output `ü`)"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

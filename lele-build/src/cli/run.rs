@@ -73,6 +73,55 @@ fn parse_kv(s: &str, what: &str) -> Result<(String, String)> {
     Ok((k.to_string(), v.to_string()))
 }
 
+/// `NAME=d0,d1,…` of `--shape`: every dim a number, at most
+/// [`crate::npy::MAX_RANK`] of them, and a shape whose element count fits
+/// in [`crate::npy::MAX_DATA_BYTES`] bytes even at one byte an element
+/// (the input's dtype is checked in [`check_dims`]).
+fn parse_shape(s: &str) -> Result<(String, Vec<usize>)> {
+    let (k, v) = parse_kv(s, "--shape")?;
+    let dims = v
+        .split(',')
+        .map(|d| {
+            d.trim()
+                .parse::<usize>()
+                .map_err(|_| BuildError::Config(format!("bad dim `{}` in --shape {s}", d.trim())))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    crate::npy::checked_bytes(&dims, 1)
+        .map_err(|m| BuildError::Config(format!("--shape of input `{k}`: {m}")))?;
+    Ok((k, dims))
+}
+
+/// Checks `dims` for input `val` before a tensor of them exists (or goes
+/// further): the rank and fixed dims the model declares, and the size cap
+/// at the input's element size.
+fn check_dims(val: &crate::ir::Value, dtype: DType, dims: &[usize]) -> Result<()> {
+    crate::npy::checked_bytes(dims, dtype.size())
+        .map_err(|m| BuildError::Config(format!("input `{}`: {m}", val.name)))?;
+    let Some(declared) = &val.declared else {
+        return Ok(());
+    };
+    if declared.len() != dims.len() {
+        return Err(BuildError::Config(format!(
+            "input `{}` has {} dims {dims:?} but the model declares {}",
+            val.name,
+            dims.len(),
+            declared.len()
+        )));
+    }
+    for (i, (d, decl)) in dims.iter().zip(declared).enumerate() {
+        if let DeclaredDim::Fixed(n) = decl
+            && n != d
+        {
+            return Err(BuildError::Config(format!(
+                "input `{}` dim {i} is {d} but the model fixes it to {n}",
+                val.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A deterministic generator (SplitMix64).
 struct Rng(u64);
 
@@ -91,7 +140,7 @@ impl Rng {
 }
 
 fn random_tensor(dtype: DType, dims: &[usize], rng: &mut Rng) -> Result<Tensor> {
-    let n: usize = dims.iter().product();
+    let n = crate::npy::checked_bytes(dims, 1).map_err(BuildError::Config)?;
     let bad = || BuildError::Other("cannot build a random tensor".into());
     match dtype {
         DType::F32 => Tensor::from_values::<f32>(
@@ -158,6 +207,70 @@ pub fn file_name(name: &str) -> String {
     }
 }
 
+/// Longest sanitized name part of a `lele run` file name (file systems
+/// refuse names past 255 bytes).
+const MAX_FILE_STEM: usize = 96;
+
+/// File names of `lele run`'s inputs (`NAME.input.npy`) and outputs
+/// (`NAME.npy`), which share one directory: [`file_name`] of each ONNX name
+/// (cut to [`MAX_FILE_STEM`] bytes), then `_2`, `_3`, … until no two are
+/// equal ignoring ASCII case (`a/b` and `a_b`, or two non-ASCII names,
+/// would otherwise overwrite each other, also on case-insensitive file
+/// systems).
+pub fn run_file_names(inputs: &[&str], outputs: &[&str]) -> (Vec<String>, Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    let mut unique = |name: &str, ext: &str| {
+        let mut base = file_name(name);
+        // `file_name` leaves ASCII only, so any byte is a char boundary.
+        base.truncate(MAX_FILE_STEM);
+        let mut cand = format!("{base}{ext}");
+        let mut k = 2;
+        while !seen.insert(cand.to_ascii_lowercase()) {
+            cand = format!("{base}_{k}{ext}");
+            k += 1;
+        }
+        cand
+    };
+    let ins = inputs.iter().map(|n| unique(n, ".input.npy")).collect();
+    let outs = outputs.iter().map(|n| unique(n, ".npy")).collect();
+    (ins, outs)
+}
+
+/// [`run_file_names`] of a graph's inputs and outputs.
+fn graph_file_names(g: &crate::ir::Graph) -> (Vec<String>, Vec<String>) {
+    let names = |vs: &[crate::ir::ValueId]| -> Vec<&str> {
+        vs.iter().map(|&v| g.values[v].name.as_str()).collect()
+    };
+    run_file_names(&names(&g.inputs), &names(&g.outputs))
+}
+
+/// The `model.toml` of a `lele run`: the model's path and every input
+/// pinned to its dims. Serialized by `toml`, so any ONNX name (quotes,
+/// newlines, `]`) is a well-formed key.
+pub fn run_toml(model: &Path, inputs: &[(String, Vec<usize>)]) -> Result<String> {
+    let mut m = toml::Table::new();
+    m.insert(
+        "path".into(),
+        toml::Value::String(model.to_string_lossy().into_owned()),
+    );
+    let mut ins = toml::Table::new();
+    for (name, dims) in inputs {
+        let dims = dims
+            .iter()
+            .map(|&d| {
+                i64::try_from(d)
+                    .map(toml::Value::Integer)
+                    .map_err(|_| BuildError::Config(format!("input `{name}`: dim {d} too large")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        ins.insert(name.clone(), toml::Value::Array(dims));
+    }
+    let mut doc = toml::Table::new();
+    doc.insert("model".into(), toml::Value::Table(m));
+    doc.insert("inputs".into(), toml::Value::Table(ins));
+    toml::to_string(&doc).map_err(|e| BuildError::Other(format!("cannot write the run toml: {e}")))
+}
+
 /// Directory of the lele sources used by generated run crates.
 fn lele_source_dir() -> PathBuf {
     std::env::var_os("LELE_SOURCE_DIR")
@@ -182,27 +295,34 @@ pub fn prepare_inputs(model: &Path, args: &InputArgs, dir: &Path) -> Result<Prep
     let shapes: BTreeMap<String, Vec<usize>> = args
         .shapes
         .iter()
-        .map(|s| {
-            let (k, v) = parse_kv(s, "--shape")?;
-            let dims = v
-                .split(',')
-                .map(|d| {
-                    d.trim()
-                        .parse::<usize>()
-                        .map_err(|_| BuildError::Config(format!("bad dim in --shape {s}")))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok((k, dims))
-        })
+        .map(|s| parse_shape(s))
         .collect::<Result<_>>()?;
+    let input_names: Vec<&str> = g
+        .inputs
+        .iter()
+        .map(|&v| g.values[v].name.as_str())
+        .collect();
+    for (flag, name) in given
+        .keys()
+        .map(|k| ("--input", k))
+        .chain(shapes.keys().map(|k| ("--shape", k)))
+    {
+        if !input_names.contains(&name.as_str()) {
+            return Err(BuildError::Config(format!(
+                "{flag} `{name}` is not an input of the model (inputs: {})",
+                input_names.join(", ")
+            )));
+        }
+    }
     std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
         path: dir.to_path_buf(),
         source,
     })?;
     let mut rng = Rng(args.seed);
     let mut input_files = Vec::new();
-    let mut toml_inputs = String::from("[inputs]\n");
-    for &v in &g.inputs {
+    let mut toml_inputs = Vec::new();
+    let (in_files, _) = graph_file_names(&g);
+    for (&v, file) in g.inputs.iter().zip(&in_files) {
         let val = &g.values[v];
         let dtype = val
             .dtype
@@ -217,6 +337,7 @@ pub fn prepare_inputs(model: &Path, args: &InputArgs, dir: &Path) -> Result<Prep
                     t.dtype.name()
                 )));
             }
+            check_dims(val, dtype, &t.dims)?;
             t
         } else if args.random {
             let dims = match shapes.get(&val.name) {
@@ -235,9 +356,11 @@ pub fn prepare_inputs(model: &Path, args: &InputArgs, dir: &Path) -> Result<Prep
                     })
                     .collect::<Result<Vec<_>>>()?,
             };
+            // Checked against the model and the size cap before anything
+            // of that size is allocated.
+            check_dims(val, dtype, &dims)?;
             let t = random_tensor(dtype, &dims, &mut rng)?;
-            let p = dir.join(format!("{}.input.npy", file_name(&val.name)));
-            crate::npy::write(&p, t.dtype, &t.dims, t.bytes())?;
+            crate::npy::write(&dir.join(file), t.dtype, &t.dims, t.bytes())?;
             t
         } else {
             return Err(BuildError::Config(format!(
@@ -245,31 +368,19 @@ pub fn prepare_inputs(model: &Path, args: &InputArgs, dir: &Path) -> Result<Prep
                 val.name, val.name
             )));
         };
-        let p = dir.join(format!("{}.input.npy", file_name(&val.name)));
+        let p = dir.join(file);
         // A given input is copied next to the others (random ones were
         // written above), so the directory always holds this run's inputs.
         if given.contains_key(&val.name) {
             crate::npy::write(&p, tensor.dtype, &tensor.dims, tensor.bytes())?;
         }
-        toml_inputs.push_str(&format!(
-            "{} = [{}]\n",
-            toml_string(&val.name),
-            tensor
-                .dims
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        toml_inputs.push((val.name.clone(), tensor.dims.clone()));
         input_files.push(p.canonicalize().map_err(|source| BuildError::Io {
             path: p.clone(),
             source,
         })?);
     }
-    let toml_text = format!(
-        "[model]\npath = {}\n\n{toml_inputs}",
-        toml_string(&model.to_string_lossy())
-    );
+    let toml_text = run_toml(&model, &toml_inputs)?;
     Ok(Prepared {
         model,
         graph: g,
@@ -283,18 +394,30 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let p = prepare_inputs(&args.model, &args.io, &args.out)?;
     let (model, g, toml_text, input_files) = (p.model, p.graph, p.toml_text, p.input_files);
     let exe = build_runner(&model, &g, &toml_text, RunnerKind::Run)?;
-    let status = Command::new(&exe)
+    // The runner's messages can quote the model's names: captured, and
+    // shown escaped with the error.
+    let done = Command::new(&exe)
         .arg(&args.out)
         .args(&input_files)
-        .status()
+        .output()
         .map_err(|source| BuildError::Io {
             path: exe.clone(),
             source,
         })?;
-    if !status.success() {
+    if !done.status.success() {
         return Err(BuildError::Other(format!(
-            "the generated model failed ({status})"
+            "the generated model failed ({}): {}",
+            done.status,
+            String::from_utf8_lossy(&done.stderr).trim()
         )));
+    }
+    let (_, out_files) = graph_file_names(&g);
+    for (&v, file) in g.outputs.iter().zip(&out_files) {
+        outln!(
+            "wrote {} (output `{}`)",
+            super::shown(&args.out.join(file)),
+            crate::error::escape_controls(&g.values[v].name)
+        );
     }
     Ok(())
 }
@@ -357,7 +480,7 @@ pub fn build_runner(
         }
     })?;
     let main = match kind {
-        RunnerKind::Run => run_main(g),
+        RunnerKind::Run => run_main(g, &compiled.signature)?,
         RunnerKind::Bench => bench_main(g),
     };
     std::fs::write(src.join("main.rs"), format_tokens(main)?).map_err(|source| BuildError::Io {
@@ -400,20 +523,26 @@ fn input_reads(
     (reads, args)
 }
 
-/// `main` of a `lele run` crate: read inputs, run once, write outputs.
-fn run_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
+/// `main` of a `lele run` crate: read inputs, run once, write outputs,
+/// each labelled with the dtype the compiler computed for it (`sig`), not
+/// the one the model declares.
+fn run_main(
+    g: &crate::ir::Graph,
+    sig: &crate::signature::Signature,
+) -> Result<proc_macro2::TokenStream> {
     let (reads, args) = input_reads(g, 2);
     let mut writes = Vec::new();
     let out_names = crate::emit::names::unique_idents(
-        &g.outputs
+        &sig.outputs
             .iter()
-            .map(|&v| g.values[v].name.clone())
+            .map(|p| p.name.clone())
             .collect::<Vec<_>>(),
     );
-    for (&v, ident) in g.outputs.iter().zip(&out_names) {
+    let (_, files) = graph_file_names(g);
+    for ((port, ident), file) in sig.outputs.iter().zip(&out_names).zip(&files) {
         let ident = format_ident!("{}", ident);
-        let file = Literal::string(&format!("{}.npy", file_name(&g.values[v].name)));
-        let dtype_code = g.values[v].dtype.unwrap_or(DType::F32).onnx_code();
+        let file = Literal::string(file);
+        let dtype_code = port.dtype()?.onnx_code();
         writes.push(quote! {
             {
                 let t = out.#ident.as_untyped();
@@ -422,7 +551,7 @@ fn run_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
             }
         });
     }
-    quote! {
+    Ok(quote! {
         include!("model.rs");
         fn main() -> ::core::result::Result<(), Box<dyn ::std::error::Error>> {
             let argv: Vec<String> = ::std::env::args().collect();
@@ -434,7 +563,7 @@ fn run_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
             #(#writes)*
             Ok(())
         }
-    }
+    })
 }
 
 /// `main` of a `lele bench` crate: `argv` = warm-up runs, timed runs,
@@ -521,4 +650,73 @@ fn cargo_build(dir: &Path, target: &Path, release: bool) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_never_collide() {
+        let (ins, outs) = run_file_names(
+            &["a/b", "a_b", "x"],
+            &["é", "ü", "A_B", "x.input", "a/b", &"n".repeat(400)],
+        );
+        assert_eq!(ins, vec!["a_b.input.npy", "a_b_2.input.npy", "x.input.npy"]);
+        assert_eq!(
+            outs[..5],
+            ["_.npy", "__2.npy", "A_B.npy", "x.input_2.npy", "a_b_2.npy"]
+        );
+        assert_eq!(outs[5], format!("{}.npy", "n".repeat(MAX_FILE_STEM)));
+        let mut all: Vec<String> = ins.iter().chain(&outs).map(|f| f.to_lowercase()).collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 9);
+    }
+
+    #[test]
+    fn the_run_toml_keeps_any_input_name() {
+        let names = [
+            "plain",
+            "line\nbreak",
+            "cr\rhere",
+            "quote\"and'apostrophe",
+            "]\n[model]\npath = \"/etc/passwd\"",
+            "tab\tesc\u{1b}[31m",
+        ];
+        let inputs: Vec<(String, Vec<usize>)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), vec![1, i + 2]))
+            .collect();
+        let text = run_toml(Path::new("/models/m\n.onnx"), &inputs).unwrap();
+        let cfg = crate::ModelToml::parse(&text).unwrap();
+        for (i, n) in names.iter().enumerate() {
+            let dims = cfg.input_dims(n).expect(n).unwrap();
+            assert_eq!(
+                dims,
+                vec![
+                    crate::config::Dim::Fixed(1),
+                    crate::config::Dim::Fixed(i + 2)
+                ]
+            );
+        }
+        assert_eq!(cfg.inputs.len(), names.len());
+    }
+
+    #[test]
+    fn shapes_are_checked_before_allocating() {
+        let e = parse_shape("x=99999999999,4").unwrap_err().to_string();
+        assert!(e.contains("input `x`") && e.contains("exceeds"), "{e}");
+        let e = parse_shape("x=4294967296,4294967296,0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exceeds"), "{e}");
+        assert!(parse_shape("x=1,-3").is_err());
+        assert!(parse_shape("x=18446744073709551616").is_err());
+        assert_eq!(
+            parse_shape("a=b=2, 3").unwrap(),
+            ("a=b".to_string(), vec![2, 3])
+        );
+    }
 }

@@ -7,8 +7,11 @@ const KEYWORDS: &[&str] = &[
     "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
     "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
     "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "union",
-    // names the generated `forward` uses itself
-    "ws", "inputs", "ctx", "arena",
+    // Identifiers the generated `forward`, `forward_profiled` and
+    // `forward_impl` bind beside the inputs (parameters: `self`, `ws`,
+    // `profiler`; locals: `inputs`, `ctx`, `arena`). Their methods and
+    // the output struct's fields live in other namespaces.
+    "ws", "profiler", "inputs", "ctx", "arena",
 ];
 
 /// Converts a name into a snake_case identifier: non-alphanumeric characters
@@ -81,6 +84,32 @@ mod tests {
         assert_eq!(
             unique_idents(&["a.b".into(), "a_b".into()]),
             vec!["a_b", "a_b_2"]
+        );
+        // Names the generated `forward` binds itself get a suffix, and the
+        // suffixed names stay unique against names that were spelled so.
+        assert_eq!(snake_ident("profiler"), "profiler_");
+        assert_eq!(
+            unique_idents(&[
+                "profiler".into(),
+                "profiler_".into(),
+                "Profiler".into(),
+                "self".into(),
+                "ws".into(),
+                "ws_".into(),
+            ]),
+            vec![
+                "profiler_",
+                "profiler__2",
+                "profiler__3",
+                "self_",
+                "ws_",
+                "ws__2"
+            ]
+        );
+        // Non-ASCII names all become `value`, then unique.
+        assert_eq!(
+            unique_idents(&["é".into(), "ü".into(), "value".into()]),
+            vec!["value", "value_2", "value_3"]
         );
     }
 }

@@ -10,7 +10,7 @@ use quote::{format_ident, quote};
 use super::{WeightsMode, elem_type, names};
 use crate::artifact::Core;
 use crate::config::Dim;
-use crate::error::Result;
+use crate::error::{Result, escape_controls};
 use crate::signature::{Layout, Signature, dim_text};
 
 /// What the API wraps.
@@ -82,7 +82,9 @@ pub fn shell(
         .zip(&out_names)
         .map(|((id, &dt), onnx)| {
             let ty = elem_type(dt);
-            let doc = format!("Output `{onnx}` ({}).", dt.name());
+            // Model names reach doc comments escaped: a CR or a bidi
+            // control there is a rustc error (prettyplease writes `///`).
+            let doc = format!("Output `{}` ({}).", escape_controls(onnx), dt.name());
             quote!(#[doc = #doc] pub #id: ::lele::kernels::TensorView<'w, #ty>)
         });
     let arena_bytes = sig.arena_bytes as usize;
@@ -101,7 +103,7 @@ pub fn shell(
         in_names
             .iter()
             .zip(in_dtypes.iter().zip(&in_dims))
-            .map(|(n, (&dt, d))| format!("`{n}`: {}", signature_text(dt, d)))
+            .map(|(n, (&dt, d))| format!("`{}`: {}", escape_controls(n), signature_text(dt, d)))
             .collect::<Vec<_>>()
             .join(", ")
     );

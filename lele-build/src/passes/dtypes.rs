@@ -22,6 +22,22 @@ fn block(g: &mut Graph, b: &mut Block) -> Result<()> {
             for (i, &o) in n.outputs.iter().enumerate() {
                 let t = then_branch.outputs.get(i).and_then(|&v| g.values[v].dtype);
                 let e = else_branch.outputs.get(i).and_then(|&v| g.values[v].dtype);
+                // Both branches write the same output: with different
+                // element types one of them would be read as the other.
+                if let (Some(t), Some(e)) = (t, e)
+                    && t != e
+                {
+                    return Err(BuildError::Node {
+                        node: n.name.clone(),
+                        op: n.op_type.clone(),
+                        msg: format!(
+                            "output {i} (`{}`) is {} in then_branch but {} in else_branch",
+                            g.values[o].name,
+                            t.name(),
+                            e.name()
+                        ),
+                    });
+                }
                 g.values[o].dtype = t.or(e);
             }
             continue;
