@@ -1,11 +1,18 @@
-//! ONNX `Einsum`, as a direct loop over every label assignment: each output
+//! ONNX `Einsum`. Two f32 inputs run as a loop of matrix products through
+//! the GEMM ([`products`]); anything else (one input, three or more, other
+//! dtypes) runs as a direct loop over every label assignment: each output
 //! element sums, over the labels missing from the output, the product of
-//! the inputs at their indices. A label repeated within one input walks its
-//! diagonal. Accumulates in f64. Meant for the small contractions models
-//! spell with Einsum; large products should be lowered to MatMul.
+//! the inputs at their indices, accumulating in f64. A label repeated
+//! within one input walks its diagonal in both (their strides add up).
+mod products;
+
+use products::Products;
+
+use crate::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
 use crate::ops::broadcast::{Num, check_data, check_out, dispatch_num};
+use crate::ops::gemm::scratch_f32;
 use crate::shape::{IntList, MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -150,7 +157,56 @@ impl Einsum {
     }
 }
 
+impl Einsum {
+    /// Element stride of each label in each input (repeated labels add up,
+    /// which walks the diagonal; size-1 axes broadcast with stride 0), and
+    /// in the output (row-major, last).
+    fn strides(
+        &self,
+        p: &Plan,
+        inputs: &[Option<TensorRef<'_>>],
+    ) -> Result<[[usize; MAX_LABELS]; MAX_INPUTS + 1], KernelError> {
+        let mut strides = [[0usize; MAX_LABELS]; MAX_INPUTS + 1];
+        for k in 0..p.n_inputs {
+            let x = input(inputs, k, OP)?;
+            let st = x.shape.strides();
+            for a in 0..p.ranks[k] {
+                if x.shape.dim(a) != 1 {
+                    strides[k][p.inputs[k][a]] += st[a];
+                }
+            }
+        }
+        let mut acc = 1usize;
+        for a in (0..p.out_rank).rev() {
+            let l = p.out[a];
+            if p.size[l] != 1 {
+                strides[MAX_INPUTS][l] = acc;
+            }
+            acc = acc.saturating_mul(p.size[l]);
+        }
+        Ok(strides)
+    }
+
+    /// The products a two-input f32 equation runs as, if it does.
+    fn products(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<Option<Products>, KernelError> {
+        let p = self.plan(inputs)?;
+        let all_f32 = (0..p.n_inputs).all(|k| input(inputs, k, OP).is_ok_and(|x| x.dtype == DType::F32));
+        if p.n_inputs != 2 || !all_f32 {
+            return Ok(None);
+        }
+        let s = self.strides(&p, inputs)?;
+        Ok(Products::new(&p, &[s[0], s[1], s[MAX_INPUTS]]))
+    }
+}
+
 impl Kernel for Einsum {
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+        match self.products(inputs) {
+            Ok(Some(pr)) => pr.scratch_len().saturating_mul(4),
+            _ => 0,
+        }
+    }
+
     fn infer(
         &self,
         inputs: &[Option<TensorRef<'_>>],
@@ -169,8 +225,20 @@ impl Kernel for Einsum {
         &self,
         inputs: &[Option<TensorRef<'_>>],
         outputs: &mut [TensorMut<'_>],
-        _scratch: &mut [u8],
+        scratch: &mut [u8],
     ) -> Result<(), KernelError> {
+        if let Some(pr) = self.products(inputs)? {
+            let a = input(inputs, 0, OP)?;
+            let b = input(inputs, 1, OP)?;
+            check_data(a, OP)?;
+            check_data(b, OP)?;
+            let p = self.plan(inputs)?;
+            let dims: [usize; MAX_RANK] = core::array::from_fn(|i| p.size[p.out[i]]);
+            let out = output(outputs, 0, OP)?;
+            check_out(out, DType::F32, &Shape::new(&dims[..p.out_rank])?, OP)?;
+            let scratch = scratch_f32(scratch, pr.scratch_len(), OP)?;
+            return pr.run(a.typed::<f32>(OP)?, b.typed::<f32>(OP)?, out.typed::<f32>(OP)?, scratch);
+        }
         let p = self.plan(inputs)?;
         let x0 = input(inputs, 0, OP)?;
         let mut xs: [Option<TensorRef<'_>>; MAX_INPUTS] = [None; MAX_INPUTS];
@@ -189,18 +257,7 @@ impl Kernel for Einsum {
         let out = output(outputs, 0, OP)?;
         let dims: [usize; MAX_RANK] = core::array::from_fn(|a| p.size[p.out[a]]);
         check_out(out, x0.dtype, &Shape::new(&dims[..p.out_rank])?, OP)?;
-        // Element stride of each label in each input (repeated labels add up,
-        // which walks the diagonal; broadcast size-1 axes have stride 0).
-        let mut strides = [[0usize; MAX_LABELS]; MAX_INPUTS];
-        for k in 0..p.n_inputs {
-            let st = xs[k].map(|x| x.shape.strides()).unwrap_or_default();
-            let x = xs[k].ok_or(KernelError::MissingInput { op: OP, index: k })?;
-            for a in 0..p.ranks[k] {
-                if x.shape.dim(a) != 1 {
-                    strides[k][p.inputs[k][a]] += st[a];
-                }
-            }
-        }
+        let strides = self.strides(&p, inputs)?;
         // Labels in loop order: output labels first, then the summed ones.
         let mut order = [0usize; MAX_LABELS];
         let mut n_order = 0;

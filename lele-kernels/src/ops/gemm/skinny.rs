@@ -119,6 +119,11 @@ fn dot_columns_body(
         narrow_n::<4>(m, k, alpha, a, &bt[j * ldb..], ldb, beta, &mut c[j..], ldc);
         j += 4;
     }
+    // Column `n` may start past the end of `bt` (its last column is only
+    // `k` long, not `ldb`): slice only when columns are left.
+    if j == n {
+        return;
+    }
     let (bt, c) = (&bt[j * ldb..], &mut c[j..]);
     match n - j {
         1 => narrow_n::<1>(m, k, alpha, a, bt, ldb, beta, c, ldc),
