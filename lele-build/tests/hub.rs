@@ -719,3 +719,50 @@ fn fifos_and_devices_are_refused_by_the_cli() {
         );
     }
 }
+
+/// The Hub's LFS answer: a 302 carrying the commit and `x-linked-etag`, the
+/// body elsewhere. The blob is named by the linked etag, the snapshot and
+/// `refs/main` are written, and the token never leaves the Hub's origin.
+#[test]
+fn a_redirected_hub_file_lands_in_the_cache_and_keeps_the_token_home() {
+    let hub = MockHub::start();
+    let storage = MockHub::start();
+    let body = small_model();
+    let sha = sha256_hex(&body);
+    storage.add_plain("m.onnx", body.clone());
+    let mut repo = MockRepo::default();
+    repo.files.insert("m.onnx".into(), body.clone());
+    repo.token = Some("hf_secret".into());
+    repo.redirect = Some(storage.endpoint.clone());
+    hub.add_repo("o/lfs", repo);
+    let sb = Sandbox::new("redirect");
+    let toml = sb.toml("m.toml", &hf_plain_toml("o/lfs", "main", &sha));
+    let (out, _) = sb.fetch_with(
+        &hub.endpoint,
+        &toml,
+        &[("HF_TOKEN", "hf_secret"), ("LELE_DOWNLOAD_TIMEOUT", "5")],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let repo_dir = sb.hub_cache().join("models--o--lfs");
+    assert_eq!(
+        std::fs::read(repo_dir.join("blobs").join(&sha)).unwrap(),
+        body
+    );
+    let commit = std::fs::read_to_string(repo_dir.join("refs/main")).unwrap();
+    assert_eq!(
+        std::fs::read(
+            repo_dir
+                .join("snapshots")
+                .join(commit.trim())
+                .join("m.onnx")
+        )
+        .unwrap(),
+        body
+    );
+    assert!(hub.requests().iter().any(|r| r.starts_with("AUTH")));
+    assert!(
+        storage.requests().iter().all(|r| !r.starts_with("AUTH")),
+        "{:?}",
+        storage.requests()
+    );
+}

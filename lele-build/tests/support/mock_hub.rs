@@ -27,6 +27,9 @@ pub struct MockRepo {
     pub commit: Option<String>,
     /// The etag to send instead of the file's sha256.
     pub etag: Option<String>,
+    /// Answer with a 302 to `{redirect}/files/{file}` (as the Hub does for
+    /// LFS files), the commit and `x-linked-etag` on the redirect only.
+    pub redirect: Option<String>,
 }
 
 /// A misbehaving answer.
@@ -178,6 +181,9 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     let (status, extra, body, cut, hostile) = {
         let mut st = state.lock().unwrap();
         st.log.push(format!("{method} {path}"));
+        if headers.contains_key("authorization") {
+            st.log.push(format!("AUTH {path}"));
+        }
         let cut = st.cut;
         let (status, extra, body) = route(&st, &path, &headers);
         (status, extra, body, cut, hostile_for(&st, &path))
@@ -290,6 +296,17 @@ fn route(st: &State, path: &str, headers: &HashMap<String, String>) -> Route {
     };
     let sha = repo.etag.clone().unwrap_or_else(|| sha256_hex(bytes));
     let commit = repo.commit.clone().unwrap_or_else(|| COMMIT.into());
+    if let Some(to) = &repo.redirect {
+        return (
+            302,
+            vec![
+                ("x-repo-commit".into(), commit),
+                ("x-linked-etag".into(), format!("\"{sha}\"")),
+                ("location".into(), format!("{to}/files/{}", segs[4])),
+            ],
+            Vec::new(),
+        );
+    }
     (
         200,
         vec![
@@ -329,6 +346,7 @@ fn respond(
         200 => "OK",
         206 => "Partial Content",
         401 => "Unauthorized",
+        302 => "Found",
         _ => "Not Found",
     };
     let mut head = format!(
