@@ -57,11 +57,15 @@ pub struct Unsupported {
     pub reason: String,
 }
 
-/// Everything that can go wrong while compiling a model.
+/// Everything that can go wrong while compiling a model. Every message
+/// shows the model, toml and file strings it quotes through
+/// [`escape_controls`]: printing an error never sends a control sequence
+/// or a bidi override to a terminal (line breaks of multi-line messages
+/// stay).
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// Reading a file failed.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {}: {source}", escape_controls(&.path.display().to_string()))]
     Io {
         /// The file.
         path: PathBuf,
@@ -69,13 +73,13 @@ pub enum BuildError {
         source: std::io::Error,
     },
     /// The file is not a valid ONNX model.
-    #[error("invalid ONNX model: {0}")]
+    #[error("invalid ONNX model: {}", escape_lines(.0))]
     Decode(String),
     /// A limit that protects against hostile files was exceeded.
-    #[error("model exceeds a safety limit: {0}")]
+    #[error("model exceeds a safety limit: {}", escape_lines(.0))]
     Limit(String),
     /// An external data reference is not allowed.
-    #[error("external data `{location}` is not allowed: {reason}")]
+    #[error("external data `{}` is not allowed: {}", escape_controls(.location), escape_lines(.reason))]
     ExternalData {
         /// The location in the file.
         location: String,
@@ -86,7 +90,7 @@ pub enum BuildError {
     #[error("unsupported operators:\n{}", .0.iter().map(|u| format!("  - {} (node `{}`): {}", escape_controls(&u.op), escape_controls(&u.node), escape_controls(&u.reason))).collect::<Vec<_>>().join("\n"))]
     Unsupported(Vec<Unsupported>),
     /// Invalid `model.toml`.
-    #[error("{0}")]
+    #[error("{}", escape_lines(.0))]
     Config(String),
     /// Shape inference or constant evaluation failed.
     #[error("node `{}` ({}): {}", escape_controls(.node), escape_controls(.op), escape_lines(.msg))]
@@ -99,7 +103,7 @@ pub enum BuildError {
         msg: String,
     },
     /// Downloading a model file failed.
-    #[error("cannot fetch {what}: {msg}")]
+    #[error("cannot fetch {}: {}", escape_controls(.what), escape_lines(.msg))]
     Fetch {
         /// The URL or Hub file.
         what: String,
@@ -107,10 +111,10 @@ pub enum BuildError {
         msg: String,
     },
     /// An offline build needed something that is not available locally.
-    #[error("{0}")]
+    #[error("{}", escape_lines(.0))]
     Offline(String),
     /// Anything else, with a message.
-    #[error("{0}")]
+    #[error("{}", escape_lines(.0))]
     Other(String),
 }
 
@@ -170,5 +174,38 @@ mod tests {
         assert!(s.starts_with("unsupported operators:\n"));
         assert!(!s.chars().any(|c| c != '\n' && is_unsafe_char(c)), "{s:?}");
         assert!(s.contains("Evil\\u{1b}[31m"), "{s}");
+    }
+
+    #[test]
+    fn every_error_message_is_terminal_safe() {
+        let evil = "a\u{1b}[2J\u{202e}b\u{9b}";
+        let all = [
+            BuildError::Io {
+                path: PathBuf::from(evil),
+                source: std::io::Error::other("gone"),
+            },
+            BuildError::Decode(evil.into()),
+            BuildError::Limit(evil.into()),
+            BuildError::ExternalData {
+                location: evil.into(),
+                reason: evil.into(),
+            },
+            BuildError::Config(format!("one {evil}\ntwo {evil}")),
+            BuildError::Fetch {
+                what: evil.into(),
+                msg: evil.into(),
+            },
+            BuildError::Offline(evil.into()),
+            BuildError::Other(evil.into()),
+        ];
+        for e in all {
+            let s = e.to_string();
+            assert!(!s.chars().any(|c| c != '\n' && is_unsafe_char(c)), "{s:?}");
+            assert!(s.contains("a\\u{1b}[2J\\u{202e}b\\u{9b}"), "{s}");
+        }
+        assert_eq!(
+            BuildError::Config("first\nsecond".into()).to_string(),
+            "first\nsecond"
+        );
     }
 }

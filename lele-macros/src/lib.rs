@@ -16,9 +16,12 @@ pub fn model(attr: TokenStream, item: TokenStream) -> TokenStream {
     match expand(attr.into(), item2) {
         Ok(ts) => ts.into(),
         Err(errors) => {
-            let errs = errors
-                .into_iter()
-                .map(|(span, msg)| quote_spanned!(span=> compile_error!(#msg);));
+            let errs = errors.into_iter().map(|(span, msg)| {
+                // rustc prints the message as is: model and toml strings
+                // in it are escaped so none reaches a terminal raw.
+                let msg = lele_build::error::escape_lines(&msg);
+                quote_spanned!(span=> compile_error!(#msg);)
+            });
             quote!(#(#errs)*).into()
         }
     }
