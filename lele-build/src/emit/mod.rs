@@ -208,7 +208,8 @@ impl Emitter<'_> {
                 }
             }
             Op::Unsupported { reason } => {
-                let msg = Literal::string(reason);
+                // rustc prints the message raw: model strings escaped.
+                let msg = Literal::string(&crate::error::escape_lines(reason));
                 quote!(compile_error!(#msg);)
             }
         }
