@@ -98,9 +98,12 @@ fn parse_shape(s: &str) -> Result<(String, Vec<usize>)> {
 fn check_dims(val: &crate::ir::Value, dtype: DType, dims: &[usize]) -> Result<()> {
     crate::npy::checked_bytes(dims, dtype.size())
         .map_err(|m| BuildError::Config(format!("input `{}`: {m}", val.name)))?;
-    let Some(declared) = &val.declared else {
+    // As `compile::resolve_input_dims`: no shape, or a rank-0 one (some
+    // exporters write that for "unknown"), does not constrain the rank.
+    let declared = val.declared.as_deref().unwrap_or_default();
+    if declared.is_empty() {
         return Ok(());
-    };
+    }
     if declared.len() != dims.len() {
         return Err(BuildError::Config(format!(
             "input `{}` has {} dims {dims:?} but the model declares {}",
