@@ -149,15 +149,28 @@ pub(crate) const EXP_SHIFTED_FLUSH: f32 = -87.0;
 /// padding key, so every row of an attention has such lanes).
 pub(crate) fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
     #[cfg(target_arch = "x86_64")]
-    {
-        use crate::ops::gemm::{Isa, best_isa};
-        match best_isa() {
-            // SAFETY: AVX-512F was detected.
-            Isa::Avx512 => return unsafe { super::x86_512::exp_shifted(x, y, shift) },
-            // SAFETY: AVX2 and FMA were detected.
-            Isa::Avx2 => return unsafe { super::x86::exp_shifted(x, y, shift) },
-            Isa::Scalar => {}
-        }
+    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
+        // SAFETY: AVX-512F was detected.
+        return unsafe { super::x86_512::exp_shifted(x, y, shift) };
+    }
+    // Summed chunk by chunk, as [`exp_shifted_in_place`] must: the two give
+    // the same bits, so a softmax computed in place equals the kernel's.
+    let mut sum = 0.0;
+    for (x, y) in x.chunks(EXP_CHUNK).zip(y.chunks_mut(EXP_CHUNK)) {
+        sum += exp_shifted_chunk(x, y, shift);
+    }
+    sum
+}
+
+/// Floats per chunk of the non-AVX-512 [`exp_shifted`] sums.
+const EXP_CHUNK: usize = 256;
+
+/// [`exp_shifted`] of one chunk on the AVX2 or portable path.
+fn exp_shifted_chunk(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx2 {
+        // SAFETY: AVX2 and FMA were detected.
+        return unsafe { super::x86::exp_shifted(x, y, shift) };
     }
     exp_shifted_scalar(x, y, shift)
 }
@@ -172,12 +185,12 @@ pub(crate) fn exp_shifted_in_place(y: &mut [f32], shift: f32) -> f32 {
         // SAFETY: AVX-512F was detected.
         return unsafe { super::x86_512::exp_shifted_in_place(y, shift) };
     }
-    let mut tmp = [0f32; 256];
+    let mut tmp = [0f32; EXP_CHUNK];
     let mut sum = 0.0;
-    for chunk in y.chunks_mut(tmp.len()) {
+    for chunk in y.chunks_mut(EXP_CHUNK) {
         let x = &mut tmp[..chunk.len()];
         x.copy_from_slice(chunk);
-        sum += exp_shifted(x, chunk, shift);
+        sum += exp_shifted_chunk(x, chunk, shift);
     }
     sum
 }
