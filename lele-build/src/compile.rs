@@ -236,17 +236,8 @@ pub fn compile_artifact(
     weights_path: &Path,
     ext: &Extensions,
 ) -> Result<Artifact> {
-    let model_bytes = std::fs::read(model_path).map_err(|source| BuildError::Io {
-        path: model_path.to_path_buf(),
-        source,
-    })?;
     let limits = crate::onnx::Limits::default();
-    let proto = {
-        use prost::Message;
-        crate::onnx::proto::ModelProto::decode(model_bytes.as_slice())
-            .map_err(|e| BuildError::Decode(e.to_string()))?
-    };
-    drop(model_bytes);
+    let proto = crate::onnx::read_model_proto(model_path, &limits)?;
     let dir = model_path.parent().unwrap_or(Path::new("."));
     let mut g = crate::onnx::from_proto_with(&proto, dir, &limits, ext)?;
     drop(proto);
@@ -258,7 +249,14 @@ pub fn compile_artifact(
     copy_outputs_out_of_inputs_and_weights(&mut g);
     let sizes = passes::size_graph(&g, &sizing_points(&dims))?;
     check_legacy_softmax(&g, &sizes)?;
+    check_arena_cap(&g, &sizes, None, toml.codegen.max_arena_bytes)?;
     let plan = crate::plan::plan(&g, &sizes);
+    check_arena_cap(
+        &g,
+        &sizes,
+        Some(plan.arena_bytes),
+        toml.codegen.max_arena_bytes,
+    )?;
     if let Some(dir) = weights_path.parent() {
         std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
             path: dir.to_path_buf(),
@@ -282,6 +280,43 @@ pub fn compile_artifact(
         weights_mode: toml.codegen.weights.clone(),
         weights_file: toml.codegen.weights_file.clone(),
     })
+}
+
+/// Refuses a model whose largest value (or, given `arena`, whose whole
+/// planned arena) exceeds `cap` bytes at the `[inputs]` bounds: the generated
+/// `workspace()` would otherwise abort the user's process when it allocates.
+/// Values are checked before planning, so the planner's sums stay small.
+pub fn check_arena_cap(
+    g: &Graph,
+    sizes: &passes::Sizes,
+    arena: Option<usize>,
+    cap: u64,
+) -> Result<()> {
+    let hint = "raise `[codegen] max_arena_bytes` in model.toml if this is intended, \
+                or lower the `[inputs]` bounds";
+    if let Some(total) = arena {
+        if total as u64 > cap {
+            return Err(BuildError::Limit(format!(
+                "the workspace would need {total} bytes, more than max_arena_bytes = {cap}; {hint}"
+            )));
+        }
+        return Ok(());
+    }
+    let largest = sizes
+        .max_bytes
+        .iter()
+        .chain(&sizes.scratch)
+        .max_by_key(|(v, b)| (**b, std::cmp::Reverse(**v)));
+    if let Some((&v, &bytes)) = largest
+        && bytes as u64 > cap
+    {
+        let name = g.values.get(v).map_or("?", |x| x.name.as_str());
+        return Err(BuildError::Limit(format!(
+            "value `{name}` (or a node's scratch beside it) would need {bytes} bytes, more than \
+             max_arena_bytes = {cap}; {hint}"
+        )));
+    }
+    Ok(())
 }
 
 /// Model outputs are returned as views of the workspace; an output that is

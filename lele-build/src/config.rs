@@ -128,6 +128,21 @@ pub struct CodegenSection {
     /// [`crate::passes::subnormal`]).
     #[serde(default = "default_true")]
     pub flush_subnormal_weights: bool,
+    /// The most bytes the planned arena (a workspace's memory) may take; a
+    /// model whose plan needs more, at the `[inputs]` bounds, is a build
+    /// error rather than a workspace that aborts the process when created.
+    /// Default: [`DEFAULT_MAX_ARENA_BYTES`].
+    #[serde(default = "default_max_arena_bytes")]
+    pub max_arena_bytes: u64,
+}
+
+/// The default of `[codegen] max_arena_bytes`: 8 GiB, far above what the
+/// models lele runs need (hundreds of MiB at most) and below what a
+/// workstation can give a process.
+pub const DEFAULT_MAX_ARENA_BYTES: u64 = 8 << 30;
+
+fn default_max_arena_bytes() -> u64 {
+    DEFAULT_MAX_ARENA_BYTES
 }
 
 impl Default for CodegenSection {
@@ -138,6 +153,7 @@ impl Default for CodegenSection {
             precision: default_precision(),
             constant_folding: true,
             flush_subnormal_weights: true,
+            max_arena_bytes: DEFAULT_MAX_ARENA_BYTES,
         }
     }
 }

@@ -146,7 +146,7 @@ fn prepare<'c, const N: usize>(
     let mut reads: [Range<usize>; N] = [const { 0..0 }; N];
     for (r, s) in reads.iter_mut().zip(srcs) {
         if let Src::Arena { off, slot, dtype } = *s {
-            *r = off..off + shapes[slot].numel() * dtype.size();
+            *r = off..off.saturating_add(shapes[slot].numel().saturating_mul(dtype.size()));
         }
     }
     let mut read_slices: [&[u8]; N] = [&[]; N];
@@ -178,9 +178,9 @@ fn prepare<'c, const N: usize>(
                 } else {
                     shapes[slot]
                 };
-                let len = shape.numel() * dtype.size();
+                let len = shape.numel().saturating_mul(dtype.size());
                 let data = weights
-                    .get(off..off + len)
+                    .get(off..off.saturating_add(len))
                     .ok_or(KernelError::Weights("offset out of range"))?;
                 Some(TensorRef { dtype, shape, data })
             }
@@ -322,7 +322,8 @@ fn infer_shapes_with<K: Kernel, const N: usize>(
 /// Checks that each output of `shapes` fits the bytes planned for its `dsts`.
 fn check_capacity(dsts: &[Dst], shapes: &[Shape]) -> Result<(), KernelError> {
     for (d, s) in dsts.iter().zip(shapes) {
-        let needed = s.numel() * d.dtype.size();
+        // An element count past `usize` counts as too large, never as small.
+        let needed = s.checked_bytes(d.dtype.size()).unwrap_or(usize::MAX);
         if needed > d.cap {
             return Err(KernelError::CapacityExceeded {
                 value: d.name,
@@ -358,17 +359,17 @@ pub fn pieces_in_place<K: Kernel>(
     infer_shapes(ctx, kernel, srcs, &mut out_shapes[..n_out])?;
     check_capacity(dsts, &out_shapes)?;
     let arena_piece = |s: &Src| match *s {
-        Src::Arena { off, slot, dtype } => Ok((off, ctx.shapes[slot].numel() * dtype.size())),
+        Src::Arena { off, slot, dtype } => Ok((off, ctx.shapes[slot].numel().saturating_mul(dtype.size()))),
         _ => Err(KernelError::Shape { op, msg: MISPLACED }),
     };
-    let out_piece = |k: usize| (dsts[k].off, out_shapes[k].numel() * dsts[k].dtype.size());
+    let out_piece = |k: usize| (dsts[k].off, out_shapes[k].numel().saturating_mul(dsts[k].dtype.size()));
     let (whole_shape, (whole_off, whole_bytes)) = if joined {
         let d = dsts
             .first()
             .ok_or(KernelError::Shape { op, msg: MISPLACED })?;
         (
             out_shapes[0],
-            (d.off, out_shapes[0].numel() * d.dtype.size()),
+            (d.off, out_shapes[0].numel().saturating_mul(d.dtype.size())),
         )
     } else {
         let s = srcs
@@ -584,7 +585,7 @@ fn in_place_with<K: Kernel, const N: usize>(
             &mut others,
             &mut outs,
         )?;
-        let n_bytes = in_shape.numel() * dst.dtype.size();
+        let n_bytes = in_shape.numel().saturating_mul(dst.dtype.size());
         let region = core::mem::take(&mut outs[0]);
         if region.len() < n_bytes {
             return Err(KernelError::CapacityExceeded {

@@ -66,9 +66,28 @@ impl Shape {
         &mut self.dims[..self.rank]
     }
 
-    /// Product of the dims (1 for a scalar).
+    /// Product of the dims (1 for a scalar), saturating at `usize::MAX`.
+    ///
+    /// Dims come from model files and inputs, so their product can exceed
+    /// `usize`: saturating keeps a too-large count too large (a capacity
+    /// check then refuses it) where wrapping could make it look small.
     pub fn numel(&self) -> usize {
-        self.dims().iter().product()
+        self.dims()
+            .iter()
+            .fold(1usize, |acc, &d| acc.saturating_mul(d))
+    }
+
+    /// The element count when it fits `usize`, else `None`.
+    pub fn checked_numel(&self) -> Option<usize> {
+        self.dims()
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    }
+
+    /// Bytes of a tensor of this shape with `elem_size`-byte elements, when
+    /// that fits `usize`.
+    pub fn checked_bytes(&self, elem_size: usize) -> Option<usize> {
+        self.checked_numel()?.checked_mul(elem_size)
     }
 
     /// Dim `i`; panics only on a compiler bug (index beyond rank).
@@ -97,7 +116,7 @@ impl Shape {
         let mut acc = 1;
         for i in (0..self.rank).rev() {
             st[i] = acc;
-            acc *= self.dims[i];
+            acc = acc.saturating_mul(self.dims[i]);
         }
         st
     }

@@ -69,7 +69,7 @@ impl<'a> TensorRef<'a> {
 
     /// Whether the element values are present.
     pub fn has_data(&self) -> bool {
-        self.data.len() == self.shape.numel() * self.dtype.size()
+        self.shape.checked_bytes(self.dtype.size()) == Some(self.data.len())
     }
 
     /// Number of elements.

@@ -19,20 +19,29 @@ impl std::fmt::Debug for Tensor {
 }
 
 impl Tensor {
-    /// A zero-filled tensor.
-    pub fn zeros(dtype: DType, dims: &[usize]) -> Tensor {
-        let len = dims.iter().product::<usize>() * dtype.size();
-        Tensor {
+    /// A zero-filled tensor; `None` when its byte size exceeds `usize`.
+    /// Callers bound the size before asking (dims come from model files).
+    pub fn zeros(dtype: DType, dims: &[usize]) -> Option<Tensor> {
+        let len = dims
+            .iter()
+            .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))?;
+        Some(Tensor {
             dtype,
             dims: dims.to_vec(),
             words: vec![0; len.div_ceil(8)],
             len,
-        }
+        })
     }
 
-    /// A tensor from little-endian bytes; errors when the length is wrong.
+    /// A tensor from little-endian bytes; `None` when the length is wrong.
     pub fn from_bytes(dtype: DType, dims: &[usize], bytes: &[u8]) -> Option<Tensor> {
-        let mut t = Tensor::zeros(dtype, dims);
+        let expected = dims
+            .iter()
+            .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))?;
+        if expected != bytes.len() {
+            return None;
+        }
+        let mut t = Tensor::zeros(dtype, dims)?;
         if t.len != bytes.len() {
             return None;
         }
@@ -40,14 +49,45 @@ impl Tensor {
         Some(t)
     }
 
+    /// A rank-1 i64 tensor holding `v`.
+    pub fn i64_vector(v: &[i64]) -> Tensor {
+        Tensor::from_le_words(
+            DType::I64,
+            &[v.len()],
+            v.iter().map(|&x| x as u64).collect(),
+        )
+    }
+
+    /// A rank-0 f32 tensor.
+    pub fn f32_scalar(v: f32) -> Tensor {
+        Tensor::from_le_words(DType::F32, &[], vec![u64::from(v.to_bits())])
+    }
+
+    /// A tensor whose bytes are these words' little-endian bytes, trimmed to
+    /// the dims' byte size (which `words` must cover).
+    fn from_le_words(dtype: DType, dims: &[usize], mut words: Vec<u64>) -> Tensor {
+        let len = (dims.iter().product::<usize>() * dtype.size()).min(words.len() * 8);
+        for w in &mut words {
+            *w = w.to_le();
+        }
+        Tensor {
+            dtype,
+            dims: dims.to_vec(),
+            words,
+            len,
+        }
+    }
+
     /// A tensor of `T` values.
     pub fn from_values<T: lele_kernels::Elem>(dims: &[usize], vals: &[T]) -> Option<Tensor> {
         Tensor::from_bytes(T::DTYPE, dims, bytemuck::cast_slice(vals))
     }
 
-    /// Number of elements.
+    /// Number of elements (saturating: see [`Shape::numel`]).
     pub fn numel(&self) -> usize {
-        self.dims.iter().product()
+        self.dims
+            .iter()
+            .fold(1usize, |acc, &d| acc.saturating_mul(d))
     }
 
     /// Raw bytes.

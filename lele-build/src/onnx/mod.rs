@@ -3,6 +3,7 @@
 #[allow(missing_docs, clippy::all)]
 pub mod proto;
 mod tensor;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,12 @@ pub struct Limits {
     pub max_nodes: usize,
     /// Deepest subgraph nesting.
     pub max_depth: usize,
+    /// The decoded model may take at most this many bytes per byte of the
+    /// file, plus [`Limits::decoded_fixed_bytes`] (checked on the wire
+    /// format before decoding, see [`wire`]).
+    pub decoded_bytes_per_file_byte: usize,
+    /// See [`Limits::decoded_bytes_per_file_byte`].
+    pub decoded_fixed_bytes: usize,
 }
 
 impl Default for Limits {
@@ -34,10 +41,41 @@ impl Default for Limits {
         Limits {
             max_file_bytes: 4 << 30,
             max_tensor_bytes: 4 << 30,
-            max_nodes: 1_000_000,
+            // Compiling takes tens of KiB per node (values, shapes at each
+            // sizing point, the plan): this many stay within a few GiB.
+            max_nodes: 100_000,
             max_depth: 16,
+            decoded_bytes_per_file_byte: 4,
+            decoded_fixed_bytes: 1 << 30,
         }
     }
+}
+
+/// Decodes a `ModelProto` from bytes after checking, on the wire format,
+/// that its node count and decoded size stay within `limits`.
+pub fn decode_model_proto(bytes: &[u8], limits: &Limits) -> Result<proto::ModelProto> {
+    let census = wire::census(bytes)?;
+    if census.nodes > limits.max_nodes {
+        return Err(BuildError::Limit(format!(
+            "{} nodes, the limit is {}",
+            census.nodes, limits.max_nodes
+        )));
+    }
+    let budget = bytes
+        .len()
+        .saturating_mul(limits.decoded_bytes_per_file_byte)
+        .saturating_add(limits.decoded_fixed_bytes);
+    if census.decoded_bytes > budget {
+        return Err(BuildError::Limit(format!(
+            "decoding this {}-byte file would take about {} bytes of memory, more than the \
+             limit of {} per file byte plus {}",
+            bytes.len(),
+            census.decoded_bytes,
+            limits.decoded_bytes_per_file_byte,
+            limits.decoded_fixed_bytes
+        )));
+    }
+    proto::ModelProto::decode(bytes).map_err(|e| BuildError::Decode(e.to_string()))
 }
 
 /// Reads and decodes an ONNX file.
@@ -55,7 +93,7 @@ pub fn read_model_proto(path: &Path, limits: &Limits) -> Result<proto::ModelProt
     }
     // Regular files only: a FIFO or a device would block or never end.
     let bytes = crate::fsutil::read_regular_file(path, limits.max_file_bytes)?;
-    proto::ModelProto::decode(bytes.as_slice()).map_err(|e| BuildError::Decode(e.to_string()))
+    decode_model_proto(&bytes, limits)
 }
 
 /// Loads an ONNX file into the IR.

@@ -61,15 +61,17 @@ pub fn tensor_from_proto(t: &proto::TensorProto, dir: &Path, limits: &Limits) ->
     if let Some(raw) = &t.raw_data {
         return Tensor::from_bytes(dtype, &dims, raw).ok_or_else(bad_len);
     }
-    let mut out = Tensor::zeros(dtype, &dims);
-    let b = out.bytes_mut();
+    // The typed field's length is checked before the tensor is allocated: a
+    // file must not make us allocate gigabytes for a tensor it does not hold.
+    let mut out = None;
     macro_rules! fill {
         ($src:expr, $t:ty, $conv:expr) => {{
             let src = &$src;
             if src.len() != numel {
                 return Err(bad_len());
             }
-            let dst: &mut [$t] = bytemuck::cast_slice_mut(b);
+            let o = out.insert(Tensor::zeros(dtype, &dims).ok_or_else(bad_len)?);
+            let dst: &mut [$t] = bytemuck::cast_slice_mut(o.bytes_mut());
             for (d, s) in dst.iter_mut().zip(src.iter()) {
                 *d = $conv(*s);
             }
@@ -89,7 +91,7 @@ pub fn tensor_from_proto(t: &proto::TensorProto, dir: &Path, limits: &Limits) ->
         DType::U8 => fill!(t.int32_data, u8, |v: i32| v as u8),
         DType::Bool => fill!(t.int32_data, u8, |v: i32| u8::from(v != 0)),
     }
-    Ok(out)
+    out.ok_or_else(bad_len)
 }
 
 /// Reads external data, allowing only relative paths inside `dir`.

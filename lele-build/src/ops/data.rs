@@ -52,7 +52,7 @@ pub const OPS: &[&str] = &[
 ];
 
 fn i64_list(v: &[i64]) -> Tensor {
-    Tensor::from_values::<i64>(&[v.len()], v).unwrap_or_else(|| Tensor::zeros(DType::I64, &[0]))
+    Tensor::i64_vector(v)
 }
 
 fn scatter_reduction(s: &str) -> Result<ScatterReduction, String> {
@@ -302,11 +302,7 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
                 let pads = a.ints_opt("pads").unwrap_or(&[]).to_vec();
                 let value = a.float("value", 0.0);
                 ctx.set_const_input(1, i64_list(&pads));
-                ctx.set_const_input(
-                    2,
-                    Tensor::from_values::<f32>(&[], &[value])
-                        .unwrap_or_else(|| Tensor::zeros(DType::F32, &[])),
-                );
+                ctx.set_const_input(2, Tensor::f32_scalar(value));
             }
             Ok(Lowered::same(Pad { mode }, 1))
         }

@@ -250,7 +250,7 @@ fn reduce(ctx: &mut LowerCtx<'_>, op: ReduceOp) -> LowerResult {
 }
 
 fn f32_scalar(v: f32) -> Tensor {
-    Tensor::from_values::<f32>(&[], &[v]).unwrap_or_else(|| Tensor::zeros(DType::F32, &[]))
+    Tensor::f32_scalar(v)
 }
 
 /// Lowers the ops of this family; `None` when `op_type` is not one of them.

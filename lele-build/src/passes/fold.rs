@@ -125,11 +125,11 @@ fn fold_block(
                     out.push(n);
                     continue;
                 }
-                let bytes: usize = shapes
-                    .iter()
-                    .zip(&dtypes)
-                    .map(|(s, d)| s.numel() * d.size())
-                    .sum();
+                // Saturating: an element count past `usize` is too large to
+                // fold, never small.
+                let bytes = shapes.iter().zip(&dtypes).fold(0usize, |acc, (s, d)| {
+                    acc.saturating_add(s.checked_bytes(d.size()).unwrap_or(usize::MAX))
+                });
                 if bytes > MAX_FOLD_BYTES {
                     out.push(n);
                     continue;

@@ -72,9 +72,16 @@ pub fn size_graph(g: &Graph, points: &[Vec<Vec<usize>>]) -> Result<Sizes> {
         sizes
             .fixed
             .retain(|v| !p.bounds.contains_key(v) && p.shapes.get(v) == sizes.shapes.get(v));
-        let elems = p.shapes.iter().map(|(v, s)| (v, s.numel()));
-        for (v, n) in elems.chain(p.bounds.iter().map(|(v, n)| (v, *n))) {
-            let bytes = n * g.values[*v].dtype.unwrap_or(DType::F32).size();
+        let elems = p.shapes.iter().map(|(v, s)| (v, s.checked_numel()));
+        for (v, n) in elems.chain(p.bounds.iter().map(|(v, n)| (v, Some(*n)))) {
+            let bytes = n
+                .and_then(|n| n.checked_mul(g.values[*v].dtype.unwrap_or(DType::F32).size()))
+                .ok_or_else(|| {
+                    BuildError::Limit(format!(
+                        "value `{}` has more bytes than this machine can address",
+                        g.values[*v].name
+                    ))
+                })?;
             let e = sizes.max_bytes.entry(*v).or_insert(0);
             *e = (*e).max(bytes);
         }
@@ -226,7 +233,10 @@ fn node(g: &Graph, n: &Node, p: &mut Point) -> Result<()> {
                 p.shapes.insert(o, *s);
             }
             let shape_only_op = n.op_type == "Shape" || n.op_type == "Size";
-            let small = shapes.iter().map(|s| s.numel()).sum::<usize>() <= MAX_EVAL_ELEMS;
+            let small = shapes
+                .iter()
+                .fold(0usize, |acc, s| acc.saturating_add(s.numel()))
+                <= MAX_EVAL_ELEMS;
             if (all_data || shape_only_op) && small {
                 let dtypes: Vec<DType> = n
                     .outputs

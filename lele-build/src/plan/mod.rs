@@ -428,14 +428,16 @@ pub fn plan(g: &Graph, sizes: &Sizes) -> Plan {
             .collect();
         conflicts.sort();
         let mut off = 0usize;
+        // Saturating: sizes were checked against the arena cap one by one,
+        // and a sum past `usize` must stay too large for it, not wrap.
         for (o, sz) in conflicts {
-            if off + it.size <= o {
+            if off.saturating_add(it.size) <= o {
                 break;
             }
-            off = off.max(o + sz);
+            off = off.max(o.saturating_add(sz));
         }
         placed.push((off, it.size, it.start, it.end));
-        total = total.max(off + it.size);
+        total = total.max(off.saturating_add(it.size));
         if it.key.0 {
             p.plan.scratch.insert(it.key.1, (off, it.size));
         } else {
@@ -446,7 +448,7 @@ pub fn plan(g: &Graph, sizes: &Sizes) -> Plan {
         let (root, off) = p.pieces.top(v);
         let base = p.plan.regions.get(&root).map_or(0, |r| r.0);
         let bytes = sizes.max_bytes.get(&v).copied().unwrap_or(0);
-        p.plan.regions.insert(v, (base + off, bytes));
+        p.plan.regions.insert(v, (base.saturating_add(off), bytes));
     }
     p.plan.pieces_in_place = std::mem::take(&mut p.pieces.elided);
     p.plan.arena_bytes = total.max(ALIGN);

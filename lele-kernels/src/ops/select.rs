@@ -180,7 +180,13 @@ impl Tile {
                     msg: "negative repeat",
                 });
             }
-            *d *= r as usize;
+            *d = usize::try_from(r)
+                .ok()
+                .and_then(|r| d.checked_mul(r))
+                .ok_or(KernelError::Invalid {
+                    op: OP,
+                    msg: "repeated dims overflow",
+                })?;
         }
         Ok(s)
     }
