@@ -19,6 +19,7 @@ pub mod error;
 pub mod kernel;
 pub mod rt;
 pub mod shape;
+pub mod simd;
 pub mod tensor;
 #[cfg(feature = "std")]
 pub mod threads;

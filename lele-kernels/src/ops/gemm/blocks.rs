@@ -1,9 +1,10 @@
 //! The blocked product: packed panels of `A` and `B` (or panels packed
 //! ahead of time, read in place) through the register micro-kernel, over
 //! cache blocks of `MC × KC` and `KC × NC`.
-use super::micro::{Isa, MicroFn, NextAFn, micro_for};
+use super::micro::{MicroFn, NextAFn, micro_for};
 use super::pack_a::{pack_a_rows, pack_a_strided, repack_panels};
 use super::{A_PANEL, Epilogue, KC, LeftOp, MAX_TILE, MC, MR_LCM, NC, NR_LCM, PackB, prepacked};
+use crate::simd::Isa;
 
 /// The output matrix as a raw pointer: column ranges of it are written by
 /// different threads, so no `&mut` slice may span it while they run.

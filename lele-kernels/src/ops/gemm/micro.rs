@@ -1,91 +1,9 @@
-//! Micro-kernel selection (run-time ISA detection) and the portable
+//! Micro-kernel selection (per ISA, see [`crate::simd`]) and the portable
 //! scalar micro-kernel.
-use core::sync::atomic::{AtomicU8, Ordering};
+use crate::simd::Isa;
 
 #[cfg(target_arch = "x86_64")]
 use super::x86;
-
-/// Instruction set of the micro-kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Isa {
-    Scalar,
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    Avx2,
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    Avx512,
-}
-
-static ISA: AtomicU8 = AtomicU8::new(0);
-
-/// The instruction set the CPU offers, capped by the `LELE_ISA`
-/// environment variable (`avx2` or `scalar`; read once, at the first
-/// kernel call): it lets a user run the AVX2 or portable code on an
-/// AVX-512 machine (to compare paths, or to match a fleet without
-/// AVX-512). A value naming more than the CPU has changes nothing.
-fn detect_isa() -> Isa {
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    {
-        let cap = std::env::var("LELE_ISA").unwrap_or_default();
-        if cap.eq_ignore_ascii_case("scalar") {
-            return Isa::Scalar;
-        }
-        let avx2_cap = cap.eq_ignore_ascii_case("avx2");
-        if !avx2_cap && std::is_x86_feature_detected!("avx512f") {
-            return Isa::Avx512;
-        }
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            return Isa::Avx2;
-        }
-    }
-    #[cfg(all(
-        target_arch = "x86_64",
-        not(feature = "std"),
-        target_feature = "avx2",
-        target_feature = "fma"
-    ))]
-    {
-        return Isa::Avx2;
-    }
-    #[allow(unreachable_code)]
-    Isa::Scalar
-}
-
-/// The micro-kernel chosen for this CPU (detected once, then cached).
-/// Inlined: kernels ask per row or tile (1.6% of PP-OCR cls's samples were
-/// calls to it), while detection runs out of line once.
-#[inline]
-pub(crate) fn best_isa() -> Isa {
-    match ISA.load(Ordering::Relaxed) {
-        1 => Isa::Scalar,
-        2 => Isa::Avx2,
-        3 => Isa::Avx512,
-        _ => detect_and_cache_isa(),
-    }
-}
-
-/// [`best_isa`]'s first call: detects the ISA and caches it.
-#[cold]
-#[inline(never)]
-fn detect_and_cache_isa() -> Isa {
-    let isa = detect_isa();
-    let code = match isa {
-        Isa::Scalar => 1,
-        Isa::Avx2 => 2,
-        Isa::Avx512 => 3,
-    };
-    ISA.store(code, Ordering::Relaxed);
-    isa
-}
-
-/// Whether `isa` can run on this CPU.
-#[cfg(test)]
-pub(crate) fn isa_available(isa: Isa) -> bool {
-    match isa {
-        Isa::Scalar => true,
-        Isa::Avx2 => matches!(best_isa(), Isa::Avx2 | Isa::Avx512),
-        Isa::Avx512 => best_isa() == Isa::Avx512,
-    }
-}
 
 /// A micro-kernel: multiplies a packed `MR × kc` panel of `A` by a packed
 /// `kc × NR` panel of `B` and stores `alpha·AB + beta·C` into the full tile

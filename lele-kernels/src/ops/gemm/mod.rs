@@ -24,12 +24,13 @@ pub(crate) mod testutil;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 
+#[cfg(test)]
+#[cfg(test)]
+pub(crate) use crate::simd::isa_available;
+pub(crate) use crate::simd::{Isa, best_isa};
 #[cfg(feature = "std")]
 use blocks::reads_in_place;
 use blocks::{CPtr, gemm_blocks};
-#[cfg(test)]
-pub(crate) use micro::isa_available;
-pub(crate) use micro::{Isa, best_isa};
 pub(crate) use operands::{check_f32, check_residual, f32_in, f32_out, scratch_f32};
 pub(crate) use pack_a::pack_row_panels;
 pub use pack_a::{A_PANEL, PanelsA, pack_a_panels, panels_a_len};

@@ -324,7 +324,7 @@ mod tests {
         // NaNs, infinities and signed zeros mixed with a spread of finite
         // values (fractions, so sums round).
         let val = |i: usize| -> f32 {
-            match (i * 2654435761) % 17 {
+            match (i as u64).wrapping_mul(2654435761) % 17 {
                 1 => f32::NAN,
                 2 => f32::NEG_INFINITY,
                 3 => f32::INFINITY,

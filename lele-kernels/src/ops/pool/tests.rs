@@ -671,7 +671,7 @@ fn global_average_over_plane_sizes() {
 fn f32_max_plane_path_matches_general_path_bitwise() {
     // Few distinct values, so windows are full of ties between +0 and -0
     // (the first in row-major order must win) and NaNs (one must win).
-    let level = |i: usize| match (i * 2654435761) % 23 {
+    let level = |i: usize| match (i as u64).wrapping_mul(2654435761) % 23 {
         0 => f32::NAN,
         1..=6 => 0.0,
         7..=12 => -0.0,

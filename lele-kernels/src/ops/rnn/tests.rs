@@ -376,6 +376,10 @@ fn lstm_wide_hidden_any_thread_count() {
 /// another of the GEMM's dot-product paths, which rounds differently.
 #[cfg(feature = "std")]
 #[test]
+#[cfg_attr(
+    all(target_family = "wasm", not(target_feature = "atomics")),
+    ignore = "needs threads, which this target cannot start"
+)]
 fn lstm_steps_split_by_hidden_units_match_one_thread() {
     use super::lstm::split::{FORCE_TASKS, SPLIT_RUNS};
     use core::sync::atomic::Ordering;
@@ -458,6 +462,10 @@ fn state_product_in_reverse_is_bit_identical() {
 /// threads; against the naive references.
 #[cfg(feature = "std")]
 #[test]
+#[cfg_attr(
+    all(target_family = "wasm", not(target_feature = "atomics")),
+    ignore = "needs threads, which this target cannot start"
+)]
 fn recurrent_weights_past_l2_read_alternately_match_naive() {
     let _serial = crate::threads::TEST_LOCK
         .lock()
