@@ -75,7 +75,14 @@ fn plan(inputs: &[Option<TensorRef<'_>>]) -> Result<Plan, KernelError> {
     };
     for (i, &a) in axes[..naxes].iter().enumerate() {
         let (b, e) = (pads[i], pads[i + naxes]);
-        let d = x.shape.dims()[a] as i64 + b + e;
+        // Hostile pads (i64::MAX, i64::MIN) must not wrap the sum.
+        let d = i64::try_from(x.shape.dims()[a])
+            .ok()
+            .and_then(|d| d.checked_add(b)?.checked_add(e))
+            .ok_or(KernelError::Invalid {
+                op: OP,
+                msg: "padded dim overflows",
+            })?;
         if d < 0 {
             return Err(KernelError::Invalid {
                 op: OP,
@@ -249,6 +256,25 @@ mod tests {
             x.dtype,
         )
         .unwrap()
+    }
+
+    /// Pads of i64::MAX overflowed `dim + begin + end` (a panic with
+    /// overflow checks, as in a proc macro; a wrapped dim without).
+    #[test]
+    fn pads_that_overflow_are_errors() {
+        let x = Owned::new(&[4], &[1.0f32, 2.0, 3.0, 4.0]);
+        for pads in [[i64::MAX, i64::MAX], [i64::MAX, 1], [i64::MIN, -1]] {
+            let p = Owned::new(&[2], &pads);
+            let mut out = [x.shape];
+            let r = Pad {
+                mode: PadMode::Constant,
+            }
+            .infer(&[Some(x.r()), Some(p.r())], &mut out);
+            assert!(
+                matches!(r, Err(KernelError::Invalid { .. })),
+                "{pads:?}: {r:?}"
+            );
+        }
     }
 
     #[test]

@@ -75,7 +75,12 @@ fn plan(inputs: &[Option<TensorRef<'_>>]) -> Result<Plan, KernelError> {
             });
         }
         seen[a] = true;
-        let dim = x.shape.dims()[a] as i64;
+        // A dim past i64::MAX (a shape of the sizing pass, never a tensor)
+        // would turn negative and make the clamps below panic.
+        let dim = i64::try_from(x.shape.dims()[a]).map_err(|_| KernelError::Invalid {
+            op: OP,
+            msg: "dim too large",
+        })?;
         let step = steps[i];
         if step == 0 {
             return Err(KernelError::Invalid {
@@ -250,6 +255,32 @@ mod tests {
             &[Some(x), Some(&s), Some(&e), a.as_ref(), st.as_ref()],
             x.dtype,
         )
+    }
+
+    /// Found by `lele-build/tests/fuzz` (compiler target): a sizing
+    /// shape with a dim of 2^63 made `clamp(0, dim)` panic (min > max).
+    #[test]
+    fn dims_past_i64_are_errors_not_panics() {
+        let shape = Shape::new(&[1 << 63]).unwrap();
+        let x = TensorRef {
+            dtype: crate::dtype::DType::F32,
+            shape,
+            data: &[],
+        };
+        let s = Owned::new(&[1], &[-2i64]);
+        let e = Owned::new(&[1], &[2i64]);
+        let a = Owned::new(&[1], &[0i64]);
+        let back = Owned::new(&[1], &[-1i64]);
+        let mut out = [shape];
+        for reversed in [false, true] {
+            let mut inputs = alloc::vec![Some(x), Some(s.r()), Some(e.r())];
+            if reversed {
+                inputs.push(Some(a.r()));
+                inputs.push(Some(back.r()));
+            }
+            let r = Slice.infer(&inputs, &mut out);
+            assert!(matches!(r, Err(KernelError::Invalid { .. })), "{r:?}");
+        }
     }
 
     #[test]

@@ -69,7 +69,10 @@ fn plan(k: &CenterCropPad, inputs: &[Option<TensorRef<'_>>]) -> Result<Plan, Ker
                 msg: "negative target size",
             });
         }
-        let dim = x.shape.dim(a) as i64;
+        let dim = i64::try_from(x.shape.dim(a)).map_err(|_| KernelError::Invalid {
+            op: OP,
+            msg: "dim too large",
+        })?;
         p.shift[a] = if size <= dim {
             (dim - size) / 2
         } else {
