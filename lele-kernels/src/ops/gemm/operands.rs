@@ -60,6 +60,9 @@ pub(crate) fn scratch_f32<'a>(
         // (not aligned for f32).
         return Ok(&mut []);
     }
-    let bytes = scratch.get_mut(..n * 4).ok_or(KernelError::Buffer { op })?;
+    let bytes = n
+        .checked_mul(4)
+        .and_then(|b| scratch.get_mut(..b))
+        .ok_or(KernelError::Buffer { op })?;
     bytemuck::try_cast_slice_mut(bytes).map_err(|_| KernelError::Buffer { op })
 }

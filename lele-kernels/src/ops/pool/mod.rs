@@ -287,7 +287,9 @@ impl Kernel for MaxPool {
                 .geom(&x.shape, "MaxPool")
                 .ok()
                 .filter(|g| g.lead > 0)
-                .map_or(0, |g| 4 * plane2d::max_scratch_len(&g)),
+                .and_then(|g| plane2d::max_scratch_len(&g)?.checked_mul(4))
+                // `run` refuses a geometry whose scratch does not fit.
+                .unwrap_or(0),
             _ => 0,
         }
     }
@@ -319,7 +321,11 @@ impl Kernel for MaxPool {
             let x = f32_in(xt, OP)?;
             let y = f32_out(yt, OP)?;
             if g.check_buffers(x.len(), y.len(), OP)? {
-                let rows = scratch_f32(scratch, plane2d::max_scratch_len(&g), OP)?;
+                let len = plane2d::max_scratch_len(&g).ok_or(KernelError::Invalid {
+                    op: OP,
+                    msg: "window too large for the plane loops",
+                })?;
+                let rows = scratch_f32(scratch, len, OP)?;
                 plane2d::max(&g, x, y, rows);
             }
             return Ok(());
@@ -387,7 +393,8 @@ impl Kernel for AveragePool {
                 .geom(&x.shape, "AveragePool")
                 .ok()
                 .filter(Self::plane_path)
-                .map_or(0, |g| 4 * plane2d::avg_scratch_len(&g)),
+                .and_then(|g| plane2d::avg_scratch_len(&g)?.checked_mul(4))
+                .unwrap_or(0),
             _ => 0,
         }
     }
@@ -408,7 +415,11 @@ impl Kernel for AveragePool {
             return Ok(());
         }
         if Self::plane_path(&g) {
-            let rows = scratch_f32(scratch, plane2d::avg_scratch_len(&g), OP)?;
+            let len = plane2d::avg_scratch_len(&g).ok_or(KernelError::Invalid {
+                op: OP,
+                msg: "window too large for the plane loops",
+            })?;
+            let rows = scratch_f32(scratch, len, OP)?;
             plane2d::avg(&g, x, y, rows, self.count_include_pad);
         } else {
             nd::avg(&g, x, y, self.count_include_pad);

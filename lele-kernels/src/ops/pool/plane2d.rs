@@ -65,15 +65,27 @@ impl RowLayout {
         }
     }
 
-    fn len(&self, p: &Plane) -> usize {
-        p.s[1] * self.phase + self.span * self.owr
+    /// [`RowLayout::of`] in checked arithmetic, with the scratch length
+    /// (`s[1] * phase + span * owr` floats): `None` when hostile strides,
+    /// dilations or kernels (2^63…) overflow them. Once this is `Some`, the
+    /// unchecked [`RowLayout::of`] the loops use cannot overflow either.
+    fn checked(p: &Plane) -> Option<(RowLayout, usize)> {
+        let owr = p.ow.checked_next_multiple_of(ROW_ALIGN)?;
+        let reach = |k: usize, d: usize| k.checked_sub(1)?.checked_mul(d);
+        let phase = owr
+            .checked_add(reach(p.k[1], p.d[1])?.checked_div(p.s[1])?)?
+            .checked_add(1)?;
+        let span = reach(p.k[0], p.d[0])?.checked_add(1)?;
+        let len = p.s[1]
+            .checked_mul(phase)?
+            .checked_add(span.checked_mul(owr)?)?;
+        Some((RowLayout { owr, phase, span }, len))
     }
 }
 
-/// Floats of scratch [`max`] needs.
-pub(super) fn max_scratch_len(g: &Geom) -> usize {
-    let p = Plane::of(g);
-    RowLayout::of(&p).len(&p)
+/// Floats of scratch [`max`] needs (`None`: more than `usize` counts).
+pub(super) fn max_scratch_len(g: &Geom) -> Option<usize> {
+    RowLayout::checked(&Plane::of(g)).map(|(_, len)| len)
 }
 
 /// Max pool of every `(n, c)` plane; NaN propagates. Separable: each input
@@ -85,7 +97,8 @@ pub(super) fn max_scratch_len(g: &Geom) -> usize {
 /// `scratch` holds [`max_scratch_len`] floats. Built for the baseline target
 /// and with AVX2 (chosen at run time).
 pub(super) fn max(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
-    let len = max_scratch_len(g);
+    // The caller sized `scratch` to [`max_scratch_len`], which was `Some`.
+    let len = scratch.len();
     by_planes(g, x, y, scratch, len, y.len(), &|x, y, s| {
         max_planes(g, x, y, s)
     });
@@ -394,10 +407,9 @@ fn pool_body(
 
 /// Floats of scratch [`avg`] needs: [`max`]'s rows plus one row of
 /// divisor factors.
-pub(super) fn avg_scratch_len(g: &Geom) -> usize {
-    let p = Plane::of(g);
-    let lay = RowLayout::of(&p);
-    lay.len(&p) + lay.owr
+pub(super) fn avg_scratch_len(g: &Geom) -> Option<usize> {
+    let (lay, len) = RowLayout::checked(&Plane::of(g))?;
+    len.checked_add(lay.owr)
 }
 
 /// Average pool (unit dilations) of every `(n, c)` plane, with the same
@@ -410,7 +422,8 @@ pub(super) fn avg_scratch_len(g: &Geom) -> usize {
 /// plane is computed the same way whatever the split). `scratch` holds
 /// [`avg_scratch_len`] floats.
 pub(super) fn avg(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32], include_pad: bool) {
-    let len = avg_scratch_len(g);
+    // The caller sized `scratch` to [`avg_scratch_len`], which was `Some`.
+    let len = scratch.len();
     by_planes(g, x, y, scratch, len, x.len(), &|x, y, s| {
         avg_planes(g, x, y, s, include_pad)
     });

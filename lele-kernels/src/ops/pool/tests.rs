@@ -743,3 +743,25 @@ fn f32_max_plane_path_matches_general_path_bitwise() {
         }
     }
 }
+
+/// Found by `lele-build/tests/fuzz` (compiler target): a stride of
+/// i64::MAX wrapped the plane loops' scratch length (`s * phase`), which
+/// then panicked splitting a scratch too small ("mid > len").
+#[test]
+fn hostile_strides_are_errors_not_panics() {
+    let x = rand_vec(3 * 5 * 5, 7);
+    for (k, s) in [(3, i64::MAX as usize), (3, usize::MAX), (usize::MAX, 1)] {
+        let w = window(&[k], &[s], &[1], &[0, 0], false, AutoPad::NotSet);
+        let avg = AveragePool {
+            window: w,
+            count_include_pad: false,
+        };
+        // Either an error or a result, never a panic.
+        let _ = run_raw(&avg, &[Some(t(&x, &[3, 5, 5]))], &[DType::F32]);
+        let max = MaxPool {
+            window: w,
+            column_major: false,
+        };
+        let _ = run_raw(&max, &[Some(t(&x, &[3, 5, 5]))], &[DType::F32]);
+    }
+}
