@@ -4,6 +4,7 @@ mod bench_kernels;
 mod conformance;
 mod demo;
 mod fixtures;
+mod fuzz;
 mod models;
 mod protos;
 mod python;
@@ -41,6 +42,9 @@ enum Cmd {
     OpsTable,
     /// lele vs ONNX Runtime vs tract on the benchmark models (markdown + JSON lines).
     Bench(bench::Opts),
+    /// The fuzz targets of lele-build (ONNX loader, .npy reader, model.toml
+    /// parser, compiler), each for `--secs` seconds, in release.
+    Fuzz(fuzz::Opts),
     /// Everything CI checks: models, fixtures, fmt, clippy, tests.
     Test {
         /// Extra arguments for `cargo test --workspace` (after `--`).
@@ -58,6 +62,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Conformance(opts) => conformance::run(&opts),
         Cmd::OpsTable => conformance::ops_table(),
         Cmd::Bench(opts) => bench::run(&opts),
+        Cmd::Fuzz(opts) => fuzz::run(&opts),
         Cmd::Test { args } => test::run(&args),
     }
 }
