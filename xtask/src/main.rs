@@ -2,6 +2,7 @@
 mod bench;
 mod bench_kernels;
 mod conformance;
+mod cross;
 mod demo;
 mod fixtures;
 mod fuzz;
@@ -45,6 +46,9 @@ enum Cmd {
     /// The fuzz targets of lele-build (ONNX loader, .npy reader, model.toml
     /// parser, compiler), each for `--secs` seconds, in release.
     Fuzz(fuzz::Opts),
+    /// The kernel and model parity tests on aarch64 (under qemu) and
+    /// wasm32-wasip1 (under node); `--full` runs every model.
+    Cross(cross::Opts),
     /// Everything CI checks: models, fixtures, fmt, clippy, tests.
     Test {
         /// Extra arguments for `cargo test --workspace` (after `--`).
@@ -63,6 +67,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::OpsTable => conformance::ops_table(),
         Cmd::Bench(opts) => bench::run(&opts),
         Cmd::Fuzz(opts) => fuzz::run(&opts),
+        Cmd::Cross(opts) => cross::run_all(&opts),
         Cmd::Test { args } => test::run(&args),
     }
 }

@@ -8,7 +8,10 @@ use std::process::Command;
 use anyhow::Context;
 
 use crate::util::run_inherited;
-use crate::{fixtures, models, python};
+use crate::{cross, fixtures, models, python};
+
+/// The root package's tests that run real models against ONNX Runtime.
+const PARITY_TESTS: &[&str] = &["silero_vad", "ppocr", "yolov8", "minilm"];
 
 fn cargo() -> PathBuf {
     std::env::var_os("CARGO")
@@ -73,6 +76,27 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
         )?;
     }
     cargo_step("cargo test", &["test", "--workspace"], extra)?;
+    // The model parity tests again on the narrower paths the CPU can run,
+    // so no path rots while CI has AVX-512 (LELE_ISA caps the ISA at run
+    // time; the test binaries are the ones just built).
+    for isa in ["avx2", "scalar"] {
+        step(&format!("model parity tests, LELE_ISA={isa}"), || {
+            run_inherited(
+                Command::new(cargo())
+                    .args(["test", "-p", "lele"])
+                    .args(PARITY_TESTS.iter().flat_map(|t| ["--test", t]))
+                    .current_dir(python::repo_root())
+                    .env("LELE_ZOO", &zoo)
+                    .env("LELE_FIXTURES", &fixtures)
+                    .env("LELE_ISA", isa),
+            )
+        })?;
+    }
+    for leg in cross::LEGS {
+        step(&format!("{} (CI leg)", leg.describe()), || {
+            cross::run(leg, &zoo, &fixtures, false)
+        })?;
+    }
     step("cargo xtask conformance --check", || {
         crate::conformance::run(&crate::conformance::Opts {
             check: true,

@@ -1,0 +1,180 @@
+//! `cargo xtask cross`: lele's tests on the targets this x86_64 machine
+//! emulates — aarch64 (NEON) under `qemu-aarch64`, wasm32-wasip1 (simd128)
+//! under node's WASI. CI runs each target's kernel tests and the smallest
+//! model; `--full` runs every model parity test (for correctness: emulated
+//! timings mean nothing).
+use std::path::Path;
+use std::process::Command;
+
+use crate::python;
+use crate::util::run_inherited;
+
+/// Options of `cargo xtask cross`.
+#[derive(clap::Args, Default)]
+pub struct Opts {
+    /// Every model parity test, not only the smallest model.
+    #[arg(long)]
+    pub full: bool,
+    /// Only this target (`aarch64` or `wasm`).
+    #[arg(long)]
+    pub target: Option<String>,
+}
+
+/// An emulated target.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Target {
+    /// aarch64-unknown-linux-gnu under qemu-aarch64.
+    Aarch64,
+    /// wasm32-wasip1 with simd128 under node.
+    Wasm,
+}
+
+/// What one leg runs.
+#[derive(Clone, Copy, Debug)]
+pub enum What {
+    /// `lele-kernels`' own tests (every kernel against its reference).
+    Kernels,
+    /// The root package's model parity tests.
+    Models,
+}
+
+/// One CI leg: a target and what runs on it.
+#[derive(Clone, Copy, Debug)]
+pub struct Leg {
+    /// The target.
+    pub target: Target,
+    /// What runs there.
+    pub what: What,
+}
+
+/// The legs `cargo xtask test` runs.
+pub const LEGS: &[Leg] = &[
+    Leg {
+        target: Target::Aarch64,
+        what: What::Kernels,
+    },
+    Leg {
+        target: Target::Aarch64,
+        what: What::Models,
+    },
+    Leg {
+        target: Target::Wasm,
+        what: What::Kernels,
+    },
+];
+
+/// The smallest model's parity test (CI); `--full` adds the others.
+const SMALLEST: &[&str] = &["silero_vad"];
+const ALL_MODELS: &[&str] = &["silero_vad", "ppocr", "yolov8", "minilm"];
+
+impl Target {
+    fn triple(self) -> &'static str {
+        match self {
+            Target::Aarch64 => "aarch64-unknown-linux-gnu",
+            Target::Wasm => "wasm32-wasip1",
+        }
+    }
+
+    /// Its own target directory, so that its builds never invalidate the
+    /// host's.
+    fn target_dir(self) -> &'static str {
+        match self {
+            Target::Aarch64 => "target/cross",
+            Target::Wasm => "target/wasm",
+        }
+    }
+
+    /// Sets the linker, the runner and the flags cargo needs for it.
+    fn configure(self, cmd: &mut Command) {
+        match self {
+            Target::Aarch64 => {
+                cmd.env(
+                    "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
+                    "aarch64-linux-gnu-gcc",
+                )
+                .env(
+                    "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER",
+                    "qemu-aarch64 -L /usr/aarch64-linux-gnu",
+                );
+            }
+            Target::Wasm => {
+                let runner = python::repo_root().join("xtask/runners/wasi.mjs");
+                cmd.env(
+                    "CARGO_TARGET_WASM32_WASIP1_RUNNER",
+                    format!("node --no-warnings {}", runner.display()),
+                )
+                .env(
+                    "CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS",
+                    "-C target-feature=+simd128",
+                );
+            }
+        }
+    }
+}
+
+impl Leg {
+    /// A line naming the leg.
+    pub fn describe(&self) -> String {
+        let what = match self.what {
+            What::Kernels => "kernel tests",
+            What::Models => "model parity tests",
+        };
+        format!("{what} on {}", self.target.triple())
+    }
+}
+
+/// Runs one leg (`full`: every model, not only the smallest).
+pub fn run(leg: &Leg, zoo: &Path, fixtures: &Path, full: bool) -> anyhow::Result<()> {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.arg("test")
+        .args(["--target", leg.target.triple()])
+        .args(["--target-dir", leg.target.target_dir()])
+        .current_dir(python::repo_root())
+        .env("LELE_ZOO", zoo)
+        .env("LELE_FIXTURES", fixtures);
+    leg.target.configure(&mut cmd);
+    match leg.what {
+        What::Kernels => {
+            cmd.args(["-p", "lele-kernels"]);
+        }
+        What::Models => {
+            cmd.args(["-p", "lele"]);
+            let tests = if full { ALL_MODELS } else { SMALLEST };
+            for t in tests {
+                cmd.args(["--test", t]);
+            }
+        }
+    }
+    run_inherited(&mut cmd)
+}
+
+/// `cargo xtask cross [--full] [--target T]`.
+pub fn run_all(opts: &Opts) -> anyhow::Result<()> {
+    crate::models::run(false)?;
+    crate::fixtures::run(&crate::fixtures::Opts::default())?;
+    let zoo = std::path::absolute(crate::models::zoo_dir())?;
+    let fixtures = std::path::absolute(crate::fixtures::fixtures_dir())?;
+    let wanted = |t: Target| match opts.target.as_deref() {
+        None => true,
+        Some("aarch64") => t == Target::Aarch64,
+        Some("wasm") => t == Target::Wasm,
+        Some(_) => false,
+    };
+    if let Some(t) = opts.target.as_deref()
+        && !matches!(t, "aarch64" | "wasm")
+    {
+        anyhow::bail!("--target takes `aarch64` or `wasm`, not `{t}`");
+    }
+    let legs = [Target::Aarch64, Target::Wasm]
+        .into_iter()
+        .filter(|&t| wanted(t))
+        .flat_map(|target| {
+            [What::Kernels, What::Models]
+                .into_iter()
+                .map(move |what| Leg { target, what })
+        });
+    for leg in legs {
+        crate::util::step(&leg.describe(), || run(&leg, &zoo, &fixtures, opts.full))?;
+    }
+    Ok(())
+}
