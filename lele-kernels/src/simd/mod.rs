@@ -1,6 +1,8 @@
 //! The instruction sets lele's kernels use, and which one this CPU runs:
 //! detected once at run time on x86_64 (AVX-512, else AVX2 with FMA, else
-//! the portable code), capped by `LELE_ISA`.
+//! the portable code), known at compile time on aarch64 (NEON is part of
+//! the base architecture) and on wasm32 built with `simd128`; capped by
+//! `LELE_ISA`.
 use core::sync::atomic::{AtomicU8, Ordering};
 
 /// An instruction set a kernel can be written for.
@@ -12,6 +14,13 @@ pub enum Isa {
     Avx2,
     /// AVX-512F (x86_64).
     Avx512,
+    /// Advanced SIMD (aarch64, where every CPU has it).
+    #[cfg(target_arch = "aarch64")]
+    Neon,
+    /// The 128-bit SIMD proposal (wasm32 built with `simd128`, which every
+    /// engine that runs such a module has).
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    Simd128,
 }
 
 static ISA: AtomicU8 = AtomicU8::new(0);
@@ -20,8 +29,23 @@ static ISA: AtomicU8 = AtomicU8::new(0);
 /// environment variable (`avx2` or `scalar`; read once, at the first
 /// kernel call): it lets a user run the AVX2 or portable code on an
 /// AVX-512 machine (to compare paths, or to match a fleet without
-/// AVX-512). A value naming more than the CPU has changes nothing.
+/// AVX-512), or the portable code on aarch64 and wasm32. A value naming
+/// more than the CPU has changes nothing.
 fn detect_isa() -> Isa {
+    #[cfg(any(
+        target_arch = "aarch64",
+        all(target_arch = "wasm32", target_feature = "simd128")
+    ))]
+    {
+        #[cfg(feature = "std")]
+        if std::env::var("LELE_ISA").is_ok_and(|cap| cap.eq_ignore_ascii_case("scalar")) {
+            return Isa::Scalar;
+        }
+        #[cfg(target_arch = "aarch64")]
+        return Isa::Neon;
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        return Isa::Simd128;
+    }
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     {
         let cap = std::env::var("LELE_ISA").unwrap_or_default();
@@ -58,6 +82,10 @@ pub fn best_isa() -> Isa {
         1 => Isa::Scalar,
         2 => Isa::Avx2,
         3 => Isa::Avx512,
+        #[cfg(target_arch = "aarch64")]
+        4 => Isa::Neon,
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        5 => Isa::Simd128,
         _ => detect_and_cache_isa(),
     }
 }
@@ -71,17 +99,26 @@ fn detect_and_cache_isa() -> Isa {
         Isa::Scalar => 1,
         Isa::Avx2 => 2,
         Isa::Avx512 => 3,
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => 4,
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Isa::Simd128 => 5,
     };
     ISA.store(code, Ordering::Relaxed);
     isa
 }
 
-/// Whether `isa` can run on this CPU.
+/// Whether `isa` can run on this CPU (NEON and simd128 always can where
+/// they are compiled, even under `LELE_ISA=scalar`).
 #[cfg(test)]
 pub(crate) fn isa_available(isa: Isa) -> bool {
     match isa {
         Isa::Scalar => true,
         Isa::Avx2 => matches!(best_isa(), Isa::Avx2 | Isa::Avx512),
         Isa::Avx512 => best_isa() == Isa::Avx512,
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => true,
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Isa::Simd128 => true,
     }
 }

@@ -2,6 +2,10 @@
 //! scalar micro-kernel.
 use crate::simd::Isa;
 
+#[cfg(target_arch = "aarch64")]
+use super::neon;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+use super::wasm;
 #[cfg(target_arch = "x86_64")]
 use super::x86;
 
@@ -86,6 +90,32 @@ pub(super) fn micro_for(isa: Isa) -> Micro {
             next_a: Some((x86::kernel_avx512_next_a, x86::kernel_avx512_next_a_in_l1)),
             next_b: Some(x86::kernel_avx512_next_b),
             next_ab: Some(x86::kernel_avx512_next_ab),
+        },
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => Micro {
+            mr: neon::NEON_MR,
+            nr: neon::NEON_NR,
+            f: neon::kernel_neon,
+            half: Some(neon::kernel_neon_half),
+            first: neon::kernel_neon,
+            in_l1: neon::kernel_neon,
+            short: Some(neon::kernel_neon_short),
+            next_a: None,
+            next_b: None,
+            next_ab: None,
+        },
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Isa::Simd128 => Micro {
+            mr: wasm::SIMD128_MR,
+            nr: wasm::SIMD128_NR,
+            f: wasm::kernel_simd128,
+            half: Some(wasm::kernel_simd128_half),
+            first: wasm::kernel_simd128,
+            in_l1: wasm::kernel_simd128,
+            short: Some(wasm::kernel_simd128_short),
+            next_a: None,
+            next_b: None,
+            next_ab: None,
         },
         _ => Micro {
             mr: SCALAR_MR,

@@ -4,13 +4,16 @@
 //! transposed operands cost nothing extra. Blocks of `A` and `B` are packed
 //! into a caller-provided scratch slice (no allocation) and multiplied by an
 //! `MR×NR` register micro-kernel: scalar everywhere, AVX2+FMA and AVX-512 on
-//! x86_64 (chosen once at run time and cached).
+//! x86_64 (chosen once at run time and cached), NEON on aarch64 and simd128
+//! on wasm32 built with it.
 use crate::error::KernelError;
 
 mod blocks;
 #[cfg(target_arch = "x86_64")]
 mod few_rows;
 mod micro;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod operands;
 mod pack_a;
 pub mod prepacked;
@@ -21,6 +24,8 @@ mod skinny;
 mod tests;
 #[cfg(test)]
 pub(crate) mod testutil;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 

@@ -84,10 +84,18 @@ fn check(isa: Isa, m: usize, n: usize, k: usize, ta: bool, tb: bool, alpha: f32,
 }
 
 fn isas() -> Vec<Isa> {
-    [Isa::Scalar, Isa::Avx2, Isa::Avx512]
-        .into_iter()
-        .filter(|&i| isa_available(i))
-        .collect()
+    [
+        Isa::Scalar,
+        Isa::Avx2,
+        Isa::Avx512,
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon,
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Isa::Simd128,
+    ]
+    .into_iter()
+    .filter(|&i| isa_available(i))
+    .collect()
 }
 
 #[test]
@@ -257,6 +265,39 @@ fn beta_zero_ignores_nan_and_k_zero() {
         )
         .is_err()
     );
+}
+
+/// With `beta == 0` no micro-kernel reads C: NaNs in it (full tiles,
+/// short rows, half-width edges, past the blocks' depth) do not reach the
+/// result, which is bit for bit the product into zeros.
+#[test]
+fn beta_zero_never_reads_c_all_isas() {
+    for isa in isas() {
+        for (m, n, k) in [
+            (24, 32, 5),
+            (13, 37, 9),
+            (7, 16, 3),
+            (30, 20, 300),
+            (5, 4, 2),
+        ] {
+            let av = rand_vec(m * k, 11);
+            let bv = rand_vec(k * n, 12);
+            let (a, b) = (MatRef::row_major(&av, k), MatRef::row_major(&bv, n));
+            let mut s = vec![0f32; sgemm_scratch_len(m, n, k)];
+            let mut zeros = vec![0f32; m * n];
+            let mut nans = vec![f32::NAN; m * n];
+            for c in [&mut zeros, &mut nans] {
+                sgemm_isa(isa, m, n, k, 0.5, a, &b, 0.0, c, n, &mut s, None).unwrap();
+            }
+            assert!(
+                zeros
+                    .iter()
+                    .zip(&nans)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{isa:?} {m}x{n}x{k}"
+            );
+        }
+    }
 }
 
 /// Split over threads, every element is computed as on one thread.
