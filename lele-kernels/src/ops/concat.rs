@@ -38,7 +38,11 @@ impl Concat {
                     });
                 }
             }
-            out.dims_mut()[axis] += t.shape.dims()[axis];
+            let sum = out.dims()[axis].checked_add(t.shape.dims()[axis]);
+            out.dims_mut()[axis] = sum.ok_or(KernelError::Invalid {
+                op: OP,
+                msg: "concatenated dim overflows",
+            })?;
         }
         Ok((out, axis))
     }

@@ -272,12 +272,22 @@ fn nd_plan(data: &Shape, idx: &Shape, b: usize, op: &'static str) -> Result<NdPl
             msg: "indices do not fit data",
         });
     }
+    // A zero dim elsewhere keeps a shape's count small while a part of
+    // it overflows.
+    let product = |dims: &[usize]| {
+        dims.iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or(KernelError::Invalid {
+                op,
+                msg: "element count overflows",
+            })
+    };
     Ok(NdPlan {
-        batches: data.dims()[..b].iter().product(),
-        tuples: idx.dims()[b..q - 1].iter().product(),
+        batches: product(&data.dims()[..b])?,
+        tuples: product(&idx.dims()[b..q - 1])?,
         m,
-        slice: data.dims()[b + m..].iter().product(),
-        batch_elems: data.dims()[b..].iter().product(),
+        slice: product(&data.dims()[b + m..])?,
+        batch_elems: product(&data.dims()[b..])?,
     })
 }
 

@@ -245,7 +245,16 @@ impl Flatten {
         }
         let dims = x.shape.dims();
         let a = a as usize;
-        Shape::new(&[dims[..a].iter().product(), dims[a..].iter().product()])
+        // A zero dim keeps the count small while one side overflows.
+        let product = |d: &[usize]| {
+            d.iter()
+                .try_fold(1usize, |p, &x| p.checked_mul(x))
+                .ok_or(KernelError::Invalid {
+                    op: "Flatten",
+                    msg: "element count overflows",
+                })
+        };
+        Shape::new(&[product(&dims[..a])?, product(&dims[a..])?])
     }
 }
 

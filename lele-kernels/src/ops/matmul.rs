@@ -123,7 +123,14 @@ impl Kernel for MatMul {
             Ok((d, _)) => {
                 // The folded case multiplies (batch*m) x k by k x n.
                 let fold = d.batch_a.numel().max(1);
-                4 * sgemm_scratch_len(d.m * fold, d.n, d.k).max(sgemm_scratch_len(d.m, d.n, d.k))
+                // Folded rows past usize (a zero dim elsewhere): saturated,
+                // which the arena cap refuses.
+                match d.m.checked_mul(fold) {
+                    Some(rows) => {
+                        4 * sgemm_scratch_len(rows, d.n, d.k).max(sgemm_scratch_len(d.m, d.n, d.k))
+                    }
+                    None => usize::MAX,
+                }
             }
             Err(_) => 0,
         }

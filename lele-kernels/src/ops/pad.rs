@@ -75,6 +75,14 @@ fn plan(inputs: &[Option<TensorRef<'_>>]) -> Result<Plan, KernelError> {
     };
     for (i, &a) in axes[..naxes].iter().enumerate() {
         let (b, e) = (pads[i], pads[i + naxes]);
+        // Each side crops at most the dim (so `source`'s `o - begin` fits).
+        let dim = i64::try_from(x.shape.dims()[a]).unwrap_or(i64::MAX);
+        if b < -dim || e < -dim {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "pads crop more than the dim",
+            });
+        }
         // Hostile pads (i64::MAX, i64::MIN) must not wrap the sum.
         let d = i64::try_from(x.shape.dims()[a])
             .ok()

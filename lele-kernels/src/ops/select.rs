@@ -301,7 +301,16 @@ impl Kernel for NonZero {
     ) -> Result<bool, KernelError> {
         // At most every element is non-zero; one index per dimension each.
         let x = input(inputs, 0, "NonZero")?;
-        crate::kernel::bound_outputs(outputs, x.shape.rank().max(1) * x.numel())
+        let n = x
+            .shape
+            .rank()
+            .max(1)
+            .checked_mul(x.numel())
+            .ok_or(KernelError::Invalid {
+                op: "NonZero",
+                msg: "index count overflows",
+            })?;
+        crate::kernel::bound_outputs(outputs, n)
     }
 
     fn run(
@@ -408,7 +417,7 @@ impl Kernel for TopK {
             return 0;
         };
         match x.shape.axis(self.axis, "TopK") {
-            Ok(a) => x.shape.dims()[a] * core::mem::size_of::<u32>(),
+            Ok(a) => x.shape.dims()[a].saturating_mul(core::mem::size_of::<u32>()),
             Err(_) => 0,
         }
     }

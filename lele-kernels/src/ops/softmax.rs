@@ -21,8 +21,17 @@ fn split(
         return Ok((s, 1, 1, 1));
     }
     let a = s.axis(axis, op)?;
-    let outer = s.dims()[..a].iter().product();
-    let inner = s.dims()[a + 1..].iter().product();
+    // A zero dim keeps the count small while one side overflows.
+    let product = |d: &[usize]| {
+        d.iter()
+            .try_fold(1usize, |p, &x| p.checked_mul(x))
+            .ok_or(KernelError::Invalid {
+                op,
+                msg: "element count overflows",
+            })
+    };
+    let outer = product(&s.dims()[..a])?;
+    let inner = product(&s.dims()[a + 1..])?;
     Ok((s, outer, s.dim(a), inner))
 }
 
@@ -42,7 +51,7 @@ fn infer_same(
 
 fn scratch_for(inputs: &[Option<TensorRef<'_>>], axis: i64, op: &'static str) -> usize {
     match split(inputs, axis, op) {
-        Ok((_, _, _, inner)) if inner > 1 => 12 * inner,
+        Ok((_, _, _, inner)) if inner > 1 => inner.saturating_mul(12),
         _ => 0,
     }
 }

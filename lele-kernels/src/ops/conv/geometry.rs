@@ -84,7 +84,14 @@ pub(crate) fn window_out(
             msg: "kernel, strides and dilations must be positive",
         });
     }
-    let eff = (k - 1) * d + 1;
+    let big = || KernelError::Invalid {
+        op,
+        msg: "window arithmetic overflows",
+    };
+    let eff = (k - 1)
+        .checked_mul(d)
+        .and_then(|e| e.checked_add(1))
+        .ok_or_else(big)?;
     let too_small = KernelError::Shape {
         op,
         msg: "input smaller than the kernel window",
@@ -92,7 +99,11 @@ pub(crate) fn window_out(
     match auto_pad {
         AutoPad::SameUpper | AutoPad::SameLower => {
             let out = len.div_ceil(s);
-            let total = ((out.max(1) - 1) * s + eff).saturating_sub(len);
+            let total = (out.max(1) - 1)
+                .checked_mul(s)
+                .and_then(|e| e.checked_add(eff))
+                .ok_or_else(big)?
+                .saturating_sub(len);
             let begin = if auto_pad == AutoPad::SameUpper {
                 total / 2
             } else {
@@ -107,14 +118,23 @@ pub(crate) fn window_out(
             Ok(((len - eff) / s + 1, 0, 0))
         }
         AutoPad::NotSet => {
-            let padded = len + pad_begin + pad_end;
+            let padded = len
+                .checked_add(pad_begin)
+                .and_then(|p| p.checked_add(pad_end))
+                .ok_or_else(big)?;
             if padded < eff {
                 return Err(too_small);
             }
             let span = padded - eff;
             let mut out = if ceil { span.div_ceil(s) } else { span / s } + 1;
             // The last window must start inside the input or the begin padding.
-            if ceil && (out - 1) * s >= len + pad_begin {
+            // (`len + pad_begin <= padded` fits; a product past usize is
+            // past it.)
+            if ceil
+                && (out - 1)
+                    .checked_mul(s)
+                    .is_none_or(|v| v >= len + pad_begin)
+            {
                 out -= 1;
             }
             Ok((out, pad_begin, pad_end))

@@ -504,8 +504,16 @@ fn global_dims(
     for d in &mut s.dims_mut()[2..] {
         *d = 1;
     }
-    let planes = xt.shape.dim(0) * xt.shape.dim(1);
-    Ok((s, planes, xt.shape.dims()[2..].iter().product()))
+    let big = || KernelError::Invalid {
+        op,
+        msg: "element count overflows",
+    };
+    let planes = xt.shape.dim(0).checked_mul(xt.shape.dim(1)).ok_or_else(big)?;
+    let area = xt.shape.dims()[2..]
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(big)?;
+    Ok((s, planes, area))
 }
 
 fn global_run(

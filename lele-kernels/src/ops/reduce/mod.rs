@@ -129,7 +129,8 @@ impl Kernel for Reduce {
 
     fn scratch_bytes(&self, _inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
         // Accumulators (i128 or f64) plus the LogSumExp maxima.
-        outputs.first().map_or(0, |s| s.numel() * 32)
+        // Saturated: a count past usize is refused by the arena cap.
+        outputs.first().map_or(0, |s| s.numel().saturating_mul(32))
     }
 
     fn run(

@@ -343,8 +343,11 @@ impl Kernel for Resize {
         // Tap tables for the output rows and columns (from the output shape,
         // which the compiler may know only from the model's declaration).
         match outputs.first().map(|ys| (ys.rank(), ys)) {
-            Some((r, ys)) if r >= 2 => 8 * taps(self.mode) * (ys.dim(r - 2) + ys.dim(r - 1)),
-            Some((_, ys)) => 8 * taps(self.mode) * 2 * ys.numel(),
+            // Saturated: a size past usize is refused by the arena cap.
+            Some((r, ys)) if r >= 2 => {
+                (8 * taps(self.mode)).saturating_mul(ys.dim(r - 2).saturating_add(ys.dim(r - 1)))
+            }
+            Some((_, ys)) => (8 * taps(self.mode) * 2).saturating_mul(ys.numel()),
             None => 0,
         }
     }

@@ -46,18 +46,31 @@ impl Gru {
         )
     }
 
-    /// `(xw, gates, h, rh, bias, gemm)` scratch lengths in floats.
+    /// `(xw, gates, h, rh, bias, gemm)` scratch lengths in floats; when
+    /// they would not fit (a hostile `hidden_size` or sizing shape),
+    /// `usize::MAX` first, which the arena cap, the build-time evaluator and
+    /// `run` refuse.
     fn scratch_parts(d: &Dims) -> [usize; 6] {
-        let g = 3 * d.hidden;
-        [
-            d.seq * d.batch * g,
+        Self::checked_parts(d).unwrap_or([usize::MAX, 0, 0, 0, 0, 0])
+    }
+
+    fn checked_parts(d: &Dims) -> Option<[usize; 6]> {
+        let g = d.hidden.checked_mul(3)?;
+        let rows = d.seq.checked_mul(d.batch)?;
+        let xw = rows.checked_mul(g)?;
+        let bh = d.batch.checked_mul(d.hidden)?;
+        // Far past any arena: keeps the products' own arithmetic small.
+        if xw.max(d.batch.checked_mul(g)?) > 1 << 40 {
+            return None;
+        }
+        Some([
+            xw,
             d.batch * g,
-            d.batch * d.hidden,
-            d.batch * d.hidden,
+            bh,
+            bh,
             2 * g,
-            sgemm_scratch_len(d.seq * d.batch, g, d.input)
-                .max(sgemm_scratch_len(d.batch, g, d.hidden)),
-        ]
+            sgemm_scratch_len(rows, g, d.input).max(sgemm_scratch_len(d.batch, g, d.hidden)),
+        ])
     }
 }
 
@@ -73,7 +86,10 @@ impl Kernel for Gru {
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
         match self.dims(inputs, outputs.len()) {
-            Ok(d) => 4 * Self::scratch_parts(&d).iter().sum::<usize>(),
+            Ok(d) => Self::scratch_parts(&d)
+                .iter()
+                .fold(0usize, |a, &p| a.saturating_add(p))
+                .saturating_mul(4),
             Err(_) => 0,
         }
     }
@@ -98,7 +114,15 @@ impl Kernel for Gru {
         }
         let [mut y, mut yh, _] = prepare_outputs(outputs, &d, OP)?;
         let parts = Self::scratch_parts(&d);
-        let s = scratch_f32(scratch, parts.iter().sum(), OP)?;
+        let total = parts
+            .iter()
+            .try_fold(0usize, |a, &p| a.checked_add(p))
+            .filter(|_| parts[0] != usize::MAX)
+            .ok_or(KernelError::Invalid {
+                op: OP,
+                msg: "scratch size overflows",
+            })?;
+        let s = scratch_f32(scratch, total, OP)?;
         let (xw, s) = s.split_at_mut(parts[0]);
         let (gates, s) = s.split_at_mut(parts[1]);
         let (hs, s) = s.split_at_mut(parts[2]);

@@ -127,15 +127,33 @@ impl Lstm {
         )
     }
 
-    /// `(xw, directions, gemm)` scratch lengths in floats.
+    /// `(xw, directions, gemm)` scratch lengths in floats; when they would
+    /// not fit (a hostile `hidden_size` or sizing shape), `[usize::MAX, 0,
+    /// 0]`, which the arena cap, the build-time evaluator and [`Lstm::run`]
+    /// refuse.
     fn scratch_parts(d: &Dims) -> [usize; 3] {
-        let g = 4 * d.hidden;
-        [
-            d.seq * d.batch * d.dirs * g,
-            d.dirs * DirState::len(d),
-            sgemm_scratch_len(d.seq * d.batch, d.dirs * g, d.input)
-                .max(sgemm_scratch_len(d.batch, g, d.hidden)),
-        ]
+        Self::checked_parts(d).unwrap_or([usize::MAX, 0, 0])
+    }
+
+    fn checked_parts(d: &Dims) -> Option<[usize; 3]> {
+        let (g, h) = (d.hidden.checked_mul(4)?, d.hidden);
+        let rows = d.seq.checked_mul(d.batch)?;
+        let xw = rows.checked_mul(d.dirs)?.checked_mul(g)?;
+        // DirState::len, checked.
+        let dir = d
+            .batch
+            .checked_mul(g)?
+            .checked_add(g)?
+            .checked_add(d.batch.checked_mul(h)?.checked_mul(3)?)?
+            .checked_add(rows.checked_mul(h)?)?;
+        let dirs = d.dirs.checked_mul(dir)?;
+        // Far past any arena: keeps the products' own arithmetic small.
+        if xw.checked_add(dirs)? > 1 << 40 {
+            return None;
+        }
+        let gemm = sgemm_scratch_len(rows, d.dirs * g, d.input)
+            .max(sgemm_scratch_len(d.batch, g, d.hidden));
+        Some([xw, dirs, gemm])
     }
 
     /// Runs every direction (at once when there are threads to spare) and
@@ -327,7 +345,10 @@ impl Kernel for Lstm {
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
         match self.dims(inputs, outputs.len()) {
-            Ok(d) => 4 * Self::scratch_parts(&d).iter().sum::<usize>(),
+            Ok(d) => Self::scratch_parts(&d)
+                .iter()
+                .fold(0usize, |a, &p| a.saturating_add(p))
+                .saturating_mul(4),
             Err(_) => 0,
         }
     }
@@ -351,7 +372,15 @@ impl Kernel for Lstm {
         }
         let [mut y, mut yh, mut yc] = prepare_outputs(outputs, &d, OP)?;
         let parts = Self::scratch_parts(&d);
-        let s = scratch_f32(scratch, parts.iter().sum(), OP)?;
+        let total = parts
+            .iter()
+            .try_fold(0usize, |a, &p| a.checked_add(p))
+            .filter(|_| parts[0] != usize::MAX)
+            .ok_or(KernelError::Invalid {
+                op: OP,
+                msg: "scratch size overflows",
+            })?;
+        let s = scratch_f32(scratch, total, OP)?;
         let (xw, s) = s.split_at_mut(parts[0]);
         let (per_dir, gs) = s.split_at_mut(parts[1]);
         let (h, g4, inp) = (d.hidden, 4 * d.hidden, d.input);

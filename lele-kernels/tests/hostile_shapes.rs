@@ -1,0 +1,62 @@
+//! Shape arithmetic on hostile shapes (a zero dim beside dims whose product
+//! overflows, counts past usize) gives an error or a result, never an
+//! overflow panic (these tests run with overflow checks, as the macro
+//! does). Each case is a site the `compiler` fuzz target of lele-build
+//! found (`lele-build/tests/fuzz`, overflow checks on).
+use lele_kernels::ops::concat::Concat;
+use lele_kernels::ops::gather::GatherNd;
+use lele_kernels::ops::layout::Flatten;
+use lele_kernels::ops::pool::GlobalAveragePool;
+use lele_kernels::ops::select::NonZero;
+use lele_kernels::ops::softmax::Softmax;
+use lele_kernels::{DType, Kernel, Shape, TensorRef};
+
+/// A tensor of `dims` without data (only its shape is read); `None` if
+/// `Shape` itself refuses the dims.
+fn shaped(dims: &[usize]) -> Option<TensorRef<'static>> {
+    Some(TensorRef {
+        dtype: DType::F32,
+        shape: Shape::new(dims).ok()?,
+        data: &[],
+    })
+}
+
+/// Runs the shape functions of `k` on `inputs`; any result is fine.
+fn exercise(k: &dyn Kernel, inputs: &[Option<TensorRef<'_>>], outputs: usize) {
+    let mut shapes = vec![Shape::SCALAR; outputs];
+    let _ = k.infer(inputs, &mut shapes);
+    let _ = k.scratch_bytes(inputs, &shapes);
+    let mut bounds = vec![0usize; outputs];
+    let _ = k.max_output_elems(inputs, &mut bounds);
+}
+
+const BIG: usize = 1 << 40;
+
+#[test]
+fn products_and_sums_past_usize_do_not_panic() {
+    let idx_data = 0i64.to_le_bytes();
+    let idx = TensorRef {
+        dtype: DType::I64,
+        shape: Shape::new(&[1, 1]).unwrap(),
+        data: &idx_data,
+    };
+    for dims in [
+        &[BIG, BIG, 0][..],
+        &[0, BIG, BIG],
+        &[1 << 63, 0],
+        &[1 << 31, 1 << 31, 2],
+        &[1, 1 << 62],
+        &[1 << 32, 1 << 32, 0, 1],
+    ] {
+        let Some(x) = shaped(dims) else {
+            continue;
+        };
+        exercise(&Flatten { axis: 2 }, &[Some(x)], 1);
+        exercise(&Flatten { axis: 1 }, &[Some(x)], 1);
+        exercise(&GatherNd { batch_dims: 0 }, &[Some(x), Some(idx)], 1);
+        exercise(&Concat { axis: 0 }, &[Some(x), Some(x)], 1);
+        exercise(&NonZero, &[Some(x)], 1);
+        exercise(&Softmax { axis: 0 }, &[Some(x)], 1);
+        exercise(&GlobalAveragePool {}, &[Some(x)], 1);
+    }
+}
