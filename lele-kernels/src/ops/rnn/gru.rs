@@ -1,11 +1,11 @@
 //! `Gru`.
 use super::{
-    Dims, Direction, alternates, infer_rnn, prepare_outputs, rnn_dims, seq_len, sigmoid,
-    state_times_rt,
+    Dims, Direction, alternates, infer_rnn, prepare_outputs, rnn_dims, seq_len, state_times_rt,
 };
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
 use crate::ops::gemm::{MatRef, f32_in, scratch_f32, sgemm, sgemm_scratch_len};
+use crate::ops::unary::{sigmoid_slice, tanh_slice};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -46,15 +46,15 @@ impl Gru {
         )
     }
 
-    /// `(xw, gates, h, rh, bias, gemm)` scratch lengths in floats; when
-    /// they would not fit (a hostile `hidden_size` or sizing shape),
-    /// `usize::MAX` first, which the arena cap, the build-time evaluator and
-    /// `run` refuse.
-    fn scratch_parts(d: &Dims) -> [usize; 6] {
-        Self::checked_parts(d).unwrap_or([usize::MAX, 0, 0, 0, 0, 0])
+    /// `(xw, gates, h, rh, bias, activations, gemm)` scratch lengths in
+    /// floats; when they would not fit (a hostile `hidden_size` or sizing
+    /// shape), `usize::MAX` first, which the arena cap, the build-time
+    /// evaluator and `run` refuse.
+    fn scratch_parts(d: &Dims) -> [usize; 7] {
+        Self::checked_parts(d).unwrap_or([usize::MAX, 0, 0, 0, 0, 0, 0])
     }
 
-    fn checked_parts(d: &Dims) -> Option<[usize; 6]> {
+    fn checked_parts(d: &Dims) -> Option<[usize; 7]> {
         let g = d.hidden.checked_mul(3)?;
         let rows = d.seq.checked_mul(d.batch)?;
         let xw = rows.checked_mul(g)?;
@@ -69,6 +69,7 @@ impl Gru {
             bh,
             bh,
             2 * g,
+            2 * d.hidden,
             sgemm_scratch_len(rows, g, d.input).max(sgemm_scratch_len(d.batch, g, d.hidden)),
         ])
     }
@@ -127,7 +128,8 @@ impl Kernel for Gru {
         let (gates, s) = s.split_at_mut(parts[1]);
         let (hs, s) = s.split_at_mut(parts[2]);
         let (rh, s) = s.split_at_mut(parts[3]);
-        let (bd, gs) = s.split_at_mut(parts[4]);
+        let (bd, s) = s.split_at_mut(parts[4]);
+        let (act, gs) = s.split_at_mut(parts[5]);
         let (h, g3, inp) = (d.hidden, 3 * d.hidden, d.input);
         let lbr = self.linear_before_reset;
         for dir in 0..d.dirs {
@@ -182,12 +184,15 @@ impl Kernel for Gru {
                     let gr = &mut gates[b * g3..(b + 1) * g3];
                     let hb = &hs[b * h..(b + 1) * h];
                     let rhb = &mut rh[b * h..(b + 1) * h];
+                    // z and r: pre-activations, then one vectorized
+                    // sigmoid over both gates.
+                    for k in 0..2 * h {
+                        gr[k] += xr[k] + wb[k] + rb[k];
+                    }
+                    sigmoid_slice(&gr[..2 * h], act);
+                    gr[..2 * h].copy_from_slice(act);
                     for k in 0..h {
-                        let z = sigmoid(gr[k] + xr[k] + wb[k] + rb[k]);
-                        let rg = sigmoid(gr[h + k] + xr[h + k] + wb[h + k] + rb[h + k]);
-                        gr[k] = z;
-                        gr[h + k] = rg;
-                        rhb[k] = rg * hb[k];
+                        rhb[k] = gr[h + k] * hb[k];
                     }
                 }
                 if !lbr {
@@ -206,14 +211,21 @@ impl Kernel for Gru {
                         step
                     };
                     let xr = &xw[d.x_row(t, b) * g3..][..g3];
-                    let gr = &gates[b * g3..(b + 1) * g3];
+                    let gr = &mut gates[b * g3..(b + 1) * g3];
                     let hb = &mut hs[b * h..(b + 1) * h];
+                    // The candidate's pre-activation over its own gate
+                    // block, one vectorized tanh, then the blend.
+                    let (zr, cand) = gr.split_at_mut(2 * h);
                     for k in 0..h {
-                        let (z, rg) = (gr[k], gr[h + k]);
-                        let rec = gr[2 * h + k] + rb[2 * h + k];
-                        let n_in = xr[2 * h + k] + wb[2 * h + k] + if lbr { rg * rec } else { rec };
-                        let n = n_in.tanh();
-                        hb[k] = (1.0 - z) * n + z * hb[k];
+                        let rec = cand[k] + rb[2 * h + k];
+                        let rg = zr[h + k];
+                        cand[k] = xr[2 * h + k] + wb[2 * h + k] + if lbr { rg * rec } else { rec };
+                    }
+                    let n = &mut act[..h];
+                    tanh_slice(cand, n);
+                    for k in 0..h {
+                        let z = zr[k];
+                        hb[k] = (1.0 - z) * n[k] + z * hb[k];
                     }
                     if let Some(y) = y.as_deref_mut() {
                         let o = d.y_off(t, dir, b);

@@ -234,11 +234,6 @@ fn seq_len(
     Ok(v as usize)
 }
 
-#[inline]
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
-}
-
 fn infer_rnn(d: &Dims, outputs: &mut [Shape]) -> Result<(), KernelError> {
     for (i, o) in outputs.iter_mut().enumerate() {
         *o = if i == 0 {
