@@ -803,7 +803,7 @@ impl Gen<'_> {
                 out_rank = x.rank;
             }
             "LSTM" | "GRU" | "RNN" => {
-                let gates = match op {
+                let gates: i64 = match op {
                     "LSTM" => 4,
                     "GRU" => 3,
                     _ => 1,
@@ -815,7 +815,10 @@ impl Gen<'_> {
                 };
                 let dirs = self.rng.range(1, 2);
                 let input_size = self.rng.range(1, 4);
-                let gh = (gates * hidden).clamp(0, 64);
+                // Hostile on purpose: the declared dim wraps like the
+                // model's would.
+                let gates_hidden = gates.wrapping_mul(hidden);
+                let gh = gates.saturating_mul(hidden).clamp(0, 64);
                 let wn = self.fresh("rw");
                 let rn = self.fresh("rr");
                 let wc = (dirs * gh * input_size) as usize;
@@ -824,9 +827,9 @@ impl Gen<'_> {
                 let wv = vals(self.rng, wc);
                 let rv = vals(self.rng, rc);
                 self.inits
-                    .push(f32_tensor(&wn, vec![dirs, gates * hidden, input_size], wv));
+                    .push(f32_tensor(&wn, vec![dirs, gates_hidden, input_size], wv));
                 self.inits
-                    .push(f32_tensor(&rn, vec![dirs, gates * hidden, hidden], rv));
+                    .push(f32_tensor(&rn, vec![dirs, gates_hidden, hidden], rv));
                 ins = vec![x.name.clone(), wn, rn];
                 attrs.push(attr_i("hidden_size", hidden));
                 if dirs == 2 || self.rng.chance(1, 5) {

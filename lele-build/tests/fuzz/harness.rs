@@ -213,6 +213,13 @@ fn install_hook() {
                 } else {
                     "<non-string payload>".into()
                 };
+                // `LELE_FUZZ_BACKTRACE=1`: the stack in the message (for
+                // panics inside std, whose site says little).
+                let msg = if std::env::var_os("LELE_FUZZ_BACKTRACE").is_some() {
+                    format!("{msg}\n{}", std::backtrace::Backtrace::force_capture())
+                } else {
+                    msg
+                };
                 LAST_PANIC.with(|p| *p.borrow_mut() = Some((site, msg)));
             } else {
                 default(info);
