@@ -1,6 +1,7 @@
 //! `Gru`.
 use super::{
-    Dims, Direction, alternates, infer_rnn, prepare_outputs, rnn_dims, seq_len, state_times_rt,
+    Dims, Direction, MAX_PART, alternates, infer_rnn, prepare_outputs, rnn_dims, seq_len,
+    state_times_rt,
 };
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
@@ -60,7 +61,7 @@ impl Gru {
         let xw = rows.checked_mul(g)?;
         let bh = d.batch.checked_mul(d.hidden)?;
         // Far past any arena: keeps the products' own arithmetic small.
-        if xw.max(d.batch.checked_mul(g)?) > 1 << 40 {
+        if xw.max(d.batch.checked_mul(g)?) > MAX_PART {
             return None;
         }
         Some([

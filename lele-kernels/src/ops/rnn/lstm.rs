@@ -8,7 +8,8 @@
 //! L2); otherwise the two directions of a bidirectional layer run at once,
 //! one per thread.
 use super::{
-    Dims, Direction, alternates, infer_rnn, prepare_outputs, rnn_dims, seq_len, state_times_rt,
+    Dims, Direction, MAX_PART, alternates, infer_rnn, prepare_outputs, rnn_dims, seq_len,
+    state_times_rt,
 };
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
@@ -148,7 +149,7 @@ impl Lstm {
             .checked_add(rows.checked_mul(h)?)?;
         let dirs = d.dirs.checked_mul(dir)?;
         // Far past any arena: keeps the products' own arithmetic small.
-        if xw.checked_add(dirs)? > 1 << 40 {
+        if xw.checked_add(dirs)? > MAX_PART {
             return None;
         }
         let gemm = sgemm_scratch_len(rows, d.dirs * g, d.input)

@@ -234,6 +234,15 @@ fn seq_len(
     Ok(v as usize)
 }
 
+/// The largest scratch part (floats) a recurrent layer plans: far past any
+/// arena, it keeps the parts' own sums small (2^40, or 1/8 of a 32-bit
+/// address space).
+const MAX_PART: usize = if usize::BITS >= 64 {
+    1 << (usize::BITS - 24)
+} else {
+    usize::MAX / 8
+};
+
 fn infer_rnn(d: &Dims, outputs: &mut [Shape]) -> Result<(), KernelError> {
     for (i, o) in outputs.iter_mut().enumerate() {
         *o = if i == 0 {
