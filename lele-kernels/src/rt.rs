@@ -359,10 +359,17 @@ pub fn pieces_in_place<K: Kernel>(
     infer_shapes(ctx, kernel, srcs, &mut out_shapes[..n_out])?;
     check_capacity(dsts, &out_shapes)?;
     let arena_piece = |s: &Src| match *s {
-        Src::Arena { off, slot, dtype } => Ok((off, ctx.shapes[slot].numel().saturating_mul(dtype.size()))),
+        Src::Arena { off, slot, dtype } => {
+            Ok((off, ctx.shapes[slot].numel().saturating_mul(dtype.size())))
+        }
         _ => Err(KernelError::Shape { op, msg: MISPLACED }),
     };
-    let out_piece = |k: usize| (dsts[k].off, out_shapes[k].numel().saturating_mul(dsts[k].dtype.size()));
+    let out_piece = |k: usize| {
+        (
+            dsts[k].off,
+            out_shapes[k].numel().saturating_mul(dsts[k].dtype.size()),
+        )
+    };
     let (whole_shape, (whole_off, whole_bytes)) = if joined {
         let d = dsts
             .first()

@@ -190,7 +190,8 @@ impl Einsum {
     /// The products a two-input f32 equation runs as, if it does.
     fn products(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<Option<Products>, KernelError> {
         let p = self.plan(inputs)?;
-        let all_f32 = (0..p.n_inputs).all(|k| input(inputs, k, OP).is_ok_and(|x| x.dtype == DType::F32));
+        let all_f32 =
+            (0..p.n_inputs).all(|k| input(inputs, k, OP).is_ok_and(|x| x.dtype == DType::F32));
         if p.n_inputs != 2 || !all_f32 {
             return Ok(None);
         }
@@ -237,7 +238,12 @@ impl Kernel for Einsum {
             let out = output(outputs, 0, OP)?;
             check_out(out, DType::F32, &Shape::new(&dims[..p.out_rank])?, OP)?;
             let scratch = scratch_f32(scratch, pr.scratch_len(), OP)?;
-            return pr.run(a.typed::<f32>(OP)?, b.typed::<f32>(OP)?, out.typed::<f32>(OP)?, scratch);
+            return pr.run(
+                a.typed::<f32>(OP)?,
+                b.typed::<f32>(OP)?,
+                out.typed::<f32>(OP)?,
+                scratch,
+            );
         }
         let p = self.plan(inputs)?;
         let x0 = input(inputs, 0, OP)?;

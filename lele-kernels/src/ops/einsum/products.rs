@@ -358,8 +358,12 @@ mod tests {
         let (da, db) = (dims(la), dims(lb));
         let na: usize = da.iter().product();
         let nb: usize = db.iter().product();
-        let a: Vec<f32> = (0..na).map(|i| ((i * 7 + 3) % 23) as f32 * 0.25 - 2.0).collect();
-        let b: Vec<f32> = (0..nb).map(|i| ((i * 5 + 1) % 19) as f32 * 0.5 - 4.0).collect();
+        let a: Vec<f32> = (0..na)
+            .map(|i| ((i * 7 + 3) % 23) as f32 * 0.25 - 2.0)
+            .collect();
+        let b: Vec<f32> = (0..nb)
+            .map(|i| ((i * 5 + 1) % 19) as f32 * 0.5 - 4.0)
+            .collect();
         let k = Einsum::new(&[la, lb], out).unwrap();
         let (xa, xb) = (Owned::new(&da, &a), Owned::new(&db, &b));
         let inputs = [Some(xa.r()), Some(xb.r())];
@@ -409,6 +413,8 @@ mod tests {
         let xb = Owned::new(&[4, 64, 64], &alloc::vec![0f32; 16384]);
         let inputs = [Some(xa.r()), Some(xb.r())];
         let out = [crate::shape::Shape::new(&[1, 100, 4, 64]).unwrap()];
-        assert!(k.scratch_bytes(&inputs, &out) >= 4 * crate::ops::gemm::sgemm_scratch_len(100, 64, 64));
+        assert!(
+            k.scratch_bytes(&inputs, &out) >= 4 * crate::ops::gemm::sgemm_scratch_len(100, 64, 64)
+        );
     }
 }

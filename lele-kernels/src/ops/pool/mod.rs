@@ -508,7 +508,11 @@ fn global_dims(
         op,
         msg: "element count overflows",
     };
-    let planes = xt.shape.dim(0).checked_mul(xt.shape.dim(1)).ok_or_else(big)?;
+    let planes = xt
+        .shape
+        .dim(0)
+        .checked_mul(xt.shape.dim(1))
+        .ok_or_else(big)?;
     let area = xt.shape.dims()[2..]
         .iter()
         .try_fold(1usize, |a, &d| a.checked_mul(d))
