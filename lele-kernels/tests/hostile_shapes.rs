@@ -71,3 +71,23 @@ fn products_and_sums_past_usize_do_not_panic() {
         exercise(&GlobalAveragePool {}, &[Some(x)], 1);
     }
 }
+
+/// `run` on empty tensors whose other dims overflow (build-time folding
+/// runs kernels on them): Concat's and Gather's row products.
+#[test]
+fn runs_on_empty_tensors_with_huge_dims_do_not_panic() {
+    use lele_kernels::TensorMut;
+    use lele_kernels::ops::gather::Gather;
+    let Some(x) = shaped(&[BIG, 0, BIG]) else {
+        return;
+    };
+    let mut none: [u8; 0] = [];
+    let mut out = [TensorMut::new(DType::F32, x.shape, &mut none).unwrap()];
+    let _ = Concat { axis: 1 }.run(&[Some(x), Some(x)], &mut out, &mut []);
+    let idx = TensorRef {
+        dtype: DType::I64,
+        shape: Shape::new(&[0]).unwrap(),
+        data: &[],
+    };
+    let _ = Gather { axis: 1 }.run(&[Some(x), Some(idx)], &mut out, &mut []);
+}

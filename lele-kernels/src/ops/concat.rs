@@ -13,6 +13,17 @@ pub struct Concat {
 }
 crate::to_rust_struct!(ops::concat::Concat { axis });
 
+/// The product of `dims` (times `scale`), or an error past usize: a zero dim
+/// elsewhere keeps a tensor empty while a part of its shape overflows.
+fn checked_product(dims: &[usize], scale: usize, op: &'static str) -> Result<usize, KernelError> {
+    dims.iter()
+        .try_fold(scale, |p, &d| p.checked_mul(d))
+        .ok_or(KernelError::Invalid {
+            op,
+            msg: "element count overflows",
+        })
+}
+
 impl Concat {
     fn shape(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<(Shape, usize), KernelError> {
         const OP: &str = "Concat";
@@ -76,9 +87,9 @@ impl Kernel for Concat {
         let dtype = input(inputs, 0, OP)?.dtype;
         check_out(out, dtype, &shape, OP)?;
         let es = dtype.size();
-        let outer: usize = shape.dims()[..axis].iter().product();
-        let inner: usize = shape.dims()[axis + 1..].iter().product::<usize>() * es;
-        let out_row = shape.dims()[axis] * inner;
+        let outer = checked_product(&shape.dims()[..axis], 1, OP)?;
+        let inner = checked_product(&shape.dims()[axis + 1..], es, OP)?;
+        let out_row = checked_product(&[shape.dims()[axis]], inner, OP)?;
         for t in inputs.iter().flatten() {
             check_data(t, OP)?;
         }
@@ -202,7 +213,10 @@ impl Split {
                         });
                     }
                     *s = x as usize;
-                    total += *s;
+                    total = total.checked_add(*s).ok_or(KernelError::Invalid {
+                        op: OP,
+                        msg: "split sizes overflow",
+                    })?;
                 }
                 if total != dim {
                     return Err(KernelError::Shape {
@@ -269,9 +283,9 @@ impl Kernel for Split {
         let mut sizes = [0usize; MAX_OUTPUTS];
         let axis = self.sizes(inputs, outputs.len(), &mut sizes)?;
         let dims = x.shape.dims();
-        let outer: usize = dims[..axis].iter().product();
-        let inner: usize = dims[axis + 1..].iter().product::<usize>() * x.dtype.size();
-        let in_row = dims[axis] * inner;
+        let outer = checked_product(&dims[..axis], 1, OP)?;
+        let inner = checked_product(&dims[axis + 1..], x.dtype.size(), OP)?;
+        let in_row = checked_product(&[dims[axis]], inner, OP)?;
         let mut col = 0;
         for (out, &s) in outputs.iter_mut().zip(&sizes) {
             let mut shape = x.shape;

@@ -104,9 +104,17 @@ impl Kernel for Gather {
         let out = output(outputs, 0, OP)?;
         check_out(out, x.dtype, &shape, OP)?;
         let dims = x.shape.dims();
-        let outer: usize = dims[..axis].iter().product();
+        let product = |d: &[usize], scale: usize| {
+            d.iter()
+                .try_fold(scale, |p, &x| p.checked_mul(x))
+                .ok_or(KernelError::Invalid {
+                    op: OP,
+                    msg: "element count overflows",
+                })
+        };
+        let outer = product(&dims[..axis], 1)?;
         let dim = dims[axis];
-        let inner = dims[axis + 1..].iter().product::<usize>() * x.dtype.size();
+        let inner = product(&dims[axis + 1..], x.dtype.size())?;
         let n = idx_t.numel();
         let mut o = 0;
         for b in 0..outer {
