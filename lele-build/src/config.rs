@@ -224,10 +224,10 @@ pub fn parse_bound(s: &str) -> std::result::Result<Dim, String> {
         [n] => num(n)
             .map(Dim::Fixed)
             .map_err(|_| format!("bound `{s}` has no upper limit; write it like \"{n} <= 512\"")),
-        [name, max] if is_name(name) => Ok(Dim::Range {
-            min: 1,
-            max: num(max)?,
-        }),
+        [name, max] if is_name(name) => match num(max)? {
+            0 => Err(format!("bound `{s}` is empty (dims start at 1)")),
+            max => Ok(Dim::Range { min: 1, max }),
+        },
         [min, name, max] if is_name(name) => {
             let (min, max) = (num(min)?, num(max)?);
             if min > max || min == 0 {
@@ -586,6 +586,9 @@ mod tests {
         assert_eq!(parse_bound("7").unwrap(), Dim::Fixed(7));
         assert!(parse_bound("h").is_err());
         assert!(parse_bound("9 <= h <= 3").is_err());
+        // Found by the toml_parser fuzz target: an empty bound made the
+        // sizing midpoint 1 + (0 - 1) / 2, i.e. 2^63.
+        assert!(parse_bound("n <= 0").is_err());
     }
 
     #[test]
