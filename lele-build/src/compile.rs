@@ -221,7 +221,9 @@ pub fn sizing_points(dims: &[Vec<Dim>]) -> Vec<Vec<Vec<usize>>> {
     let mut pts = vec![
         at(&Dim::max),
         at(&Dim::min),
-        at(&|d: &Dim| d.min() + (d.max() - d.min()) / 2),
+        // Bounds are non-empty (the toml refuses `n <= 0`); saturating all
+        // the same, so a bound built in code cannot underflow here.
+        at(&|d: &Dim| d.min() + d.max().saturating_sub(d.min()) / 2),
     ];
     pts.dedup();
     pts

@@ -91,3 +91,76 @@ fn runs_on_empty_tensors_with_huge_dims_do_not_panic() {
     };
     let _ = Gather { axis: 1 }.run(&[Some(x), Some(idx)], &mut out, &mut []);
 }
+
+/// Fuzz findings of the compiler target fixed after the first round:
+/// LayerNormalization's sub-products, RNN/GRU/LSTM weights whose
+/// `gates × hidden` overflows, and every recurrent layer's scratch sizes.
+#[test]
+fn norm_and_recurrent_shapes_past_usize_do_not_panic() {
+    use lele_kernels::ops::norm::LayerNormalization;
+    use lele_kernels::ops::rnn::{Direction, Gru, Lstm, Rnn};
+    let big = BIG;
+    for dims in [[big, big, 0], [0, big, big]] {
+        let Some(x) = shaped(&dims) else {
+            continue;
+        };
+        let scale = shaped(&[dims[2]]);
+        for axis in [1, 2, -1] {
+            let ln = LayerNormalization {
+                axis,
+                epsilon: 1e-5,
+            };
+            exercise(&ln, &[Some(x), scale], 1);
+        }
+    }
+    let x = shaped(&[2, 1, 3]);
+    // R of [1, gates·h, h] where gates·h overflows (h = usize::MAX / 2).
+    let h = usize::MAX / 2;
+    for gates in [1usize, 3, 4] {
+        let r = shaped(&[1, gates.wrapping_mul(h), h]);
+        let w = shaped(&[1, gates.wrapping_mul(h), 3]);
+        let inputs = [x, w, r];
+        let direction = Direction::Forward;
+        exercise(
+            &Rnn {
+                hidden_size: 0,
+                direction,
+                layout: 0,
+            },
+            &inputs,
+            2,
+        );
+        exercise(
+            &Gru {
+                hidden_size: 0,
+                direction,
+                linear_before_reset: false,
+                layout: 0,
+            },
+            &inputs,
+            2,
+        );
+        exercise(
+            &Lstm {
+                hidden_size: 0,
+                direction,
+                layout: 0,
+                clip: None,
+                input_forget: false,
+            },
+            &inputs,
+            3,
+        );
+    }
+    // A sequence so long that the scratch parts overflow.
+    let x = shaped(&[big, big, 1]);
+    exercise(
+        &Rnn {
+            hidden_size: 0,
+            direction: Direction::Forward,
+            layout: 0,
+        },
+        &[x, shaped(&[1, 1, 1]), shaped(&[1, 1, 1])],
+        2,
+    );
+}

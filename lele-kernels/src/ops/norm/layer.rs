@@ -37,8 +37,18 @@ impl LayerNormalization {
         let x = input(inputs, 0, OP)?;
         check_f32(x, OP)?;
         let a = x.shape.axis(self.axis, OP)?;
-        let outer: usize = x.shape.dims()[..a].iter().product();
-        let d: usize = x.shape.dims()[a..].iter().product();
+        // Checked: either side's product can overflow while a zero dim on
+        // the other keeps the whole count small.
+        let product = |dims: &[usize]| {
+            dims.iter()
+                .try_fold(1usize, |p, &v| p.checked_mul(v))
+                .ok_or(KernelError::Invalid {
+                    op: OP,
+                    msg: "dims too large",
+                })
+        };
+        let outer = product(&x.shape.dims()[..a])?;
+        let d = product(&x.shape.dims()[a..])?;
         let params = [Some(input(inputs, 1, OP)?), opt_input(inputs, 2)];
         for p in params.into_iter().flatten() {
             check_f32(p, OP)?;

@@ -197,17 +197,19 @@ impl Geom {
 /// `start` that lies inside `0..len`.
 #[inline]
 fn valid_taps(start: isize, k: usize, d: usize, len: usize) -> (usize, usize) {
-    let d = d as isize;
+    // Without overflow for any start: a hostile window can start near
+    // isize::MIN (the negation and the distance to the end overflowed).
+    let d = d.max(1);
     let lo = if start >= 0 {
         0
     } else {
-        ((-start + d - 1) / d) as usize
+        start.unsigned_abs().div_ceil(d)
     };
-    let last = len as isize - 1 - start;
+    let last = (len as isize - 1).checked_sub(start).unwrap_or(isize::MAX);
     let hi = if last < 0 {
         0
     } else {
-        ((last / d) as usize + 1).min(k)
+        (last as usize / d).saturating_add(1).min(k)
     };
     (lo, hi.max(lo))
 }

@@ -765,3 +765,32 @@ fn hostile_strides_are_errors_not_panics() {
         let _ = run_raw(&max, &[Some(t(&x, &[3, 5, 5]))], &[DType::F32]);
     }
 }
+
+/// Windows starting anywhere, even near `isize::MIN` (a fuzz finding: the
+/// negation and the distance to the end overflowed), give the taps inside
+/// the input, as the direct definition does for ordinary starts. (The
+/// extreme starts are those of a 64-bit `isize`.)
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn valid_taps_at_extreme_starts() {
+    use super::valid_taps;
+    assert_eq!(valid_taps(isize::MIN, 3, 1, 10), (1 << 63, 1 << 63));
+    assert_eq!(
+        valid_taps(isize::MIN + 1, usize::MAX, 2, 10),
+        (1 << 62, 1 << 62)
+    );
+    assert_eq!(valid_taps(isize::MAX, 3, 1, 10), (0, 0));
+    for start in -7isize..12 {
+        for (k, d) in [(3usize, 1usize), (4, 2), (1, 5)] {
+            let inside: Vec<usize> = (0..k)
+                .filter(|&i| (0..10).contains(&(start + (i * d) as isize)))
+                .collect();
+            let (lo, hi) = valid_taps(start, k, d, 10);
+            let want = match (inside.first(), inside.last()) {
+                (Some(&a), Some(&b)) => (a, b + 1),
+                _ => (lo, lo),
+            };
+            assert_eq!((lo, hi), want, "start {start} k {k} d {d}");
+        }
+    }
+}

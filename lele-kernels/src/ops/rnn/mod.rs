@@ -150,10 +150,13 @@ fn rnn_dims(
     if hidden_size != 0 && hidden_size != hidden {
         return Err(bad("hidden_size does not match R"));
     }
-    if rd != dirs || rg != gates * hidden {
-        return Err(bad("R has the wrong shape"));
-    }
-    if w.shape.dims() != [dirs, gates * hidden, input_size] {
+    // Checked: a hostile R can make `gates × hidden` overflow, and a wrapped
+    // product that matches would let the run slice past the weights.
+    let gate_rows = gates
+        .checked_mul(hidden)
+        .filter(|&g| g == rg && rd == dirs)
+        .ok_or_else(|| bad("R has the wrong shape"))?;
+    if w.shape.dims() != [dirs, gate_rows, input_size] {
         return Err(bad("W has the wrong shape"));
     }
     let d = Dims {
@@ -166,7 +169,7 @@ fn rnn_dims(
     };
     if let Some(bias) = opt_input(inputs, 3) {
         check_f32(bias, op)?;
-        if bias.shape.dims() != [dirs, 2 * gates * hidden] {
+        if bias.shape.dims() != [dirs, 2 * gate_rows] {
             return Err(bad("B has the wrong shape"));
         }
     }
@@ -197,7 +200,10 @@ fn rnn_dims(
         && let Some(p) = opt_input(inputs, 7)
     {
         check_f32(p, op)?;
-        if p.shape.dims() != [dirs, 3 * hidden] {
+        if hidden
+            .checked_mul(3)
+            .is_none_or(|n| p.shape.dims() != [dirs, n])
+        {
             return Err(bad("P has the wrong shape"));
         }
     }

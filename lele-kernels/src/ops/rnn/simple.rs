@@ -1,5 +1,5 @@
 //! `Rnn`: the plain (Elman) recurrent layer.
-use super::{Dims, Direction, infer_rnn, prepare_outputs, rnn_dims, seq_len};
+use super::{Dims, Direction, MAX_PART, infer_rnn, prepare_outputs, rnn_dims, seq_len};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
 use crate::ops::gemm::{MatRef, f32_in, scratch_f32, sgemm, sgemm_scratch_len};
@@ -41,16 +41,23 @@ impl Rnn {
         )
     }
 
-    /// `(xw, rec, h, bias, gemm)` scratch lengths in floats.
-    fn scratch_parts(d: &Dims) -> [usize; 5] {
+    /// `(xw, rec, h, bias, gemm)` scratch lengths in floats; `None` when a
+    /// part overflows or passes [`MAX_PART`] (hostile shapes).
+    fn scratch_parts(d: &Dims) -> Option<[usize; 5]> {
         let h = d.hidden;
-        [
-            d.seq * d.batch * h,
-            d.batch * h,
-            d.batch * h,
+        let rows = d.seq.checked_mul(d.batch)?;
+        let xw = rows.checked_mul(h)?;
+        let bh = d.batch.checked_mul(h)?;
+        if xw.max(bh).max(d.input) > MAX_PART || h > MAX_PART {
+            return None;
+        }
+        Some([
+            xw,
+            bh,
+            bh,
             2 * h,
-            sgemm_scratch_len(d.seq * d.batch, h, d.input).max(sgemm_scratch_len(d.batch, h, h)),
-        ]
+            sgemm_scratch_len(rows, h, d.input).max(sgemm_scratch_len(d.batch, h, h)),
+        ])
     }
 }
 
@@ -66,7 +73,8 @@ impl Kernel for Rnn {
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
         match self.dims(inputs, outputs.len()) {
-            Ok(d) => 4 * Self::scratch_parts(&d).iter().sum::<usize>(),
+            // Saturated: the arena cap and the build-time evaluator refuse it.
+            Ok(d) => Self::scratch_parts(&d).map_or(usize::MAX, |p| 4 * p.iter().sum::<usize>()),
             Err(_) => 0,
         }
     }
@@ -90,7 +98,10 @@ impl Kernel for Rnn {
             seq_len(inputs, &d, b, OP)?;
         }
         let [mut y, mut yh, _] = prepare_outputs(outputs, &d, OP)?;
-        let parts = Self::scratch_parts(&d);
+        let parts = Self::scratch_parts(&d).ok_or(KernelError::Invalid {
+            op: OP,
+            msg: "sizes too large",
+        })?;
         let s = scratch_f32(scratch, parts.iter().sum(), OP)?;
         let (xw, s) = s.split_at_mut(parts[0]);
         let (rec, s) = s.split_at_mut(parts[1]);
