@@ -149,8 +149,12 @@ fn env_num<T: std::str::FromStr>(key: &str) -> Option<T> {
 
 /// Settings from the environment.
 pub struct Config {
-    /// `LELE_FUZZ_SECS` (default 10): how long each target runs.
-    pub secs: f64,
+    /// `LELE_FUZZ_SECS`: how long each target runs (a long run).
+    pub secs: Option<f64>,
+    /// `LELE_FUZZ_CASES` (default [`DEFAULT_CASES`] when no time is
+    /// given): how many cases each target runs. A count, not a time, makes
+    /// the default run (CI's) the same cases on every machine.
+    pub cases: Option<u64>,
     /// `LELE_FUZZ_SEED` (default fixed): the run's seed.
     pub seed: u64,
     /// `LELE_FUZZ_CASE`: replay this one case instead.
@@ -168,10 +172,15 @@ pub struct Config {
 
 pub const DEFAULT_SEED: u64 = 0x1e1e_f022;
 
+/// Cases per target when neither `LELE_FUZZ_SECS` nor `LELE_FUZZ_CASES` is
+/// set (a few seconds each in a debug build).
+pub const DEFAULT_CASES: u64 = 5000;
+
 impl Config {
     pub fn from_env() -> Config {
         Config {
-            secs: env_num("LELE_FUZZ_SECS").unwrap_or(10.0),
+            secs: env_num("LELE_FUZZ_SECS"),
+            cases: env_num("LELE_FUZZ_CASES"),
             seed: env_num("LELE_FUZZ_SEED").unwrap_or(DEFAULT_SEED),
             case: env_num("LELE_FUZZ_CASE"),
             timeout: Duration::from_secs_f64(env_num("LELE_FUZZ_TIMEOUT").unwrap_or(20.0)),
@@ -409,7 +418,12 @@ pub fn run<I: Clone + Send + 'static>(t: Target<I>) {
     };
     let mut worker = Worker::spawn(t.name, t.exec, scratch.clone());
     let start = Instant::now();
-    let budget = Duration::from_secs_f64(cfg.secs);
+    let budget = cfg.secs.map(Duration::from_secs_f64);
+    let cases = match (cfg.cases, budget) {
+        (Some(n), _) => n,
+        (None, Some(_)) => u64::MAX,
+        (None, None) => DEFAULT_CASES,
+    };
     let mut findings: BTreeMap<String, Finding> = BTreeMap::new();
     let mut executions = 0u64;
     let mut labels: BTreeMap<String, u64> = BTreeMap::new();
@@ -419,10 +433,10 @@ pub fn run<I: Clone + Send + 'static>(t: Target<I>) {
     let mut hung = false;
     let (first, last) = match cfg.case {
         Some(i) => (i, i + 1),
-        None => (0, u64::MAX),
+        None => (0, cases),
     };
     let mut index = first;
-    while index < last && (cfg.case.is_some() || start.elapsed() < budget) {
+    while index < last && (cfg.case.is_some() || budget.is_none_or(|b| start.elapsed() < b)) {
         let mut rng = Rng::new(case_seed(cfg.seed, index));
         let g0 = Instant::now();
         let input = (t.generate)(&mut rng);

@@ -1,7 +1,8 @@
 //! Seeded, structure-aware fuzzing on stable Rust: four targets (the ONNX
 //! loader, the `.npy` reader, the `model.toml` parser and the compiler from
-//! bytes to generated tokens). Each runs `LELE_FUZZ_SECS` seconds (default
-//! 10) from `LELE_FUZZ_SEED`; any panic, hang, giant allocation or runaway
+//! bytes to generated tokens). Each runs `LELE_FUZZ_CASES` cases (default
+//! 5000, the same on every machine) or `LELE_FUZZ_SECS` seconds from
+//! `LELE_FUZZ_SEED`; any panic, hang, giant allocation or runaway
 //! memory is a finding, written minimized to `target/fuzz-findings/<target>/`
 //! and failing the test. `LELE_FUZZ_CASE=<index>` replays one case.
 //! `cargo xtask fuzz --secs N [--target T]` runs them long; see
