@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use lele_build::onnx::proto;
+
+// The frontend tests' model builders (their other helpers go unused here).
+#[allow(dead_code)]
+#[path = "frontend/builders.rs"]
+mod builders;
+use builders::{i64_init, int_attr, model, node, s};
 use lele_build::{BuildError, CompileOptions, ModelToml};
 use prost::Message;
-
-fn s(v: &str) -> Option<String> {
-    Some(v.to_string())
-}
 
 fn tensor_type(elem: i32, dims: &[i64]) -> proto::TypeProto {
     use proto::tensor_shape_proto::{Dimension, dimension};
@@ -44,65 +46,6 @@ fn vi(name: &str, elem: i32, dims: &[i64]) -> proto::ValueInfoProto {
     proto::ValueInfoProto {
         name: s(name),
         r#type: Some(tensor_type(elem, dims)),
-        ..Default::default()
-    }
-}
-
-fn node(
-    op: &str,
-    inputs: &[&str],
-    outputs: &[&str],
-    attrs: Vec<proto::AttributeProto>,
-) -> proto::NodeProto {
-    proto::NodeProto {
-        op_type: s(op),
-        name: s(&format!("{op}_{}", outputs[0])),
-        input: inputs.iter().map(|x| x.to_string()).collect(),
-        output: outputs.iter().map(|x| x.to_string()).collect(),
-        attribute: attrs,
-        ..Default::default()
-    }
-}
-
-fn int_attr(name: &str, v: i64) -> proto::AttributeProto {
-    proto::AttributeProto {
-        name: s(name),
-        i: Some(v),
-        r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
-        ..Default::default()
-    }
-}
-
-fn i64s(name: &str, vals: &[i64]) -> proto::TensorProto {
-    proto::TensorProto {
-        name: s(name),
-        data_type: Some(7),
-        dims: vec![vals.len() as i64],
-        int64_data: vals.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn model(
-    nodes: Vec<proto::NodeProto>,
-    inits: Vec<proto::TensorProto>,
-    inputs: Vec<proto::ValueInfoProto>,
-    outputs: Vec<proto::ValueInfoProto>,
-) -> proto::ModelProto {
-    proto::ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![proto::OperatorSetIdProto {
-            domain: s(""),
-            version: Some(17),
-        }],
-        graph: Some(proto::GraphProto {
-            node: nodes,
-            initializer: inits,
-            input: inputs,
-            output: outputs,
-            name: s("g"),
-            ..Default::default()
-        }),
         ..Default::default()
     }
 }
@@ -183,7 +126,7 @@ fn huge_into(
     let mut ins = vec![first];
     ins.extend_from_slice(extra_inputs);
     nodes.push(node(op, &ins, &["y"], attrs));
-    let mut all_inits = vec![i64s("shape", &[HUGE, HUGE])];
+    let mut all_inits = vec![i64_init("shape", &[HUGE, HUGE])];
     all_inits.extend(inits);
     model(nodes, all_inits, inputs, vec![vi("y", F32, &[])])
 }
@@ -199,14 +142,14 @@ fn wrapped_element_counts_are_errors() {
         Vec<proto::AttributeProto>,
     );
     let cases: Vec<Case<'_>> = vec![
-        ("CumSum", vec!["axis"], vec![i64s("axis", &[0])], vec![]),
-        ("Gather", vec!["idx"], vec![i64s("idx", &[0])], vec![]),
+        ("CumSum", vec!["axis"], vec![i64_init("axis", &[0])], vec![]),
+        ("Gather", vec!["idx"], vec![i64_init("idx", &[0])], vec![]),
         (
             "GatherElements",
             vec!["idx2"],
             vec![proto::TensorProto {
                 dims: vec![1, 1],
-                ..i64s("idx2", &[0])
+                ..i64_init("idx2", &[0])
             }],
             vec![],
         ),
@@ -216,20 +159,20 @@ fn wrapped_element_counts_are_errors() {
         (
             "Slice",
             vec!["st", "en"],
-            vec![i64s("st", &[0]), i64s("en", &[1])],
+            vec![i64_init("st", &[0]), i64_init("en", &[1])],
             vec![],
         ),
-        ("TopK", vec!["k"], vec![i64s("k", &[1])], vec![]),
-        ("Expand", vec!["sh"], vec![i64s("sh", &[1, 1])], vec![]),
+        ("TopK", vec!["k"], vec![i64_init("k", &[1])], vec![]),
+        ("Expand", vec!["sh"], vec![i64_init("sh", &[1, 1])], vec![]),
         ("Softmax", vec![], vec![], vec![]),
-        ("Tile", vec!["rep"], vec![i64s("rep", &[1, 2])], vec![]),
+        ("Tile", vec!["rep"], vec![i64_init("rep", &[1, 2])], vec![]),
         ("Relu", vec![], vec![], vec![]),
         ("Transpose", vec![], vec![], vec![]),
-        ("Reshape", vec!["rs"], vec![i64s("rs", &[-1])], vec![]),
+        ("Reshape", vec!["rs"], vec![i64_init("rs", &[-1])], vec![]),
         (
             "Pad",
             vec!["pads"],
-            vec![i64s("pads", &[0, 0, 1, 1])],
+            vec![i64_init("pads", &[0, 0, 1, 1])],
             vec![],
         ),
         ("Concat", vec!["big"], vec![], vec![int_attr("axis", 0)]),
@@ -261,7 +204,7 @@ fn wrapped_element_counts_are_errors() {
 fn shape_arithmetic_past_usize_is_an_error() {
     let tile = model(
         vec![node("Tile", &["x", "rep"], &["y"], vec![])],
-        vec![i64s("rep", &[1 << 62])],
+        vec![i64_init("rep", &[1 << 62])],
         vec![vi("x", F32, &[4])],
         vec![vi("y", F32, &[-1])],
     );
@@ -271,7 +214,7 @@ fn shape_arithmetic_past_usize_is_an_error() {
             node("ConstantOfShape", &["four"], &["c"], vec![]),
             node("Tile", &["c", "rep"], &["y"], vec![]),
         ],
-        vec![i64s("four", &[4]), i64s("rep", &[1 << 62])],
+        vec![i64_init("four", &[4]), i64_init("rep", &[1 << 62])],
         vec![],
         vec![vi("y", F32, &[-1])],
     );
@@ -281,15 +224,15 @@ fn shape_arithmetic_past_usize_is_an_error() {
         vec![
             proto::TensorProto {
                 dims: vec![],
-                ..i64s("a", &[0])
+                ..i64_init("a", &[0])
             },
             proto::TensorProto {
                 dims: vec![],
-                ..i64s("b", &[i64::MAX])
+                ..i64_init("b", &[i64::MAX])
             },
             proto::TensorProto {
                 dims: vec![],
-                ..i64s("d", &[1])
+                ..i64_init("d", &[1])
             },
         ],
         vec![],
@@ -330,7 +273,7 @@ fn the_arena_is_capped() {
     let expand = |n: i64| {
         model(
             vec![node("Expand", &["x", "sh"], &["y"], vec![])],
-            vec![i64s("sh", &[n, n])],
+            vec![i64_init("sh", &[n, n])],
             vec![vi("x", F32, &[1])],
             vec![vi("y", F32, &[n, n])],
         )
@@ -360,7 +303,7 @@ fn the_arena_is_capped() {
             node("ConstantOfShape", &["sh"], &["c"], vec![]),
             node("Mul", &["c", "x"], &["y"], vec![]),
         ],
-        vec![i64s("sh", &[1 << 20, 1 << 20])],
+        vec![i64_init("sh", &[1 << 20, 1 << 20])],
         vec![vi("x", F32, &[1])],
         vec![vi("y", F32, &[])],
     );
@@ -432,7 +375,13 @@ fn node_limit_is_checked_first() {
 /// The CLI gives the same errors as the library, as an exit code 1.
 #[test]
 fn the_cli_refuses_the_corpus() {
-    let m = huge_into("CumSum", &["axis"], vec![i64s("axis", &[0])], vec![], false);
+    let m = huge_into(
+        "CumSum",
+        &["axis"],
+        vec![i64_init("axis", &[0])],
+        vec![],
+        false,
+    );
     cli_refuses("cumsum", &m.encode_to_vec(), "");
     let relu = model(
         vec![node("Relu", &["x"], &["y"], vec![])],

@@ -1,8 +1,8 @@
 //! `cargo xtask cross`: lele's tests on the targets this x86_64 machine
 //! emulates — aarch64 (NEON) under `qemu-aarch64`, wasm32-wasip1 (simd128)
-//! under node's WASI. CI runs each target's kernel tests and the smallest
-//! model; `--full` runs every model parity test (for correctness: emulated
-//! timings mean nothing).
+//! under node's WASI. CI runs each target's kernel tests and, on aarch64,
+//! the smallest model; `--full` runs every model parity test there (for
+//! correctness: emulated timings mean nothing).
 use std::path::Path;
 use std::process::Command;
 
@@ -47,7 +47,7 @@ pub struct Leg {
     pub what: What,
 }
 
-/// The legs `cargo xtask test` runs.
+/// The legs `cargo xtask test` and `cargo xtask cross` run.
 pub const LEGS: &[Leg] = &[
     Leg {
         target: Target::Aarch64,
@@ -165,16 +165,19 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<()> {
     {
         anyhow::bail!("--target takes `aarch64` or `wasm`, not `{t}`");
     }
-    let legs = [Target::Aarch64, Target::Wasm]
-        .into_iter()
-        .filter(|&t| wanted(t))
-        .flat_map(|target| {
-            [What::Kernels, What::Models]
-                .into_iter()
-                .map(move |what| Leg { target, what })
-        });
+    // The model tests are not built for wasm32-wasip1 yet: the root
+    // package's tests read their fixtures through lele-build (with its
+    // network and CLI dependencies), which is not built for wasm32. Said,
+    // not skipped silently.
+    if wanted(Target::Wasm) {
+        eprintln!(
+            "note: model parity tests on wasm32-wasip1 are not run yet (their harness needs \
+             lele-build, not built for wasm32); its kernel tests are"
+        );
+    }
+    let legs = LEGS.iter().filter(|l| wanted(l.target));
     for leg in legs {
-        crate::util::step(&leg.describe(), || run(&leg, &zoo, &fixtures, opts.full))?;
+        crate::util::step(&leg.describe(), || run(leg, &zoo, &fixtures, opts.full))?;
     }
     Ok(())
 }
