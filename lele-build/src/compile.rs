@@ -251,14 +251,9 @@ pub fn compile_artifact(
     copy_outputs_out_of_inputs_and_weights(&mut g);
     let sizes = passes::size_graph(&g, &sizing_points(&dims))?;
     check_legacy_softmax(&g, &sizes)?;
-    check_arena_cap(&g, &sizes, None, toml.codegen.max_arena_bytes)?;
+    check_value_cap(&g, &sizes, toml.codegen.max_arena_bytes)?;
     let plan = crate::plan::plan(&g, &sizes);
-    check_arena_cap(
-        &g,
-        &sizes,
-        Some(plan.arena_bytes),
-        toml.codegen.max_arena_bytes,
-    )?;
+    check_arena_cap(plan.arena_bytes, toml.codegen.max_arena_bytes)?;
     if let Some(dir) = weights_path.parent() {
         std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
             path: dir.to_path_buf(),
@@ -284,42 +279,41 @@ pub fn compile_artifact(
     })
 }
 
-/// Refuses a model whose largest value (or, given `arena`, whose whole
-/// planned arena) exceeds `cap` bytes at the `[inputs]` bounds: the generated
-/// `workspace()` would otherwise abort the user's process when it allocates.
-/// Values are checked before planning, so the planner's sums stay small.
-pub fn check_arena_cap(
-    g: &Graph,
-    sizes: &passes::Sizes,
-    arena: Option<usize>,
-    cap: u64,
-) -> Result<()> {
-    let hint = "raise `[codegen] max_arena_bytes` in model.toml if this is intended, \
-                or lower the `[inputs]` bounds";
-    if let Some(total) = arena {
-        if total as u64 > cap {
-            return Err(BuildError::Limit(format!(
-                "the workspace would need {total} bytes, more than max_arena_bytes = {cap}; {hint}"
-            )));
-        }
-        return Ok(());
-    }
+/// Refuses a model whose largest value (or node scratch) exceeds `cap`
+/// bytes at the `[inputs]` bounds, before planning, so that the planner's
+/// sums stay small; [`check_arena_cap`] then checks the planned total.
+pub fn check_value_cap(g: &Graph, sizes: &passes::Sizes, cap: u64) -> Result<()> {
     let largest = sizes
         .max_bytes
         .iter()
         .chain(&sizes.scratch)
         .max_by_key(|(v, b)| (**b, std::cmp::Reverse(**v)));
-    if let Some((&v, &bytes)) = largest
-        && bytes as u64 > cap
-    {
-        let name = g.values.get(v).map_or("?", |x| x.name.as_str());
+    match largest {
+        Some((&v, &bytes)) if bytes as u64 > cap => {
+            let name = g.values.get(v).map_or("?", |x| x.name.as_str());
+            Err(BuildError::Limit(format!(
+                "value `{name}` (or a node's scratch beside it) would need {bytes} bytes, more \
+                 than max_arena_bytes = {cap}; {ARENA_HINT}"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a planned arena of more than `cap` bytes: the generated
+/// `workspace()` would otherwise abort the user's process when it allocates.
+pub fn check_arena_cap(arena_bytes: usize, cap: u64) -> Result<()> {
+    if arena_bytes as u64 > cap {
         return Err(BuildError::Limit(format!(
-            "value `{name}` (or a node's scratch beside it) would need {bytes} bytes, more than \
-             max_arena_bytes = {cap}; {hint}"
+            "the workspace would need {arena_bytes} bytes, more than max_arena_bytes = {cap}; \
+             {ARENA_HINT}"
         )));
     }
     Ok(())
 }
+
+const ARENA_HINT: &str = "raise `[codegen] max_arena_bytes` in model.toml if this is intended, \
+                          or lower the `[inputs]` bounds";
 
 /// Model outputs are returned as views of the workspace; an output that is
 /// a model input or a constant (possibly through views) gets a copy node.

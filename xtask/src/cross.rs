@@ -65,7 +65,8 @@ pub const LEGS: &[Leg] = &[
 
 /// The smallest model's parity test (CI); `--full` adds the others.
 const SMALLEST: &[&str] = &["silero_vad"];
-const ALL_MODELS: &[&str] = &["silero_vad", "ppocr", "yolov8", "minilm"];
+/// The root package's tests that run real models against ONNX Runtime.
+pub const ALL_MODELS: &[&str] = &["silero_vad", "ppocr", "yolov8", "minilm"];
 
 impl Target {
     fn triple(self) -> &'static str {

@@ -10,9 +10,6 @@ use anyhow::Context;
 use crate::util::run_inherited;
 use crate::{cross, fixtures, models, python};
 
-/// The root package's tests that run real models against ONNX Runtime.
-const PARITY_TESTS: &[&str] = &["silero_vad", "ppocr", "yolov8", "minilm"];
-
 fn cargo() -> PathBuf {
     std::env::var_os("CARGO")
         .map(PathBuf::from)
@@ -84,7 +81,7 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
             run_inherited(
                 Command::new(cargo())
                     .args(["test", "-p", "lele"])
-                    .args(PARITY_TESTS.iter().flat_map(|t| ["--test", t]))
+                    .args(cross::ALL_MODELS.iter().flat_map(|t| ["--test", t]))
                     .current_dir(python::repo_root())
                     .env("LELE_ZOO", &zoo)
                     .env("LELE_FIXTURES", &fixtures)

@@ -187,22 +187,26 @@ impl Einsum {
         Ok(strides)
     }
 
-    /// The products a two-input f32 equation runs as, if it does.
-    fn products(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<Option<Products>, KernelError> {
-        let p = self.plan(inputs)?;
+    /// The products a two-input f32 equation of plan `p` runs as, if it
+    /// does.
+    fn products(
+        &self,
+        p: &Plan,
+        inputs: &[Option<TensorRef<'_>>],
+    ) -> Result<Option<Products>, KernelError> {
         let all_f32 =
             (0..p.n_inputs).all(|k| input(inputs, k, OP).is_ok_and(|x| x.dtype == DType::F32));
         if p.n_inputs != 2 || !all_f32 {
             return Ok(None);
         }
-        let s = self.strides(&p, inputs)?;
-        Ok(Products::new(&p, &[s[0], s[1], s[MAX_INPUTS]]))
+        let s = self.strides(p, inputs)?;
+        Ok(Products::new(p, &[s[0], s[1], s[MAX_INPUTS]]))
     }
 }
 
 impl Kernel for Einsum {
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
-        match self.products(inputs) {
+        match self.plan(inputs).and_then(|p| self.products(&p, inputs)) {
             Ok(Some(pr)) => pr.scratch_len().saturating_mul(4),
             _ => 0,
         }
@@ -228,12 +232,12 @@ impl Kernel for Einsum {
         outputs: &mut [TensorMut<'_>],
         scratch: &mut [u8],
     ) -> Result<(), KernelError> {
-        if let Some(pr) = self.products(inputs)? {
+        let p = self.plan(inputs)?;
+        if let Some(pr) = self.products(&p, inputs)? {
             let a = input(inputs, 0, OP)?;
             let b = input(inputs, 1, OP)?;
             check_data(a, OP)?;
             check_data(b, OP)?;
-            let p = self.plan(inputs)?;
             let dims: [usize; MAX_RANK] = core::array::from_fn(|i| p.size[p.out[i]]);
             let out = output(outputs, 0, OP)?;
             check_out(out, DType::F32, &Shape::new(&dims[..p.out_rank])?, OP)?;
@@ -245,7 +249,6 @@ impl Kernel for Einsum {
                 scratch,
             );
         }
-        let p = self.plan(inputs)?;
         let x0 = input(inputs, 0, OP)?;
         let mut xs: [Option<TensorRef<'_>>; MAX_INPUTS] = [None; MAX_INPUTS];
         for (k, slot) in xs.iter_mut().enumerate().take(p.n_inputs) {

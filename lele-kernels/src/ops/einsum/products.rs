@@ -368,7 +368,9 @@ mod tests {
         let (xa, xb) = (Owned::new(&da, &a), Owned::new(&db, &b));
         let inputs = [Some(xa.r()), Some(xb.r())];
         assert!(
-            k.products(&inputs).unwrap().is_some(),
+            k.products(&k.plan(&inputs).unwrap(), &inputs)
+                .unwrap()
+                .is_some(),
             "{la:?},{lb:?}->{out:?} should run as products"
         );
         let y = run_kernel(&k, &[Some(&xa), Some(&xb)], &[DType::F32]).unwrap();
