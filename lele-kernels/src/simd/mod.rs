@@ -5,6 +5,20 @@
 //! `LELE_ISA`.
 use core::sync::atomic::{AtomicU8, Ordering};
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "aarch64")]
+mod neon;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd128;
+mod vector;
+
+#[cfg(test)]
+pub(crate) use vector::dispatch_on;
+pub(crate) use vector::{Simd, SimdKernel, dispatch};
+
 /// An instruction set a kernel can be written for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isa {
@@ -112,6 +126,12 @@ fn detect_and_cache_isa() -> Isa {
 /// they are compiled, even under `LELE_ISA=scalar`).
 #[cfg(test)]
 pub(crate) fn isa_available(isa: Isa) -> bool {
+    isa_runs(isa)
+}
+
+/// Whether `isa` can run on this CPU (see [`isa_available`]).
+#[inline]
+pub(crate) fn isa_runs(isa: Isa) -> bool {
     match isa {
         Isa::Scalar => true,
         Isa::Avx2 => matches!(best_isa(), Isa::Avx2 | Isa::Avx512),

@@ -1,6 +1,7 @@
 //! Activations that other kernels apply to their own output as they write
 //! it (a convolution's epilogue), so no separate pass over the tensor runs.
 use super::math::{gelu_slice, sigmoid_slice, swish_slice};
+use super::vector::{self, Pointwise, VectorOp};
 use super::{hard_sigmoid, map_f32, map_in_place_f32};
 
 /// An activation applied in place to an f32 output.
@@ -45,26 +46,19 @@ impl Activation {
         if self == Activation::None {
             return;
         }
-        #[cfg(target_arch = "x86_64")]
+        let vector_op = match self {
+            Activation::Swish => Some(VectorOp::Swish(1.0)),
+            Activation::Sigmoid => Some(VectorOp::Sigmoid),
+            Activation::Gelu => Some(VectorOp::Gelu),
+            _ => None,
+        };
+        if let Some(op) = vector_op
+            && vector::apply_in_place(op, y)
         {
-            use super::{x86, x86_512};
-            use crate::ops::gemm::{Isa, best_isa};
-            match (best_isa(), self) {
-                // SAFETY (each arm): the ISA it names was detected
-                // (AVX-512F comes with AVX2 and FMA here).
-                (Isa::Avx512, Activation::Swish) => {
-                    return unsafe { x86_512::swish_in_place(1.0, y) };
-                }
-                (Isa::Avx512, Activation::Sigmoid) => {
-                    return unsafe { x86_512::sigmoid_in_place(y) };
-                }
-                (Isa::Avx512, Activation::Gelu) => return unsafe { x86_512::gelu_in_place(y) },
-                (Isa::Avx512, Activation::Relu) => return unsafe { x86_512::relu_in_place(y) },
-                (Isa::Avx2, Activation::Swish) => return unsafe { x86::swish_in_place(1.0, y) },
-                (Isa::Avx2, Activation::Sigmoid) => return unsafe { x86::sigmoid_in_place(y) },
-                (Isa::Avx2, Activation::Gelu) => return unsafe { x86::gelu_in_place(y) },
-                _ => {}
-            }
+            return;
+        }
+        if self == Activation::Relu && vector::pointwise(Pointwise::Relu, y) {
+            return;
         }
         match self {
             Activation::Relu => return map_in_place_f32(y, relu),
@@ -137,13 +131,11 @@ fn tail_with(
 }
 
 /// `y[i] += x[i]` over the shorter of the two (a Linear layer's bias or a
-/// residual added to a finished output segment), sixteen lanes at a time
-/// where the CPU has AVX-512 (the generic build's loop is four lanes wide).
+/// residual added to a finished output segment), a vector at a time on the
+/// best backend (the generic build's loop is four lanes wide).
 pub(crate) fn add_slice_in_place(y: &mut [f32], x: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
-        // SAFETY: AVX-512F was detected.
-        return unsafe { super::x86_512::add_slice_in_place(y, x) };
+    if vector::add_slice_in_place(y, x) {
+        return;
     }
     for (v, &x) in y.iter_mut().zip(x) {
         *v += x;
@@ -161,12 +153,9 @@ fn relu(v: f32) -> f32 {
 }
 
 /// `y += b` in place (a convolution's bias added to a finished output
-/// segment), sixteen lanes at a time where the CPU has AVX-512.
+/// segment), a vector at a time on the best backend.
 pub(crate) fn add_in_place(y: &mut [f32], b: f32) {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
-        // SAFETY: AVX-512F was detected.
-        return unsafe { super::x86_512::add_in_place(y, b) };
+    if !vector::pointwise(Pointwise::Add(b), y) {
+        map_in_place_f32(y, |v| v + b);
     }
-    map_in_place_f32(y, |v| v + b);
 }

@@ -2,6 +2,7 @@
 //! approximations of `exp`, `sigmoid`, `tanh` and `erf`.
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
+use super::vector::{self, Pointwise, VectorOp};
 use super::{map, sigmoid};
 use crate::ops::broadcast::Num;
 
@@ -109,20 +110,10 @@ fn exp_core(x: f32) -> f32 {
     p * scale
 }
 
-/// Whether the AVX2+FMA activations can run here.
-#[cfg(target_arch = "x86_64")]
-fn use_avx2() -> bool {
-    use crate::ops::gemm::{Isa, best_isa};
-    matches!(best_isa(), Isa::Avx2 | Isa::Avx512)
-}
-
 pub(super) fn exp_slice(x: &[f32], y: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: AVX2 and FMA were detected.
-        return unsafe { super::x86::exp(x, y) };
+    if !vector::apply(VectorOp::Exp, x, y) {
+        exp_scalar(x, y)
     }
-    exp_scalar(x, y)
 }
 
 /// Portable [`exp_slice`] (also the reference of the vector versions).
@@ -148,61 +139,42 @@ pub(crate) const EXP_SHIFTED_FLUSH: f32 = -87.0;
 /// microcode assist per vector on x86 (BERT-style masks put -10000 on every
 /// padding key, so every row of an attention has such lanes).
 pub(crate) fn exp_shifted(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
-        // SAFETY: AVX-512F was detected.
-        return unsafe { super::x86_512::exp_shifted(x, y, shift) };
+    if let Some(sum) = vector::exp_shifted(x, y, shift) {
+        return sum;
     }
     // Summed chunk by chunk, as [`exp_shifted_in_place`] must: the two give
     // the same bits, so a softmax computed in place equals the kernel's.
     let mut sum = 0.0;
     for (x, y) in x.chunks(EXP_CHUNK).zip(y.chunks_mut(EXP_CHUNK)) {
-        sum += exp_shifted_chunk(x, y, shift);
+        sum += exp_shifted_scalar(x, y, shift);
     }
     sum
 }
 
-/// Floats per chunk of the non-AVX-512 [`exp_shifted`] sums.
+/// Floats per chunk of the portable [`exp_shifted`] sums.
 const EXP_CHUNK: usize = 256;
 
-/// [`exp_shifted`] of one chunk on the AVX2 or portable path.
-fn exp_shifted_chunk(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx2 {
-        // SAFETY: AVX2 and FMA were detected.
-        return unsafe { super::x86::exp_shifted(x, y, shift) };
-    }
-    exp_shifted_scalar(x, y, shift)
-}
-
 /// [`exp_shifted`] over `y` in place (a softmax row's numerators written
-/// over its logits); returns the sum. With AVX-512 the same vector loop;
+/// over its logits); returns the sum. On a vector backend the same loop;
 /// else a stack chunk of 256 floats at a time, the sum added chunk by
 /// chunk.
 pub(crate) fn exp_shifted_in_place(y: &mut [f32], shift: f32) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
-        // SAFETY: AVX-512F was detected.
-        return unsafe { super::x86_512::exp_shifted_in_place(y, shift) };
+    if let Some(sum) = vector::exp_shifted_in_place(y, shift) {
+        return sum;
     }
     let mut tmp = [0f32; EXP_CHUNK];
     let mut sum = 0.0;
     for chunk in y.chunks_mut(EXP_CHUNK) {
         let x = &mut tmp[..chunk.len()];
         x.copy_from_slice(chunk);
-        sum += exp_shifted_chunk(x, chunk, shift);
+        sum += exp_shifted_scalar(x, chunk, shift);
     }
     sum
 }
 
 /// The largest element of `x`, ignoring NaN (`-inf` when empty or all NaN).
 pub(crate) fn max_of(x: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
-        // SAFETY: AVX-512F was detected.
-        return unsafe { super::x86_512::max_of(x) };
-    }
-    max_of_scalar(x)
+    vector::max_of(x).unwrap_or_else(|| max_of_scalar(x))
 }
 
 /// An additive mask over a block of softmax rows: row `i`, column `j` is
@@ -221,8 +193,8 @@ pub(crate) struct MaskRows<'a> {
 /// to `shifted`, of at least `t` floats), and the reciprocal of each row's
 /// sum into `norms` (an attention head's probabilities, left
 /// unnormalized). Row by row as [`max_of`] and [`exp_shifted`] compute it,
-/// on every path; with AVX-512 and a mask contiguous along the row (or
-/// none) in one vector loop without a dispatch per row.
+/// on every path; on a vector backend with a mask contiguous along the
+/// row (or none) in one loop without a dispatch per row.
 pub(crate) fn softmax_rows(
     scores: &mut [f32],
     t: usize,
@@ -233,13 +205,11 @@ pub(crate) fn softmax_rows(
     if t == 0 {
         return;
     }
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512
-        && mask.is_none_or(|m| m.col_stride == 1)
-    {
-        let mask = mask.map(|m| (m.data, m.start, m.row_stride));
-        // SAFETY: AVX-512F was detected.
-        return unsafe { super::x86_512::softmax_rows(scores, t, mask, shifted, norms) };
+    if mask.is_none_or(|m| m.col_stride == 1) {
+        let rows = mask.map(|m| (m.data, m.start, m.row_stride));
+        if vector::softmax_rows(&mut *scores, t, rows, &mut *shifted, &mut *norms) {
+            return;
+        }
     }
     let shifted = &mut shifted[..t];
     for (i, (row, norm)) in scores.chunks_exact_mut(t).zip(norms.iter_mut()).enumerate() {
@@ -280,10 +250,8 @@ pub(super) fn max_of_scalar(x: &[f32]) -> f32 {
 
 /// `y *= r` in place (softmax's normalization).
 pub(crate) fn scale_in_place(y: &mut [f32], r: f32) {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
-        // SAFETY: AVX-512F was detected.
-        return unsafe { super::x86_512::scale_in_place(y, r) };
+    if vector::pointwise(Pointwise::Scale(r), y) {
+        return;
     }
     y.iter_mut().for_each(|v| *v *= r);
 }
@@ -307,23 +275,14 @@ pub(super) fn exp_shifted_scalar(x: &[f32], y: &mut [f32], shift: f32) -> f32 {
 /// `y = x · sigmoid(alpha · x)` (Swish / SiLU) in one pass, with the same
 /// exponential as [`sigmoid_slice`].
 pub(super) fn swish_slice(alpha: f32, x: &[f32], y: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use crate::ops::gemm::{Isa, best_isa};
-        match best_isa() {
-            // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
-            Isa::Avx512 => return unsafe { super::x86_512::swish(alpha, x, y) },
-            // SAFETY: AVX2 and FMA were detected.
-            Isa::Avx2 => return unsafe { super::x86::swish(alpha, x, y) },
-            Isa::Scalar => {}
-        }
+    if !vector::apply(VectorOp::Swish(alpha), x, y) {
+        swish_scalar(alpha, x, y)
     }
-    swish_scalar(alpha, x, y)
 }
 
 /// Portable [`swish_slice`] (also the reference of the vector versions).
 pub(super) fn swish_scalar(alpha: f32, x: &[f32], y: &mut [f32]) {
-    // One division, no sign split (see `x86::sigmoid_denominator8`).
+    // One division, no sign split (see `lanes::sigmoid_denominator`).
     map(x, y, |v| v / (1.0 + exp_core(v * -alpha)));
     for (y, &v) in y.iter_mut().zip(x) {
         let z = alpha * v;
@@ -334,18 +293,9 @@ pub(super) fn swish_scalar(alpha: f32, x: &[f32], y: &mut [f32]) {
 }
 
 pub(crate) fn sigmoid_slice(x: &[f32], y: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use crate::ops::gemm::{Isa, best_isa};
-        match best_isa() {
-            // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
-            Isa::Avx512 => return unsafe { super::x86_512::sigmoid(x, y) },
-            // SAFETY: AVX2 and FMA were detected.
-            Isa::Avx2 => return unsafe { super::x86::sigmoid(x, y) },
-            Isa::Scalar => {}
-        }
+    if !vector::apply(VectorOp::Sigmoid, x, y) {
+        sigmoid_scalar(x, y)
     }
-    sigmoid_scalar(x, y)
 }
 
 /// Portable [`sigmoid_slice`] (also the reference of the vector versions).
@@ -603,38 +553,25 @@ pub(crate) fn gelu_f32(x: f32) -> f32 {
 
 /// `y = tanh(x)` by [`tanh_f32`] (vectorized when the CPU allows).
 pub(crate) fn tanh_slice(x: &[f32], y: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: AVX2 and FMA were detected.
-        return unsafe { super::x86::tanh(x, y) };
+    if !vector::apply(VectorOp::Tanh, x, y) {
+        map(x, y, tanh_f32)
     }
-    map(x, y, tanh_f32)
 }
 
 /// `y = erf(x)` (vectorized when the CPU allows).
 pub(super) fn erf_slice(x: &[f32], y: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: AVX2 and FMA were detected.
-        return unsafe { super::x86::erf(x, y) };
+    if !vector::apply(VectorOp::Erf, x, y) {
+        map(x, y, erf_f32)
     }
-    map(x, y, erf_f32)
 }
 
-/// `y = GELU(x)` by [`gelu_f32`] (vectorized when the CPU allows).
+/// `y = GELU(x)` by [`gelu_f32`], vectorized when the CPU allows (where
+/// the table lookup is not one instruction, the vector code keeps the tail
+/// form everywhere: see `lanes::gelu`).
 pub(crate) fn gelu_slice(x: &[f32], y: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use crate::ops::gemm::{Isa, best_isa};
-        match best_isa() {
-            // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
-            Isa::Avx512 => return unsafe { super::x86_512::gelu(x, y) },
-            // SAFETY: AVX2 and FMA were detected.
-            Isa::Avx2 => return unsafe { super::x86::gelu(x, y) },
-            Isa::Scalar => {}
-        }
+    if !vector::apply(VectorOp::Gelu, x, y) {
+        map(x, y, gelu_f32)
     }
-    map(x, y, gelu_f32)
 }
 
 /// f64 erf: a series (|x| < 2.5) or erfc continued fraction (|x| < 6).

@@ -2,8 +2,9 @@
 //!
 //! f32 paths are written as straight loops that the compiler vectorizes;
 //! `exp`, `sigmoid`, `tanh`, `erf` and GELU use polynomial approximations
-//! (within a few ulp), with a scalar fix-up for out-of-range inputs; they
-//! also have AVX2+FMA versions (`x86`), chosen at run time. f16/bf16 are computed through f32 in stack-sized chunks.
+//! (within a few ulp), with a scalar fix-up for out-of-range inputs; their
+//! vector forms (`lanes`, `vector`) are written once over the SIMD layer
+//! and run on the best backend the CPU has. f16/bf16 are computed through f32 in stack-sized chunks.
 use half::{bf16, f16};
 
 use crate::dtype::DType;
@@ -14,14 +15,12 @@ use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
 mod activation;
+mod lanes;
 mod math;
 mod params;
 #[cfg(test)]
 mod tests;
-#[cfg(target_arch = "x86_64")]
-mod x86;
-#[cfg(target_arch = "x86_64")]
-mod x86_512;
+mod vector;
 
 pub use activation::Activation;
 pub(crate) use activation::pointwise_tail;
@@ -414,52 +413,16 @@ fn hard_sigmoid<T: Real>(v: T, alpha: T, beta: T) -> T {
     if t < T::ZERO { T::ZERO } else { t }
 }
 
-/// [`map`] over f32, compiled with AVX2+FMA when the CPU has them (the
-/// loop then vectorizes eight wide instead of four).
+/// [`map`] over f32, compiled for the best vector backend the CPU has (the
+/// loop then vectorizes at its width instead of the baseline's four).
 pub(crate) fn map_f32(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
-    #[cfg(target_arch = "x86_64")]
-    if matches!(
-        crate::ops::gemm::best_isa(),
-        crate::ops::gemm::Isa::Avx2 | crate::ops::gemm::Isa::Avx512
-    ) {
-        // SAFETY: AVX2 and FMA were detected.
-        return unsafe { map_f32_avx2(x, y, f) };
-    }
-    map(x, y, f)
-}
-
-/// [`map`] compiled with AVX2+FMA.
-///
-/// # Safety
-/// The CPU supports AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn map_f32_avx2(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
-    map(x, y, f)
+    vector::compiled_for_isa(|| map(x, y, &f)).unwrap_or_else(|()| map(x, y, f))
 }
 
 /// `o[i] = f(x[i], y[i])` over f32 (up to the shortest length), compiled
 /// as [`map_f32`].
 pub(crate) fn zip_f32(x: &[f32], y: &[f32], o: &mut [f32], f: impl Fn(f32, f32) -> f32) {
-    #[cfg(target_arch = "x86_64")]
-    if matches!(
-        crate::ops::gemm::best_isa(),
-        crate::ops::gemm::Isa::Avx2 | crate::ops::gemm::Isa::Avx512
-    ) {
-        // SAFETY: AVX2 and FMA were detected.
-        return unsafe { zip_f32_avx2(x, y, o, f) };
-    }
-    zip(x, y, o, f)
-}
-
-/// [`zip`] compiled with AVX2+FMA.
-///
-/// # Safety
-/// The CPU supports AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn zip_f32_avx2(x: &[f32], y: &[f32], o: &mut [f32], f: impl Fn(f32, f32) -> f32) {
-    zip(x, y, o, f)
+    vector::compiled_for_isa(|| zip(x, y, o, &f)).unwrap_or_else(|()| zip(x, y, o, f))
 }
 
 /// `o[i] = f(x[i], y[i])` (up to the shortest length).
@@ -474,9 +437,9 @@ fn zip(x: &[f32], y: &[f32], o: &mut [f32], f: impl Fn(f32, f32) -> f32) {
 /// (one vector: the loop is as short either way).
 const SHORT: usize = 16;
 
-/// `y[i] = f(y[i])` over f32 in place, compiled with AVX2+FMA (or
-/// AVX-512) when the CPU has them (an epilogue's pass over a finished
-/// segment; `f` does the same arithmetic at any vector width).
+/// `y[i] = f(y[i])` over f32 in place, compiled for the best vector
+/// backend (an epilogue's pass over a finished segment; `f` does the same
+/// arithmetic at any vector width).
 pub(crate) fn map_in_place_f32(y: &mut [f32], f: impl Fn(f32) -> f32) {
     if y.len() < SHORT {
         // The same per-element arithmetic without the dispatch (a
@@ -484,35 +447,8 @@ pub(crate) fn map_in_place_f32(y: &mut [f32], f: impl Fn(f32) -> f32) {
         y.iter_mut().for_each(|v| *v = f(*v));
         return;
     }
-    #[cfg(target_arch = "x86_64")]
-    match crate::ops::gemm::best_isa() {
-        // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
-        crate::ops::gemm::Isa::Avx512 => return unsafe { map_in_place_f32_avx512(y, f) },
-        // SAFETY: AVX2 and FMA were detected.
-        crate::ops::gemm::Isa::Avx2 => return unsafe { map_in_place_f32_avx2(y, f) },
-        crate::ops::gemm::Isa::Scalar => {}
-    }
-    y.iter_mut().for_each(|v| *v = f(*v));
-}
-
-/// [`map_in_place_f32`] compiled with AVX-512F.
-///
-/// # Safety
-/// The CPU supports AVX-512F, AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn map_in_place_f32_avx512(y: &mut [f32], f: impl Fn(f32) -> f32) {
-    y.iter_mut().for_each(|v| *v = f(*v));
-}
-
-/// [`map_in_place_f32`] compiled with AVX2+FMA.
-///
-/// # Safety
-/// The CPU supports AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn map_in_place_f32_avx2(y: &mut [f32], f: impl Fn(f32) -> f32) {
-    y.iter_mut().for_each(|v| *v = f(*v));
+    vector::compiled_for_isa(|| y.iter_mut().for_each(|v| *v = f(*v)))
+        .unwrap_or_else(|()| y.iter_mut().for_each(|v| *v = f(*v)));
 }
 
 /// `y[i] = f(y[i], r[i])` over f32 in place (up to the shorter length),
@@ -523,35 +459,8 @@ pub(crate) fn zip_in_place_f32(y: &mut [f32], r: &[f32], f: impl Fn(f32, f32) ->
         y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x));
         return;
     }
-    #[cfg(target_arch = "x86_64")]
-    match crate::ops::gemm::best_isa() {
-        // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
-        crate::ops::gemm::Isa::Avx512 => return unsafe { zip_in_place_f32_avx512(y, r, f) },
-        // SAFETY: AVX2 and FMA were detected.
-        crate::ops::gemm::Isa::Avx2 => return unsafe { zip_in_place_f32_avx2(y, r, f) },
-        crate::ops::gemm::Isa::Scalar => {}
-    }
-    y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x));
-}
-
-/// [`zip_in_place_f32`] compiled with AVX-512F.
-///
-/// # Safety
-/// The CPU supports AVX-512F, AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn zip_in_place_f32_avx512(y: &mut [f32], r: &[f32], f: impl Fn(f32, f32) -> f32) {
-    y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x));
-}
-
-/// [`zip_in_place_f32`] compiled with AVX2+FMA.
-///
-/// # Safety
-/// The CPU supports AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn zip_in_place_f32_avx2(y: &mut [f32], r: &[f32], f: impl Fn(f32, f32) -> f32) {
-    y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x));
+    vector::compiled_for_isa(|| y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x)))
+        .unwrap_or_else(|()| y.iter_mut().zip(r).for_each(|(v, &x)| *v = f(*v, x)));
 }
 
 /// f32 implementation: fast paths for the hot transcendental ops, the

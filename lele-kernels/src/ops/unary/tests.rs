@@ -3,8 +3,30 @@ use super::*;
 use crate::ops::broadcast::test_util::{Owned, run1};
 use alloc::vec::Vec;
 
-#[cfg(target_arch = "x86_64")]
 mod simd;
+
+/// The vector backends this CPU runs (each test of a vector kernel runs on
+/// every one of them).
+fn vector_isas() -> Vec<crate::simd::Isa> {
+    use crate::simd::{Isa, isa_available};
+    let all = [
+        Isa::Avx2,
+        Isa::Avx512,
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon,
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Isa::Simd128,
+    ];
+    all.into_iter().filter(|&isa| isa_available(isa)).collect()
+}
+
+/// `y = op(x)` on backend `isa` (which runs here).
+fn vector_on(isa: crate::simd::Isa, op: super::vector::VectorOp, x: &[f32], y: &mut [f32]) {
+    assert!(
+        super::vector::apply_on(isa, op, x, y),
+        "{isa:?} does not run"
+    );
+}
 
 fn un(op: UnaryOp, x: &Owned) -> Owned {
     run1(&Unary { op }, &[Some(x)], op.output_dtype(x.dtype)).unwrap()
@@ -252,19 +274,9 @@ fn gelu_f32_relative_error_over_a_dense_sweep() {
     let mut got = vec![0f32; xs.len()];
     super::math::gelu_slice(&xs, &mut got);
     check("gelu_slice", &got);
-    #[cfg(target_arch = "x86_64")]
-    {
-        use crate::ops::gemm::{Isa, isa_available};
-        if isa_available(Isa::Avx2) {
-            // SAFETY: AVX2 and FMA are available.
-            unsafe { super::x86::gelu(&xs, &mut got) };
-            check("avx2", &got);
-        }
-        if isa_available(Isa::Avx512) {
-            // SAFETY: AVX-512F (and AVX2, FMA) are available.
-            unsafe { super::x86_512::gelu(&xs, &mut got) };
-            check("avx512", &got);
-        }
+    for isa in vector_isas() {
+        vector_on(isa, super::vector::VectorOp::Gelu, &xs, &mut got);
+        check(&format!("{isa:?}"), &got);
     }
 }
 
@@ -314,14 +326,12 @@ fn erf_and_tanh_relative_error_over_a_dense_sweep() {
     check("tanh map_f32", &got, f64::tanh, 2e-7);
     super::math::tanh_slice(&xs, &mut got);
     check("tanh_slice", &got, f64::tanh, 2e-7);
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2) {
-        // SAFETY: AVX2 and FMA are available.
-        unsafe { super::x86::erf(&xs, &mut got) };
-        check("erf avx2", &got, erf_f64, 1.2e-7);
-        // SAFETY: as above.
-        unsafe { super::x86::tanh(&xs, &mut got) };
-        check("tanh avx2", &got, f64::tanh, 2e-7);
+    for isa in vector_isas() {
+        use super::vector::VectorOp;
+        vector_on(isa, VectorOp::Erf, &xs, &mut got);
+        check(&format!("erf {isa:?}"), &got, erf_f64, 1.2e-7);
+        vector_on(isa, VectorOp::Tanh, &xs, &mut got);
+        check(&format!("tanh {isa:?}"), &got, f64::tanh, 2e-7);
     }
 }
 
@@ -376,11 +386,17 @@ fn exp_sigmoid_and_swish_relative_error_over_a_dense_sweep() {
     check("sigmoid scalar", &got, &sigmoid, SIGMOID_RTOL, false);
     super::math::sigmoid_slice(&xs, &mut got);
     check("sigmoid_slice", &got, &sigmoid, SIGMOID_RTOL, false);
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2) {
-        // SAFETY: AVX2 and FMA are available.
-        unsafe { super::x86::sigmoid(&xs, &mut got) };
-        check("sigmoid avx2", &got, &sigmoid, SIGMOID_RTOL, false);
+    for isa in vector_isas() {
+        vector_on(isa, super::vector::VectorOp::Exp, &xs, &mut got);
+        check(&format!("exp {isa:?}"), &got, &f64::exp, EXP_RTOL, false);
+        vector_on(isa, super::vector::VectorOp::Sigmoid, &xs, &mut got);
+        check(
+            &format!("sigmoid {isa:?}"),
+            &got,
+            &sigmoid,
+            SIGMOID_RTOL,
+            false,
+        );
     }
     for alpha in [1.0f32, 1.702] {
         let swish = move |v: f64| {
@@ -396,11 +412,9 @@ fn exp_sigmoid_and_swish_relative_error_over_a_dense_sweep() {
         check("swish scalar", &got, &swish, SIGMOID_RTOL, true);
         super::math::swish_slice(alpha, &xs, &mut got);
         check("swish_slice", &got, &swish, SIGMOID_RTOL, true);
-        #[cfg(target_arch = "x86_64")]
-        if crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2) {
-            // SAFETY: AVX2 and FMA are available.
-            unsafe { super::x86::swish(alpha, &xs, &mut got) };
-            check("swish avx2", &got, &swish, SIGMOID_RTOL, true);
+        for isa in vector_isas() {
+            vector_on(isa, super::vector::VectorOp::Swish(alpha), &xs, &mut got);
+            check(&format!("swish {isa:?}"), &got, &swish, SIGMOID_RTOL, true);
         }
     }
 }
@@ -517,24 +531,16 @@ fn exp_shifted_flushes_what_would_be_subnormal() {
                 _ => above[i % above.len()],
             })
             .collect();
-        type Path = (&'static str, fn(&[f32], &mut [f32], f32) -> f32);
-        #[allow(unused_mut)]
-        let mut paths: Vec<Path> =
-            vec![("scalar", exp_shifted_scalar), ("dispatched", exp_shifted)];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                // SAFETY: AVX2 and FMA were detected.
-                paths.push(("avx2", |x, y, s| unsafe {
-                    super::x86::exp_shifted(x, y, s)
-                }));
-            }
-            if std::is_x86_feature_detected!("avx512f") {
-                // SAFETY: AVX-512F was detected.
-                paths.push(("avx512", |x, y, s| unsafe {
-                    super::x86_512::exp_shifted(x, y, s)
-                }));
-            }
+        type Path = (String, Box<dyn Fn(&[f32], &mut [f32], f32) -> f32>);
+        let mut paths: Vec<Path> = vec![
+            ("scalar".into(), Box::new(exp_shifted_scalar)),
+            ("dispatched".into(), Box::new(exp_shifted)),
+        ];
+        for isa in vector_isas() {
+            paths.push((
+                format!("{isa:?}"),
+                Box::new(move |x, y, s| super::vector::exp_shifted_on(isa, x, y, s).unwrap()),
+            ));
         }
         for (name, f) in paths {
             let mut y = vec![f32::NAN; n];
@@ -570,27 +576,17 @@ fn gelu_far_tails_are_exact_zero_and_identity() {
                 _ => -12.0 + i as f32 * 0.1,
             })
             .collect();
-        let mut paths: Vec<(&str, Vec<f32>)> = Vec::new();
+        let mut paths: Vec<(String, Vec<f32>)> = Vec::new();
         paths.push((
-            "scalar",
+            "scalar".into(),
             xs.iter().map(|&v| super::math::gelu_f32(v)).collect(),
         ));
         let mut got = vec![0f32; n];
         super::math::gelu_slice(&xs, &mut got);
-        paths.push(("gelu_slice", got.clone()));
-        #[cfg(target_arch = "x86_64")]
-        {
-            use crate::ops::gemm::{Isa, isa_available};
-            if isa_available(Isa::Avx2) {
-                // SAFETY: AVX2 and FMA are available.
-                unsafe { super::x86::gelu(&xs, &mut got) };
-                paths.push(("avx2", got.clone()));
-            }
-            if isa_available(Isa::Avx512) {
-                // SAFETY: AVX-512F (and AVX2, FMA) are available.
-                unsafe { super::x86_512::gelu(&xs, &mut got) };
-                paths.push(("avx512", got.clone()));
-            }
+        paths.push(("gelu_slice".into(), got.clone()));
+        for isa in vector_isas() {
+            vector_on(isa, super::vector::VectorOp::Gelu, &xs, &mut got);
+            paths.push((format!("{isa:?}"), got.clone()));
         }
         for (name, ys) in &paths {
             for (&x, &y) in xs.iter().zip(ys) {
@@ -718,28 +714,14 @@ fn sigmoid_below_minus_87_is_exp_on_every_path() {
             );
         }
     };
-    #[cfg(target_arch = "x86_64")]
-    {
-        use crate::ops::gemm::{Isa, isa_available};
+    for isa in vector_isas() {
+        use super::vector::{VectorOp, apply_in_place_on};
         let mut got = vec![0f32; xs.len()];
-        if isa_available(Isa::Avx2) {
-            // SAFETY: AVX2 and FMA are available.
-            unsafe { super::x86::sigmoid(&xs, &mut got) };
-            same(&got, "avx2");
-            let mut inplace = xs.clone();
-            // SAFETY: as above.
-            unsafe { super::x86::sigmoid_in_place(&mut inplace) };
-            same(&inplace, "avx2 in place");
-        }
-        if isa_available(Isa::Avx512) {
-            // SAFETY: AVX-512F, AVX2 and FMA are available.
-            unsafe { super::x86_512::sigmoid(&xs, &mut got) };
-            same(&got, "avx512");
-            let mut inplace = xs.clone();
-            // SAFETY: as above.
-            unsafe { super::x86_512::sigmoid_in_place(&mut inplace) };
-            same(&inplace, "avx512 in place");
-        }
+        vector_on(isa, VectorOp::Sigmoid, &xs, &mut got);
+        same(&got, &format!("{isa:?}"));
+        let mut inplace = xs.clone();
+        assert!(apply_in_place_on(isa, VectorOp::Sigmoid, &mut inplace));
+        same(&inplace, &format!("{isa:?} in place"));
     }
     let mut got = vec![0f32; xs.len()];
     super::math::sigmoid_slice(&xs, &mut got);

@@ -1,15 +1,15 @@
-//! The x86 activation and softmax kernels against the scalar ones, and
-//! AVX-512 against AVX2, over odd lengths, tails and special values.
+//! The vector activation and softmax kernels on every backend this CPU
+//! runs, against the scalar ones and against each other, over odd lengths,
+//! tails and special values.
+use super::vector::{self, VectorOp};
 use super::*;
+use crate::simd::Isa;
 
-/// The AVX2 activations against the scalar ones: every length 0..70 (all
+/// The vector activations against the scalar ones: every length 0..70 (all
 /// tails), plus special values in every lane position.
 #[test]
-fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
+fn vector_activations_match_scalar_over_odd_lengths_and_edges() {
     use super::math::{exp_scalar, sigmoid_scalar, swish_scalar};
-    if !crate::ops::gemm::isa_available(crate::ops::gemm::Isa::Avx2) {
-        return;
-    }
     let specials = [
         f32::NAN,
         f32::INFINITY,
@@ -32,70 +32,74 @@ fn avx2_activations_match_scalar_over_odd_lengths_and_edges() {
     let close = |a: f32, b: f32| {
         (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 4.0 * f32::EPSILON * b.abs()
     };
-    for n in (0..70).chain([1000, 1003]) {
-        let mut x: Vec<f32> = (0..n)
-            .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.37)
-            .collect();
-        for (i, v) in x.iter_mut().enumerate() {
-            if i % 5 == 3 {
-                *v = specials[(i / 5) % specials.len()];
+    for isa in vector_isas() {
+        for n in (0..70).chain([1000, 1003]) {
+            let mut x: Vec<f32> = (0..n)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.37)
+                .collect();
+            for (i, v) in x.iter_mut().enumerate() {
+                if i % 5 == 3 {
+                    *v = specials[(i / 5) % specials.len()];
+                }
             }
-        }
-        let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
-        type Pair = (
-            &'static str,
-            fn(&[f32], &mut [f32]),
-            unsafe fn(&[f32], &mut [f32]),
-        );
-        fn erf_scalar(x: &[f32], y: &mut [f32]) {
-            super::map(x, y, super::math::erf_f32)
-        }
-        // The AVX2 GELU is the tail form everywhere.
-        fn gelu_scalar(x: &[f32], y: &mut [f32]) {
-            super::map(x, y, super::math::gelu_tail_form)
-        }
-        fn tanh_scalar(x: &[f32], y: &mut [f32]) {
-            super::map(x, y, super::math::tanh_f32)
-        }
-        let pairs: [Pair; 5] = [
-            ("tanh", tanh_scalar, super::x86::tanh),
-            ("exp", exp_scalar, super::x86::exp),
-            ("sigmoid", sigmoid_scalar, super::x86::sigmoid),
-            ("erf", erf_scalar, super::x86::erf),
-            ("gelu", gelu_scalar, super::x86::gelu),
-        ];
-        for (name, scalar, vector) in pairs {
-            scalar(&x, &mut want);
-            // SAFETY: AVX2 and FMA are available (checked above).
-            unsafe { vector(&x, &mut got) };
-            for i in 0..n {
-                assert!(
-                    close(got[i], want[i]),
-                    "{name} n={n} x={} {} vs {}",
-                    x[i],
-                    got[i],
-                    want[i]
-                );
+            let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
+            fn erf_scalar(x: &[f32], y: &mut [f32]) {
+                super::map(x, y, super::math::erf_f32)
             }
-        }
-        for shift in [0.0f32, 17.0, -3.5] {
-            // SAFETY: as above.
-            check_exp_shifted(&x, shift, &close, |x, y, s| unsafe {
-                super::x86::exp_shifted(x, y, s)
-            });
-        }
-        for alpha in [1.0f32, 1.702, -0.5] {
-            swish_scalar(alpha, &x, &mut want);
-            // SAFETY: as above.
-            unsafe { super::x86::swish(alpha, &x, &mut got) };
-            for i in 0..n {
-                assert!(
-                    close(got[i], want[i]),
-                    "swish({alpha}) n={n} x={} {} vs {}",
-                    x[i],
-                    got[i],
-                    want[i]
-                );
+            fn gelu_scalar(x: &[f32], y: &mut [f32]) {
+                super::map(x, y, super::math::gelu_f32)
+            }
+            // Without a one-instruction lookup the vector GELU is the tail
+            // form everywhere.
+            fn gelu_tail_scalar(x: &[f32], y: &mut [f32]) {
+                super::map(x, y, super::math::gelu_tail_form)
+            }
+            fn tanh_scalar(x: &[f32], y: &mut [f32]) {
+                super::map(x, y, super::math::tanh_f32)
+            }
+            type Scalar = fn(&[f32], &mut [f32]);
+            let gelu_ref: Scalar = if isa == Isa::Avx512 {
+                gelu_scalar
+            } else {
+                gelu_tail_scalar
+            };
+            let pairs: [(&str, Scalar, VectorOp); 5] = [
+                ("tanh", tanh_scalar, VectorOp::Tanh),
+                ("exp", exp_scalar, VectorOp::Exp),
+                ("sigmoid", sigmoid_scalar, VectorOp::Sigmoid),
+                ("erf", erf_scalar, VectorOp::Erf),
+                ("gelu", gelu_ref, VectorOp::Gelu),
+            ];
+            for (name, scalar, op) in pairs {
+                scalar(&x, &mut want);
+                vector_on(isa, op, &x, &mut got);
+                for i in 0..n {
+                    assert!(
+                        close(got[i], want[i]),
+                        "{isa:?} {name} n={n} x={} {} vs {}",
+                        x[i],
+                        got[i],
+                        want[i]
+                    );
+                }
+            }
+            for shift in [0.0f32, 17.0, -3.5] {
+                check_exp_shifted(&x, shift, &close, |x, y, s| {
+                    vector::exp_shifted_on(isa, x, y, s).unwrap()
+                });
+            }
+            for alpha in [1.0f32, 1.702, -0.5] {
+                swish_scalar(alpha, &x, &mut want);
+                vector_on(isa, VectorOp::Swish(alpha), &x, &mut got);
+                for i in 0..n {
+                    assert!(
+                        close(got[i], want[i]),
+                        "{isa:?} swish({alpha}) n={n} x={} {} vs {}",
+                        x[i],
+                        got[i],
+                        want[i]
+                    );
+                }
             }
         }
     }
@@ -127,63 +131,43 @@ fn activation_inputs(n: usize, stride: usize) -> Vec<f32> {
     x
 }
 
-/// The AVX2 activations that take several vectors per step: a whole slice
-/// (out of place and in place) against each element computed alone (one
-/// padded block), bit for bit, over every length 0..100 and two long
-/// ones, with special values (NaN, ±inf, beyond ±87) at several spacings,
-/// so that steps with and without flagged lanes both occur.
+/// The vector activations on every backend: a whole slice (out of place
+/// and in place) against each element computed alone (one partial
+/// vector), bit for bit, over every length 0..100 and two long ones, with
+/// special values (NaN, ±inf, beyond ±87) at several spacings, so that
+/// steps with and without flagged lanes both occur.
 #[test]
-fn avx2_wide_steps_equal_single_blocks_bit_for_bit() {
-    use crate::ops::gemm::{Isa, isa_available};
-    if !isa_available(Isa::Avx2) {
-        return;
-    }
-    type Pair = (
-        &'static str,
-        Box<dyn Fn(&[f32], &mut [f32])>,
-        Box<dyn Fn(&mut [f32])>,
-    );
-    let mut pairs: Vec<Pair> = vec![
-        (
-            "gelu",
-            // SAFETY (every closure below): AVX2 and FMA are available
-            // (checked above).
-            Box::new(|x, y| unsafe { super::x86::gelu(x, y) }),
-            Box::new(|y| unsafe { super::x86::gelu_in_place(y) }),
-        ),
-        (
-            "sigmoid",
-            Box::new(|x, y| unsafe { super::x86::sigmoid(x, y) }),
-            Box::new(|y| unsafe { super::x86::sigmoid_in_place(y) }),
-        ),
+fn whole_slices_equal_single_elements_bit_for_bit() {
+    let mut ops = vec![
+        VectorOp::Gelu,
+        VectorOp::Sigmoid,
+        VectorOp::Exp,
+        VectorOp::Tanh,
+        VectorOp::Erf,
     ];
-    for alpha in [1.0f32, 1.702, -0.5] {
-        pairs.push((
-            "swish",
-            Box::new(move |x, y| unsafe { super::x86::swish(alpha, x, y) }),
-            Box::new(move |y| unsafe { super::x86::swish_in_place(alpha, y) }),
-        ));
-    }
+    ops.extend([1.0f32, 1.702, -0.5].map(VectorOp::Swish));
     let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-    for n in (0..100).chain([1000, 1003]) {
-        for stride in [5usize, 37, 97, usize::MAX] {
-            let x = activation_inputs(n, stride);
-            for (name, out_of_place, in_place) in &pairs {
-                let mut whole = vec![0f32; n];
-                out_of_place(&x, &mut whole);
-                let mut inplace = x.clone();
-                in_place(&mut inplace);
-                for i in 0..n {
-                    let mut alone = [0f32];
-                    out_of_place(&x[i..=i], &mut alone);
-                    assert!(
-                        same(whole[i], alone[0]) && same(inplace[i], alone[0]),
-                        "{name} n={n} stride {stride} x={}: whole {} in place {} alone {}",
-                        x[i],
-                        whole[i],
-                        inplace[i],
-                        alone[0]
-                    );
+    for isa in vector_isas() {
+        for n in (0..100).chain([1000, 1003]) {
+            for stride in [5usize, 37, 97, usize::MAX] {
+                let x = activation_inputs(n, stride);
+                for &op in &ops {
+                    let mut whole = vec![0f32; n];
+                    vector_on(isa, op, &x, &mut whole);
+                    let mut inplace = x.clone();
+                    assert!(vector::apply_in_place_on(isa, op, &mut inplace));
+                    for i in 0..n {
+                        let mut alone = [0f32];
+                        vector_on(isa, op, &x[i..=i], &mut alone);
+                        assert!(
+                            same(whole[i], alone[0]) && same(inplace[i], alone[0]),
+                            "{isa:?} {op:?} n={n} stride {stride} x={}: whole {} in place {} alone {}",
+                            x[i],
+                            whole[i],
+                            inplace[i],
+                            alone[0]
+                        );
+                    }
                 }
             }
         }
@@ -191,54 +175,40 @@ fn avx2_wide_steps_equal_single_blocks_bit_for_bit() {
 }
 
 /// The AVX-512 activations (out of place and in place) against the AVX2
-/// ones, bit for bit: every length 0..100 (all tails and pair splits) and
-/// two long ones, with special values (NaN, ±inf, below -87) in every lane
-/// position.
+/// ones, bit for bit (the same operations in the same order; `scalef`
+/// against an exponent built from bits): every length 0..100 (all tails
+/// and pair splits) and two long ones, with special values (NaN, ±inf,
+/// below -87) in every lane position. GELU: see
+/// `avx512_gelu_equals_scalar_bit_for_bit`.
+#[cfg(target_arch = "x86_64")]
 #[test]
 fn avx512_activations_equal_avx2_bit_for_bit() {
-    use crate::ops::gemm::{Isa, isa_available};
+    use crate::simd::isa_available;
     if !isa_available(Isa::Avx512) {
         return;
     }
+    let mut ops = vec![
+        VectorOp::Sigmoid,
+        VectorOp::Exp,
+        VectorOp::Tanh,
+        VectorOp::Erf,
+    ];
+    ops.extend([1.0f32, 1.702, -0.5].map(VectorOp::Swish));
+    // NaN payloads may differ.
+    let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
     for n in (0..100).chain([1000, 1003]) {
         for stride in [7usize, 41, usize::MAX] {
             let x = activation_inputs(n, stride);
-            type Pair = (
-                &'static str,
-                Box<dyn Fn(&[f32], &mut [f32])>,
-                Box<dyn Fn(&[f32], &mut [f32])>,
-                Box<dyn Fn(&mut [f32])>,
-            );
-            // GELU: see `avx512_gelu_equals_scalar_bit_for_bit`.
-            let mut pairs: Vec<Pair> = vec![(
-                "sigmoid",
-                // SAFETY (every closure below): AVX-512F, AVX2 and FMA
-                // are available (checked above).
-                Box::new(|x, y| unsafe { super::x86::sigmoid(x, y) }),
-                Box::new(|x, y| unsafe { super::x86_512::sigmoid(x, y) }),
-                Box::new(|y| unsafe { super::x86_512::sigmoid_in_place(y) }),
-            )];
-            for alpha in [1.0f32, 1.702, -0.5] {
-                pairs.push((
-                    "swish",
-                    Box::new(move |x, y| unsafe { super::x86::swish(alpha, x, y) }),
-                    Box::new(move |x, y| unsafe { super::x86_512::swish(alpha, x, y) }),
-                    Box::new(move |y| unsafe { super::x86_512::swish_in_place(alpha, y) }),
-                ));
-            }
-            for (name, avx2, avx512, in_place) in &pairs {
+            for &op in &ops {
                 let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
-                avx2(&x, &mut want);
-                avx512(&x, &mut got);
+                vector_on(Isa::Avx2, op, &x, &mut want);
+                vector_on(Isa::Avx512, op, &x, &mut got);
                 let mut inplace = x.clone();
-                in_place(&mut inplace);
-                // NaN payloads may differ.
-                let same =
-                    |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+                assert!(vector::apply_in_place_on(Isa::Avx512, op, &mut inplace));
                 for i in 0..n {
                     assert!(
                         same(got[i], want[i]) && same(inplace[i], want[i]),
-                        "{name} n={n} x={}: avx512 {} in place {} avx2 {}",
+                        "{op:?} n={n} x={}: avx512 {} in place {} avx2 {}",
                         x[i],
                         got[i],
                         inplace[i],
@@ -258,10 +228,11 @@ fn avx512_activations_equal_avx2_bit_for_bit() {
 /// each interval boundary approached to within a few ulps from both sides
 /// (where `x·4 + 16` rounds to the next interval), each value also within
 /// 5e-7 of the f64 reference.
+#[cfg(target_arch = "x86_64")]
 #[test]
 fn avx512_gelu_equals_scalar_bit_for_bit() {
     use super::math::gelu_f32;
-    use crate::ops::gemm::{Isa, isa_available};
+    use crate::simd::isa_available;
     if !isa_available(Isa::Avx512) {
         return;
     }
@@ -269,18 +240,19 @@ fn avx512_gelu_equals_scalar_bit_for_bit() {
     let check = |x: &[f32], what: &str| {
         let n = x.len();
         let mut got = vec![0f32; n];
-        // SAFETY: AVX-512F (and AVX2, FMA) are available (checked above).
-        unsafe { super::x86_512::gelu(x, &mut got) };
+        vector_on(Isa::Avx512, VectorOp::Gelu, x, &mut got);
         let mut inplace = x.to_vec();
-        // SAFETY: as above.
-        unsafe { super::x86_512::gelu_in_place(&mut inplace) };
+        assert!(vector::apply_in_place_on(
+            Isa::Avx512,
+            VectorOp::Gelu,
+            &mut inplace
+        ));
         for i in 0..n {
             let want = if super::math::gelu_table_position(x[i]).is_some() {
                 gelu_f32(x[i])
             } else {
                 let mut alone = [0f32];
-                // SAFETY: as above.
-                unsafe { super::x86::gelu(&x[i..=i], &mut alone) };
+                vector_on(Isa::Avx2, VectorOp::Gelu, &x[i..=i], &mut alone);
                 alone[0]
             };
             assert!(
@@ -333,11 +305,15 @@ fn avx512_gelu_equals_scalar_bit_for_bit() {
 }
 
 #[test]
-fn avx512_softmax_pieces_match_scalar() {
-    use crate::ops::gemm::{Isa, isa_available};
-    if !isa_available(Isa::Avx512) {
-        return;
+fn vector_softmax_pieces_match_scalar() {
+    for isa in vector_isas() {
+        softmax_pieces_match_scalar_on(isa);
     }
+}
+
+/// [`vector_softmax_pieces_match_scalar`] on one backend.
+fn softmax_pieces_match_scalar_on(isa: Isa) {
+    use super::vector::Pointwise;
     let specials = [
         f32::NAN,
         f32::INFINITY,
@@ -357,11 +333,9 @@ fn avx512_softmax_pieces_match_scalar() {
     // NaN everywhere but one element, and everywhere: NaN is ignored.
     for n in [64, 70, 130] {
         let mut x = vec![f32::NAN; n];
-        // SAFETY: AVX-512F is available (checked above).
-        assert_eq!(unsafe { super::x86_512::max_of(&x) }, f32::NEG_INFINITY);
+        assert_eq!(vector::max_of_on(isa, &x), Some(f32::NEG_INFINITY));
         x[n / 3] = 3.0;
-        // SAFETY: as above.
-        assert_eq!(unsafe { super::x86_512::max_of(&x) }, 3.0, "n={n}");
+        assert_eq!(vector::max_of_on(isa, &x), Some(3.0), "n={n}");
     }
     for n in (0..100).chain([1000, 1003]) {
         for with_specials in [false, true] {
@@ -378,22 +352,18 @@ fn avx512_softmax_pieces_match_scalar() {
                 }
             }
             let want_max = super::math::max_of_scalar(&x);
-            // SAFETY: AVX-512F is available (checked above).
-            let got_max = unsafe { super::x86_512::max_of(&x) };
-            assert_eq!(got_max, want_max, "max_of n={n}");
+            let got_max = vector::max_of_on(isa, &x).unwrap();
+            assert_eq!(got_max, want_max, "{isa:?} max_of n={n}");
             for shift in [want_max, 0.0, 17.0, -3.5] {
-                // SAFETY: as above.
-                check_exp_shifted(&x, shift, &close, |x, y, s| unsafe {
-                    super::x86_512::exp_shifted(x, y, s)
+                check_exp_shifted(&x, shift, &close, |x, y, s| {
+                    vector::exp_shifted_on(isa, x, y, s).unwrap()
                 });
                 // The in-place form: the same bits and sum as the vector
                 // form out of place.
                 let mut out = vec![0f32; x.len()];
-                // SAFETY: as above.
-                let sum = unsafe { super::x86_512::exp_shifted(&x, &mut out, shift) };
+                let sum = vector::exp_shifted_on(isa, &x, &mut out, shift).unwrap();
                 let mut inplace = x.clone();
-                // SAFETY: as above.
-                let sum_in = unsafe { super::x86_512::exp_shifted_in_place(&mut inplace, shift) };
+                let sum_in = vector::exp_shifted_in_place_on(isa, &mut inplace, shift).unwrap();
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&inplace), bits(&out), "in place n={n} shift {shift}");
                 assert!(sum_in.to_bits() == sum.to_bits() || sum_in.is_nan() && sum.is_nan());
@@ -407,8 +377,11 @@ fn avx512_softmax_pieces_match_scalar() {
                 }
             }
             let mut scaled = x.clone();
-            // SAFETY: as above.
-            unsafe { super::x86_512::scale_in_place(&mut scaled, 0.37) };
+            assert!(vector::pointwise_on(
+                isa,
+                Pointwise::Scale(0.37),
+                &mut scaled
+            ));
             for (s, &v) in scaled.iter().zip(&x) {
                 assert!(
                     s.to_bits() == (v * 0.37).to_bits() || s.is_nan() && v.is_nan(),
@@ -450,17 +423,20 @@ fn check_exp_shifted(
     );
 }
 
-/// The AVX-512 softmax over an attention head's rows equals [`max_of`] and
+/// The vector softmax over an attention head's rows (every backend) equals [`max_of`] and
 /// [`exp_shifted`] called row by row, bit for bit (numerators and sums'
 /// reciprocals), with and without a mask, over row lengths with every tail
 /// and values from BERT's -10000 padding to infinities and NaN.
 #[test]
-fn avx512_softmax_rows_equal_the_per_row_calls() {
-    use crate::ops::gemm::testutil::rand_vec;
-    use crate::ops::gemm::{Isa, isa_available};
-    if !isa_available(Isa::Avx512) {
-        return;
+fn vector_softmax_rows_equal_the_per_row_calls() {
+    for isa in vector_isas() {
+        softmax_rows_equal_the_per_row_calls_on(isa);
     }
+}
+
+/// [`vector_softmax_rows_equal_the_per_row_calls`] on one backend.
+fn softmax_rows_equal_the_per_row_calls_on(isa: Isa) {
+    use crate::ops::gemm::testutil::rand_vec;
     let rows = 5;
     for t in [1, 7, 15, 16, 17, 31, 33, 64, 100, 128, 131] {
         let mut scores: Vec<f32> = rand_vec(rows * t, t as u64)
@@ -497,19 +473,22 @@ fn avx512_softmax_rows_equal_the_per_row_calls() {
                 if !masked {
                     buf.copy_from_slice(row);
                 }
-                // SAFETY: AVX-512F is available (checked above).
-                let sum = unsafe {
-                    let top = super::x86_512::max_of(&buf);
-                    super::x86_512::exp_shifted(&buf, row, top)
-                };
+                let top = vector::max_of_on(isa, &buf).unwrap();
+                let sum = vector::exp_shifted_on(isa, &buf, row, top).unwrap();
                 want_norms[i] = 1.0 / sum;
             }
             let mut got = scores.clone();
             let mut norms = vec![0f32; rows];
             let mut shifted = vec![0f32; t];
             let m = masked.then_some((&mask[..], start, stride));
-            // SAFETY: as above.
-            unsafe { super::x86_512::softmax_rows(&mut got, t, m, &mut shifted, &mut norms) };
+            assert!(vector::softmax_rows_on(
+                isa,
+                &mut got,
+                t,
+                m,
+                &mut shifted,
+                &mut norms
+            ));
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want), "t={t} masked={masked}");
             assert_eq!(bits(&norms), bits(&want_norms), "t={t} masked={masked}");

@@ -1,0 +1,206 @@
+//! The AVX2+FMA backend of [`Simd`]: eight lanes.
+use core::arch::x86_64::*;
+
+use super::vector::Simd;
+
+/// Proof that the CPU runs AVX2 and FMA.
+#[derive(Clone, Copy)]
+pub(crate) struct Avx2(());
+
+impl Avx2 {
+    /// # Safety
+    /// The CPU supports AVX2 and FMA.
+    #[inline(always)]
+    pub(crate) unsafe fn new_unchecked() -> Self {
+        Avx2(())
+    }
+}
+
+/// All ones in the first `len` (at most 8) lanes.
+#[inline(always)]
+fn first_lanes(len: usize) -> __m256i {
+    // SAFETY: the callers hold the AVX2 token.
+    unsafe {
+        let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(len.min(8) as i32), iota)
+    }
+}
+
+// SAFETY: `Avx2` is only made by `new_unchecked`, whose callers checked
+// AVX2 and FMA; every method uses only those.
+unsafe impl Simd for Avx2 {
+    type F32 = __m256;
+    type I32 = __m256i;
+    type Mask = __m256;
+    const LANES: usize = 8;
+    const FAST_LOOKUP32: bool = false;
+
+    // SAFETY (every intrinsic call in this impl): the token proves AVX2
+    // and FMA; pointer contracts are the callers' (see the trait).
+    #[inline(always)]
+    fn splat(self, v: f32) -> __m256 {
+        unsafe { _mm256_set1_ps(v) }
+    }
+    #[inline(always)]
+    unsafe fn load(self, p: *const f32) -> __m256 {
+        unsafe { _mm256_loadu_ps(p) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32, v: __m256) {
+        unsafe { _mm256_storeu_ps(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn load_partial(self, p: *const f32, len: usize, fill: f32) -> __m256 {
+        // Masked-off lanes are not accessed, so they cannot fault (and a
+        // stack copy of a variable length would be a call to `memcpy`).
+        unsafe {
+            let keep = first_lanes(len);
+            let v = _mm256_maskload_ps(p, keep);
+            _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(keep))
+        }
+    }
+    #[inline(always)]
+    unsafe fn store_partial(self, p: *mut f32, len: usize, v: __m256) {
+        unsafe { _mm256_maskstore_ps(p, first_lanes(len), v) }
+    }
+    #[inline(always)]
+    fn add(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_add_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sub(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_sub_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_mul_ps(a, b) }
+    }
+    #[inline(always)]
+    fn div(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_div_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul_add(self, a: __m256, b: __m256, c: __m256) -> __m256 {
+        unsafe { _mm256_fmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn neg_mul_add(self, a: __m256, b: __m256, c: __m256) -> __m256 {
+        unsafe { _mm256_fnmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn product_residue(self, a: __m256, b: __m256, c: __m256) -> __m256 {
+        unsafe { _mm256_fmsub_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn neg_product_residue(self, a: __m256, b: __m256, c: __m256) -> __m256 {
+        unsafe { _mm256_fnmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn min(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_min_ps(a, b) }
+    }
+    #[inline(always)]
+    fn max(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_max_ps(a, b) }
+    }
+    #[inline(always)]
+    fn and(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_and_ps(a, b) }
+    }
+    #[inline(always)]
+    fn or(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_or_ps(a, b) }
+    }
+    #[inline(always)]
+    fn xor(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_xor_ps(a, b) }
+    }
+    #[inline(always)]
+    fn and_not(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_andnot_ps(a, b) }
+    }
+    #[inline(always)]
+    fn lt(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_cmp_ps::<_CMP_LT_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn le(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_cmp_ps::<_CMP_LE_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn ge(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_cmp_ps::<_CMP_GE_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn not_lt(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_cmp_ps::<_CMP_NLT_UQ>(a, b) }
+    }
+    #[inline(always)]
+    fn unordered(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_cmp_ps::<_CMP_UNORD_Q>(a, b) }
+    }
+    #[inline(always)]
+    fn mask_or(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_or_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mask_and_not(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_andnot_ps(a, b) }
+    }
+    #[inline(always)]
+    fn select(self, m: __m256, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_blendv_ps(b, a, m) }
+    }
+    #[inline(always)]
+    fn clear(self, m: __m256, v: __m256) -> __m256 {
+        unsafe { _mm256_andnot_ps(m, v) }
+    }
+    #[inline(always)]
+    fn bits(self, m: __m256) -> u32 {
+        unsafe { _mm256_movemask_ps(m) as u32 }
+    }
+    #[inline(always)]
+    fn ldexp(self, p: __m256, n: __m256) -> __m256 {
+        unsafe {
+            let e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+            _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32::<23>(e)))
+        }
+    }
+    #[inline(always)]
+    fn round_to_bits(self, v: __m256) -> __m256 {
+        unsafe { _mm256_castsi256_ps(_mm256_cvtps_epi32(v)) }
+    }
+    #[inline(always)]
+    fn trunc_i32(self, v: __m256) -> __m256i {
+        unsafe { _mm256_cvttps_epi32(v) }
+    }
+    #[inline(always)]
+    fn i32_to_f32(self, i: __m256i) -> __m256 {
+        unsafe { _mm256_cvtepi32_ps(i) }
+    }
+    #[inline(always)]
+    fn lookup32(self, table: &[f32; 32], i: __m256i) -> __m256 {
+        let mut idx = [0i32; 8];
+        // SAFETY: `idx` holds eight i32.
+        unsafe { _mm256_storeu_si256(idx.as_mut_ptr().cast(), i) };
+        let v = idx.map(|j| table[(j & 31) as usize]);
+        // SAFETY: `v` holds eight floats.
+        unsafe { _mm256_loadu_ps(v.as_ptr()) }
+    }
+    #[inline(always)]
+    fn reduce_add(self, v: __m256) -> f32 {
+        unsafe {
+            let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+        }
+    }
+    #[inline(always)]
+    fn reduce_max(self, v: __m256) -> f32 {
+        unsafe {
+            let s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+            let s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+            _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)))
+        }
+    }
+}

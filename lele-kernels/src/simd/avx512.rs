@@ -1,0 +1,210 @@
+//! The AVX-512F backend of [`Simd`]: sixteen lanes, masks in `k`
+//! registers, tails through masked loads and stores.
+use core::arch::x86_64::*;
+
+use super::vector::Simd;
+
+/// Proof that the CPU runs AVX-512F (and AVX2 and FMA).
+#[derive(Clone, Copy)]
+pub(crate) struct Avx512(());
+
+impl Avx512 {
+    /// # Safety
+    /// The CPU supports AVX-512F, AVX2 and FMA.
+    #[inline(always)]
+    pub(crate) unsafe fn new_unchecked() -> Self {
+        Avx512(())
+    }
+}
+
+/// The mask of the first `len` (at most 16) lanes.
+#[inline(always)]
+fn first_lanes(len: usize) -> __mmask16 {
+    ((1u32 << len.min(16)) - 1) as __mmask16
+}
+
+// SAFETY: `Avx512` is only made by `new_unchecked`, whose callers checked
+// AVX-512F; every method uses only it.
+unsafe impl Simd for Avx512 {
+    type F32 = __m512;
+    type I32 = __m512i;
+    type Mask = __mmask16;
+    const LANES: usize = 16;
+    const FAST_LOOKUP32: bool = true;
+
+    // SAFETY (every intrinsic call in this impl): the token proves
+    // AVX-512F; pointer contracts are the callers' (see the trait).
+    #[inline(always)]
+    fn splat(self, v: f32) -> __m512 {
+        unsafe { _mm512_set1_ps(v) }
+    }
+    #[inline(always)]
+    unsafe fn load(self, p: *const f32) -> __m512 {
+        unsafe { _mm512_loadu_ps(p) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32, v: __m512) {
+        unsafe { _mm512_storeu_ps(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn load_partial(self, p: *const f32, len: usize, fill: f32) -> __m512 {
+        // Masked-off lanes are not accessed, so they cannot fault.
+        unsafe { _mm512_mask_loadu_ps(_mm512_set1_ps(fill), first_lanes(len), p) }
+    }
+    #[inline(always)]
+    unsafe fn store_partial(self, p: *mut f32, len: usize, v: __m512) {
+        unsafe { _mm512_mask_storeu_ps(p, first_lanes(len), v) }
+    }
+    #[inline(always)]
+    fn add(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_add_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sub(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_sub_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_mul_ps(a, b) }
+    }
+    #[inline(always)]
+    fn div(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_div_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul_add(self, a: __m512, b: __m512, c: __m512) -> __m512 {
+        unsafe { _mm512_fmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn neg_mul_add(self, a: __m512, b: __m512, c: __m512) -> __m512 {
+        unsafe { _mm512_fnmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn product_residue(self, a: __m512, b: __m512, c: __m512) -> __m512 {
+        unsafe { _mm512_fmsub_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn neg_product_residue(self, a: __m512, b: __m512, c: __m512) -> __m512 {
+        unsafe { _mm512_fnmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn min(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_min_ps(a, b) }
+    }
+    #[inline(always)]
+    fn max(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_max_ps(a, b) }
+    }
+    #[inline(always)]
+    fn and(self, a: __m512, b: __m512) -> __m512 {
+        unsafe {
+            _mm512_castsi512_ps(_mm512_and_si512(
+                _mm512_castps_si512(a),
+                _mm512_castps_si512(b),
+            ))
+        }
+    }
+    #[inline(always)]
+    fn or(self, a: __m512, b: __m512) -> __m512 {
+        unsafe {
+            _mm512_castsi512_ps(_mm512_or_si512(
+                _mm512_castps_si512(a),
+                _mm512_castps_si512(b),
+            ))
+        }
+    }
+    #[inline(always)]
+    fn xor(self, a: __m512, b: __m512) -> __m512 {
+        unsafe {
+            _mm512_castsi512_ps(_mm512_xor_si512(
+                _mm512_castps_si512(a),
+                _mm512_castps_si512(b),
+            ))
+        }
+    }
+    #[inline(always)]
+    fn and_not(self, a: __m512, b: __m512) -> __m512 {
+        unsafe {
+            _mm512_castsi512_ps(_mm512_andnot_si512(
+                _mm512_castps_si512(a),
+                _mm512_castps_si512(b),
+            ))
+        }
+    }
+    #[inline(always)]
+    fn lt(self, a: __m512, b: __m512) -> __mmask16 {
+        unsafe { _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn le(self, a: __m512, b: __m512) -> __mmask16 {
+        unsafe { _mm512_cmp_ps_mask::<_CMP_LE_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn ge(self, a: __m512, b: __m512) -> __mmask16 {
+        unsafe { _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn not_lt(self, a: __m512, b: __m512) -> __mmask16 {
+        unsafe { _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(a, b) }
+    }
+    #[inline(always)]
+    fn unordered(self, a: __m512, b: __m512) -> __mmask16 {
+        unsafe { _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, b) }
+    }
+    #[inline(always)]
+    fn mask_or(self, a: __mmask16, b: __mmask16) -> __mmask16 {
+        a | b
+    }
+    #[inline(always)]
+    fn mask_and_not(self, a: __mmask16, b: __mmask16) -> __mmask16 {
+        !a & b
+    }
+    #[inline(always)]
+    fn select(self, m: __mmask16, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_mask_mov_ps(b, m, a) }
+    }
+    #[inline(always)]
+    fn clear(self, m: __mmask16, v: __m512) -> __m512 {
+        unsafe { _mm512_maskz_mov_ps(!m, v) }
+    }
+    #[inline(always)]
+    fn bits(self, m: __mmask16) -> u32 {
+        m as u32
+    }
+    #[inline(always)]
+    fn ldexp(self, p: __m512, n: __m512) -> __m512 {
+        // One instruction for the same single rounding of the same product
+        // as building 2^n from its bits and multiplying.
+        unsafe { _mm512_scalef_ps(p, n) }
+    }
+    #[inline(always)]
+    fn round_to_bits(self, v: __m512) -> __m512 {
+        unsafe { _mm512_castsi512_ps(_mm512_cvtps_epi32(v)) }
+    }
+    #[inline(always)]
+    fn trunc_i32(self, v: __m512) -> __m512i {
+        unsafe { _mm512_cvttps_epi32(v) }
+    }
+    #[inline(always)]
+    fn i32_to_f32(self, i: __m512i) -> __m512 {
+        unsafe { _mm512_cvtepi32_ps(i) }
+    }
+    #[inline(always)]
+    fn lookup32(self, table: &[f32; 32], i: __m512i) -> __m512 {
+        // SAFETY: the table holds 32 floats: two loads of sixteen; the
+        // permute reads the low five bits of each index.
+        unsafe {
+            let lo = _mm512_loadu_ps(table.as_ptr());
+            let hi = _mm512_loadu_ps(table.as_ptr().add(16));
+            _mm512_permutex2var_ps(lo, i, hi)
+        }
+    }
+    #[inline(always)]
+    fn reduce_add(self, v: __m512) -> f32 {
+        unsafe { _mm512_reduce_add_ps(v) }
+    }
+    #[inline(always)]
+    fn reduce_max(self, v: __m512) -> f32 {
+        unsafe { _mm512_reduce_max_ps(v) }
+    }
+}

@@ -1,0 +1,208 @@
+//! The aarch64 NEON backend of [`Simd`]: four lanes (Advanced SIMD is part
+//! of the base architecture, so the token is free to make). Comparisons
+//! and selects give x86's NaN behaviour, see [`super::vector`].
+use core::arch::aarch64::*;
+
+use super::vector::Simd;
+
+/// The NEON token (every aarch64 CPU runs NEON).
+#[derive(Clone, Copy)]
+pub(crate) struct Neon(());
+
+impl Neon {
+    /// The token.
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        Neon(())
+    }
+}
+
+/// Reinterprets a lane mask as floats (for the bitwise methods).
+#[inline(always)]
+fn f(m: uint32x4_t) -> float32x4_t {
+    // SAFETY: NEON is part of aarch64.
+    unsafe { vreinterpretq_f32_u32(m) }
+}
+
+/// Reinterprets floats as a lane mask.
+#[inline(always)]
+fn u(v: float32x4_t) -> uint32x4_t {
+    // SAFETY: NEON is part of aarch64.
+    unsafe { vreinterpretq_u32_f32(v) }
+}
+
+// SAFETY: NEON is part of the aarch64 base architecture.
+unsafe impl Simd for Neon {
+    type F32 = float32x4_t;
+    type I32 = int32x4_t;
+    type Mask = uint32x4_t;
+    const LANES: usize = 4;
+    const FAST_LOOKUP32: bool = false;
+
+    // SAFETY (every intrinsic call in this impl): NEON is part of aarch64;
+    // pointer contracts are the callers' (see the trait).
+    #[inline(always)]
+    fn splat(self, v: f32) -> float32x4_t {
+        unsafe { vdupq_n_f32(v) }
+    }
+    #[inline(always)]
+    unsafe fn load(self, p: *const f32) -> float32x4_t {
+        unsafe { vld1q_f32(p) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32, v: float32x4_t) {
+        unsafe { vst1q_f32(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn load_partial(self, p: *const f32, len: usize, fill: f32) -> float32x4_t {
+        // SAFETY: `first4` reads only `len` floats.
+        unsafe { vld1q_f32(super::vector::first4(p, len, fill).as_ptr()) }
+    }
+    #[inline(always)]
+    unsafe fn store_partial(self, p: *mut f32, len: usize, v: float32x4_t) {
+        let mut t = [0f32; 4];
+        // SAFETY: `t` holds four floats; `store_first4` writes `len`.
+        unsafe {
+            vst1q_f32(t.as_mut_ptr(), v);
+            super::vector::store_first4(p, len, t);
+        }
+    }
+    #[inline(always)]
+    fn add(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vaddq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn sub(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vsubq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn mul(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vmulq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn div(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vdivq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn mul_add(self, a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
+        unsafe { vfmaq_f32(c, a, b) }
+    }
+    #[inline(always)]
+    fn neg_mul_add(self, a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
+        unsafe { vfmsq_f32(c, a, b) }
+    }
+    #[inline(always)]
+    fn product_residue(self, a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
+        // a·b - c = -(c - a·b), one rounding either way.
+        unsafe { vnegq_f32(vfmsq_f32(c, a, b)) }
+    }
+    #[inline(always)]
+    fn neg_product_residue(self, a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
+        unsafe { vfmsq_f32(c, a, b) }
+    }
+    #[inline(always)]
+    fn min(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vbslq_f32(vcltq_f32(a, b), a, b) }
+    }
+    #[inline(always)]
+    fn max(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vbslq_f32(vcgtq_f32(a, b), a, b) }
+    }
+    #[inline(always)]
+    fn and(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { f(vandq_u32(u(a), u(b))) }
+    }
+    #[inline(always)]
+    fn or(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { f(vorrq_u32(u(a), u(b))) }
+    }
+    #[inline(always)]
+    fn xor(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { f(veorq_u32(u(a), u(b))) }
+    }
+    #[inline(always)]
+    fn and_not(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        // vbic(x, y) = x & !y.
+        unsafe { f(vbicq_u32(u(b), u(a))) }
+    }
+    #[inline(always)]
+    fn lt(self, a: float32x4_t, b: float32x4_t) -> uint32x4_t {
+        unsafe { vcltq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn le(self, a: float32x4_t, b: float32x4_t) -> uint32x4_t {
+        unsafe { vcleq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn ge(self, a: float32x4_t, b: float32x4_t) -> uint32x4_t {
+        unsafe { vcgeq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn not_lt(self, a: float32x4_t, b: float32x4_t) -> uint32x4_t {
+        unsafe { vmvnq_u32(vcltq_f32(a, b)) }
+    }
+    #[inline(always)]
+    fn unordered(self, a: float32x4_t, b: float32x4_t) -> uint32x4_t {
+        unsafe { vmvnq_u32(vandq_u32(vceqq_f32(a, a), vceqq_f32(b, b))) }
+    }
+    #[inline(always)]
+    fn mask_or(self, a: uint32x4_t, b: uint32x4_t) -> uint32x4_t {
+        unsafe { vorrq_u32(a, b) }
+    }
+    #[inline(always)]
+    fn mask_and_not(self, a: uint32x4_t, b: uint32x4_t) -> uint32x4_t {
+        unsafe { vbicq_u32(b, a) }
+    }
+    #[inline(always)]
+    fn select(self, m: uint32x4_t, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vbslq_f32(m, a, b) }
+    }
+    #[inline(always)]
+    fn clear(self, m: uint32x4_t, v: float32x4_t) -> float32x4_t {
+        unsafe { f(vbicq_u32(u(v), m)) }
+    }
+    #[inline(always)]
+    fn bits(self, m: uint32x4_t) -> u32 {
+        const WEIGHTS: [u32; 4] = [1, 2, 4, 8];
+        unsafe { vaddvq_u32(vandq_u32(m, vld1q_u32(WEIGHTS.as_ptr()))) }
+    }
+    #[inline(always)]
+    fn ldexp(self, p: float32x4_t, n: float32x4_t) -> float32x4_t {
+        unsafe {
+            let e = vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127));
+            vmulq_f32(p, vreinterpretq_f32_s32(vshlq_n_s32::<23>(e)))
+        }
+    }
+    #[inline(always)]
+    fn round_to_bits(self, v: float32x4_t) -> float32x4_t {
+        unsafe { vreinterpretq_f32_s32(vcvtnq_s32_f32(v)) }
+    }
+    #[inline(always)]
+    fn trunc_i32(self, v: float32x4_t) -> int32x4_t {
+        unsafe { vcvtq_s32_f32(v) }
+    }
+    #[inline(always)]
+    fn i32_to_f32(self, i: int32x4_t) -> float32x4_t {
+        unsafe { vcvtq_f32_s32(i) }
+    }
+    #[inline(always)]
+    fn lookup32(self, table: &[f32; 32], i: int32x4_t) -> float32x4_t {
+        let mut idx = [0i32; 4];
+        let mut v = [0f32; 4];
+        // SAFETY: both arrays hold four lanes.
+        unsafe { vst1q_s32(idx.as_mut_ptr(), i) };
+        for (o, j) in v.iter_mut().zip(idx) {
+            *o = table[(j & 31) as usize];
+        }
+        // SAFETY: as above.
+        unsafe { vld1q_f32(v.as_ptr()) }
+    }
+    #[inline(always)]
+    fn reduce_add(self, v: float32x4_t) -> f32 {
+        unsafe { vaddvq_f32(v) }
+    }
+    #[inline(always)]
+    fn reduce_max(self, v: float32x4_t) -> f32 {
+        unsafe { vmaxvq_f32(v) }
+    }
+}

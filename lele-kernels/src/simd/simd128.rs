@@ -1,0 +1,228 @@
+//! The wasm32 `simd128` backend of [`Simd`]: four lanes, known at compile
+//! time. Comparisons and selects give x86's NaN behaviour, see
+//! [`super::vector`]; wasm has no fused multiply-add, so the fused
+//! operations are computed in f64 and rounded once (see `fused`).
+use core::arch::wasm32::*;
+
+use super::vector::Simd;
+
+/// The simd128 token (the module was built with `simd128`, so every engine
+/// that runs it has it).
+#[derive(Clone, Copy)]
+pub(crate) struct Simd128(());
+
+impl Simd128 {
+    /// The token.
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        Simd128(())
+    }
+}
+
+/// `a · b + c` rounded once to f32, as a fused multiply-add gives it (wasm
+/// has none; the portable code's `mul_add` calls a software one): the
+/// product is exact in f64 and the sum rounds once to f64; rounding that to
+/// f32 rounds twice, which differs from rounding once only when the f64
+/// sum lies exactly halfway between two floats while the exact sum does
+/// not. The exact sum's remainder (Knuth's two-sum) tells which way, and
+/// such a sum is moved one f64 step toward it first.
+#[inline(always)]
+fn fused(a: v128, b: v128, c: v128) -> v128 {
+    let half = |v: v128| {
+        let lo = f64x2_promote_low_f32x4(v);
+        let hi = f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(v, v));
+        (lo, hi)
+    };
+    let ((alo, ahi), (blo, bhi), (clo, chi)) = (half(a), half(b), half(c));
+    let once = |p: v128, c: v128| {
+        let s = f64x2_add(p, c);
+        let bb = f64x2_sub(s, p);
+        let e = f64x2_add(f64x2_sub(p, f64x2_sub(s, bb)), f64x2_sub(c, bb));
+        // Halfway between two floats: the 29 bits f32 drops are 1000…0.
+        let low = v128_and(s, i64x2_splat((1 << 29) - 1));
+        let tie = i64x2_eq(low, i64x2_splat(1 << 28));
+        let inexact = f64x2_ne(e, f64x2_splat(0.0));
+        // +1 step in magnitude when the remainder has the sum's sign, else -1.
+        let same_sign = i64x2_ge(v128_xor(s, e), i64x2_splat(0));
+        let step = v128_bitselect(i64x2_splat(1), i64x2_splat(-1), same_sign);
+        let s = i64x2_add(s, v128_and(step, v128_and(tie, inexact)));
+        f32x4_demote_f64x2_zero(s)
+    };
+    let lo = once(f64x2_mul(alo, blo), clo);
+    let hi = once(f64x2_mul(ahi, bhi), chi);
+    i32x4_shuffle::<0, 1, 4, 5>(lo, hi)
+}
+
+// SAFETY: the module is compiled with `simd128`.
+unsafe impl Simd for Simd128 {
+    type F32 = v128;
+    type I32 = v128;
+    type Mask = v128;
+    const LANES: usize = 4;
+    const FAST_LOOKUP32: bool = false;
+
+    #[inline(always)]
+    fn splat(self, v: f32) -> v128 {
+        f32x4_splat(v)
+    }
+    #[inline(always)]
+    unsafe fn load(self, p: *const f32) -> v128 {
+        // SAFETY: the caller's contract; `v128_load` takes any alignment.
+        unsafe { v128_load(p.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32, v: v128) {
+        // SAFETY: as above.
+        unsafe { v128_store(p.cast(), v) }
+    }
+    #[inline(always)]
+    unsafe fn load_partial(self, p: *const f32, len: usize, fill: f32) -> v128 {
+        // SAFETY: `first4` reads only `len` floats.
+        unsafe { v128_load(super::vector::first4(p, len, fill).as_ptr().cast()) }
+    }
+    #[inline(always)]
+    unsafe fn store_partial(self, p: *mut f32, len: usize, v: v128) {
+        let mut t = [0f32; 4];
+        // SAFETY: `t` holds four floats; `store_first4` writes `len`.
+        unsafe {
+            v128_store(t.as_mut_ptr().cast(), v);
+            super::vector::store_first4(p, len, t);
+        }
+    }
+    #[inline(always)]
+    fn add(self, a: v128, b: v128) -> v128 {
+        f32x4_add(a, b)
+    }
+    #[inline(always)]
+    fn sub(self, a: v128, b: v128) -> v128 {
+        f32x4_sub(a, b)
+    }
+    #[inline(always)]
+    fn mul(self, a: v128, b: v128) -> v128 {
+        f32x4_mul(a, b)
+    }
+    #[inline(always)]
+    fn div(self, a: v128, b: v128) -> v128 {
+        f32x4_div(a, b)
+    }
+    #[inline(always)]
+    fn mul_add(self, a: v128, b: v128, c: v128) -> v128 {
+        fused(a, b, c)
+    }
+    #[inline(always)]
+    fn neg_mul_add(self, a: v128, b: v128, c: v128) -> v128 {
+        fused(f32x4_neg(a), b, c)
+    }
+    #[inline(always)]
+    fn product_residue(self, a: v128, b: v128, c: v128) -> v128 {
+        fused(a, b, f32x4_neg(c))
+    }
+    #[inline(always)]
+    fn neg_product_residue(self, a: v128, b: v128, c: v128) -> v128 {
+        fused(f32x4_neg(a), b, c)
+    }
+    #[inline(always)]
+    fn min(self, a: v128, b: v128) -> v128 {
+        // pmin(x, y) = y < x ? y : x, so pmin(b, a) = a < b ? a : b.
+        f32x4_pmin(b, a)
+    }
+    #[inline(always)]
+    fn max(self, a: v128, b: v128) -> v128 {
+        // pmax(x, y) = x < y ? y : x, so pmax(b, a) = b < a ? a : b.
+        f32x4_pmax(b, a)
+    }
+    #[inline(always)]
+    fn and(self, a: v128, b: v128) -> v128 {
+        v128_and(a, b)
+    }
+    #[inline(always)]
+    fn or(self, a: v128, b: v128) -> v128 {
+        v128_or(a, b)
+    }
+    #[inline(always)]
+    fn xor(self, a: v128, b: v128) -> v128 {
+        v128_xor(a, b)
+    }
+    #[inline(always)]
+    fn and_not(self, a: v128, b: v128) -> v128 {
+        v128_andnot(b, a)
+    }
+    #[inline(always)]
+    fn lt(self, a: v128, b: v128) -> v128 {
+        f32x4_lt(a, b)
+    }
+    #[inline(always)]
+    fn le(self, a: v128, b: v128) -> v128 {
+        f32x4_le(a, b)
+    }
+    #[inline(always)]
+    fn ge(self, a: v128, b: v128) -> v128 {
+        f32x4_ge(a, b)
+    }
+    #[inline(always)]
+    fn not_lt(self, a: v128, b: v128) -> v128 {
+        v128_not(f32x4_lt(a, b))
+    }
+    #[inline(always)]
+    fn unordered(self, a: v128, b: v128) -> v128 {
+        v128_or(f32x4_ne(a, a), f32x4_ne(b, b))
+    }
+    #[inline(always)]
+    fn mask_or(self, a: v128, b: v128) -> v128 {
+        v128_or(a, b)
+    }
+    #[inline(always)]
+    fn mask_and_not(self, a: v128, b: v128) -> v128 {
+        v128_andnot(b, a)
+    }
+    #[inline(always)]
+    fn select(self, m: v128, a: v128, b: v128) -> v128 {
+        v128_bitselect(a, b, m)
+    }
+    #[inline(always)]
+    fn clear(self, m: v128, v: v128) -> v128 {
+        v128_andnot(v, m)
+    }
+    #[inline(always)]
+    fn bits(self, m: v128) -> u32 {
+        u32::from(i32x4_bitmask(m))
+    }
+    #[inline(always)]
+    fn ldexp(self, p: v128, n: v128) -> v128 {
+        let e = i32x4_add(i32x4_trunc_sat_f32x4(n), i32x4_splat(127));
+        f32x4_mul(p, i32x4_shl(e, 23))
+    }
+    #[inline(always)]
+    fn round_to_bits(self, v: v128) -> v128 {
+        i32x4_trunc_sat_f32x4(f32x4_nearest(v))
+    }
+    #[inline(always)]
+    fn trunc_i32(self, v: v128) -> v128 {
+        i32x4_trunc_sat_f32x4(v)
+    }
+    #[inline(always)]
+    fn i32_to_f32(self, i: v128) -> v128 {
+        f32x4_convert_i32x4(i)
+    }
+    #[inline(always)]
+    fn lookup32(self, table: &[f32; 32], i: v128) -> v128 {
+        let at = |j: i32| table[(j & 31) as usize];
+        f32x4(
+            at(i32x4_extract_lane::<0>(i)),
+            at(i32x4_extract_lane::<1>(i)),
+            at(i32x4_extract_lane::<2>(i)),
+            at(i32x4_extract_lane::<3>(i)),
+        )
+    }
+    #[inline(always)]
+    fn reduce_add(self, v: v128) -> f32 {
+        (f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v))
+            + (f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v))
+    }
+    #[inline(always)]
+    fn reduce_max(self, v: v128) -> f32 {
+        let m = f32x4_pmax(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
+        let m = f32x4_pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m));
+        f32x4_extract_lane::<0>(m)
+    }
+}

@@ -1,0 +1,250 @@
+//! The vector abstraction kernels are written over once: [`Simd`], a
+//! zero-sized token per instruction set whose methods are the handful of
+//! f32 operations the kernels need, and [`dispatch`], which runs a
+//! [`SimdKernel`] on the best backend this CPU has.
+//!
+//! Every method is `#[inline(always)]` and every kernel's `run` too, so a
+//! kernel's whole body lands inside the backend's `#[target_feature]`
+//! entry point (`dispatch`'s wrappers) and is compiled for that ISA: the
+//! generic code costs nothing over intrinsics written by hand.
+//!
+//! The semantics are x86's where ISAs differ, so that one algorithm gives
+//! the same bits on every backend: `min`/`max` return their second operand
+//! when either is NaN, conversions round to nearest even.
+// Builds without any vector backend (wasm32 without `simd128`) use none of
+// this.
+#![cfg_attr(
+    not(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        all(target_arch = "wasm32", target_feature = "simd128")
+    )),
+    allow(dead_code)
+)]
+use super::Isa;
+
+/// An instruction set's f32 vectors. A value of an implementing type is
+/// proof that the CPU runs that instruction set (only [`dispatch`] makes
+/// them, after detection).
+///
+/// # Safety
+/// Implementors may only be constructed where the CPU supports every
+/// instruction their methods use.
+pub(crate) unsafe trait Simd: Copy {
+    /// A vector of [`Self::LANES`] f32.
+    type F32: Copy;
+    /// A vector of [`Self::LANES`] i32.
+    type I32: Copy;
+    /// A lane mask, the result of a comparison.
+    type Mask: Copy;
+    /// Lanes per vector (at most 16).
+    const LANES: usize;
+    /// Whether [`Simd::lookup32`] is one or two instructions (it is
+    /// correct everywhere, but elsewhere slower than computing instead).
+    const FAST_LOOKUP32: bool;
+
+    /// Every lane `v`.
+    fn splat(self, v: f32) -> Self::F32;
+    /// `LANES` floats from `p`.
+    ///
+    /// # Safety
+    /// `p` is readable for `LANES` floats.
+    unsafe fn load(self, p: *const f32) -> Self::F32;
+    /// Stores `LANES` floats at `p`.
+    ///
+    /// # Safety
+    /// `p` is writable for `LANES` floats.
+    unsafe fn store(self, p: *mut f32, v: Self::F32);
+    /// The first `len` lanes from `p` (`len <= LANES`), the others `fill`.
+    ///
+    /// # Safety
+    /// `p` is readable for `len` floats.
+    #[inline(always)]
+    unsafe fn load_partial(self, p: *const f32, len: usize, fill: f32) -> Self::F32 {
+        let mut t = [fill; 16];
+        // SAFETY: `p` holds `len <= LANES <= 16` floats, `t` 16.
+        unsafe {
+            core::ptr::copy_nonoverlapping(p, t.as_mut_ptr(), len.min(Self::LANES));
+            self.load(t.as_ptr())
+        }
+    }
+    /// Stores the first `len` lanes of `v` at `p` (`len <= LANES`).
+    ///
+    /// # Safety
+    /// `p` is writable for `len` floats.
+    #[inline(always)]
+    unsafe fn store_partial(self, p: *mut f32, len: usize, v: Self::F32) {
+        let mut t = [0f32; 16];
+        // SAFETY: `t` holds 16 >= LANES floats, `p` `len <= LANES`.
+        unsafe {
+            self.store(t.as_mut_ptr(), v);
+            core::ptr::copy_nonoverlapping(t.as_ptr(), p, len.min(Self::LANES));
+        }
+    }
+
+    /// `a + b`.
+    fn add(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// `a - b`.
+    fn sub(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// `a · b`.
+    fn mul(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// `a / b`.
+    fn div(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// `a · b + c`, one rounding.
+    fn mul_add(self, a: Self::F32, b: Self::F32, c: Self::F32) -> Self::F32;
+    /// `c - a · b`, one rounding.
+    fn neg_mul_add(self, a: Self::F32, b: Self::F32, c: Self::F32) -> Self::F32;
+    /// `a · b - c` rounded once, for `c` within a factor of two of `a · b`
+    /// (the rounding residue of a product, or of a product near 1): a
+    /// fused multiply-subtract where the ISA has one.
+    fn product_residue(self, a: Self::F32, b: Self::F32, c: Self::F32) -> Self::F32;
+    /// `c - a · b` rounded once, under [`Simd::product_residue`]'s
+    /// condition (a fused negated multiply-add where the ISA has one).
+    fn neg_product_residue(self, a: Self::F32, b: Self::F32, c: Self::F32) -> Self::F32;
+    /// `a < b ? a : b` (so `b` when either is NaN).
+    fn min(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// `a > b ? a : b` (so `b` when either is NaN).
+    fn max(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// Bitwise `a & b`.
+    fn and(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// Bitwise `a | b`.
+    fn or(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// Bitwise `a ^ b`.
+    fn xor(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// Bitwise `!a & b`.
+    fn and_not(self, a: Self::F32, b: Self::F32) -> Self::F32;
+
+    /// Lanes where `a < b` (false for NaN).
+    fn lt(self, a: Self::F32, b: Self::F32) -> Self::Mask;
+    /// Lanes where `a <= b` (false for NaN).
+    fn le(self, a: Self::F32, b: Self::F32) -> Self::Mask;
+    /// Lanes where `a >= b` (false for NaN).
+    fn ge(self, a: Self::F32, b: Self::F32) -> Self::Mask;
+    /// Lanes where `!(a < b)` (true for NaN).
+    fn not_lt(self, a: Self::F32, b: Self::F32) -> Self::Mask;
+    /// Lanes where `a` or `b` is NaN.
+    fn unordered(self, a: Self::F32, b: Self::F32) -> Self::Mask;
+    /// Lanes in `a` or `b`.
+    fn mask_or(self, a: Self::Mask, b: Self::Mask) -> Self::Mask;
+    /// Lanes in `b` but not `a`.
+    fn mask_and_not(self, a: Self::Mask, b: Self::Mask) -> Self::Mask;
+    /// `m ? 0 : v` lane by lane (+0).
+    fn clear(self, m: Self::Mask, v: Self::F32) -> Self::F32;
+    /// `m ? a : b` lane by lane.
+    fn select(self, m: Self::Mask, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// Bit `i` set where lane `i` is in `m`.
+    fn bits(self, m: Self::Mask) -> u32;
+
+    /// `p · 2^n` for whole `n` with `n + 127` in [1, 254] (one rounding).
+    fn ldexp(self, p: Self::F32, n: Self::F32) -> Self::F32;
+    /// `v` rounded to an integer (ties to even), its bits read as f32.
+    fn round_to_bits(self, v: Self::F32) -> Self::F32;
+    /// `v` truncated toward zero (in range: callers mask the others).
+    fn trunc_i32(self, v: Self::F32) -> Self::I32;
+    /// `i` as f32.
+    fn i32_to_f32(self, i: Self::I32) -> Self::F32;
+    /// `table[i & 31]` lane by lane.
+    fn lookup32(self, table: &[f32; 32], i: Self::I32) -> Self::F32;
+
+    /// The sum of the lanes (in an order of the backend's choosing).
+    fn reduce_add(self, v: Self::F32) -> f32;
+    /// The largest lane (lanes are not NaN).
+    fn reduce_max(self, v: Self::F32) -> f32;
+}
+
+/// The first `len` (at most 4) floats at `p`, the rest `fill`, without a
+/// variable-length copy (which would be a call to `memcpy`): the partial
+/// loads of the four-lane backends.
+///
+/// # Safety
+/// `p` is readable for `len` floats.
+#[allow(dead_code)]
+#[inline(always)]
+pub(super) unsafe fn first4(p: *const f32, len: usize, fill: f32) -> [f32; 4] {
+    // SAFETY: each arm reads only the first `len` floats.
+    unsafe {
+        match len {
+            0 => [fill; 4],
+            1 => [*p, fill, fill, fill],
+            2 => [*p, *p.add(1), fill, fill],
+            3 => [*p, *p.add(1), *p.add(2), fill],
+            _ => [*p, *p.add(1), *p.add(2), *p.add(3)],
+        }
+    }
+}
+
+/// Stores the first `len` (at most 4) of `v` at `p` (see [`first4`]).
+///
+/// # Safety
+/// `p` is writable for `len` floats.
+#[allow(dead_code)]
+#[inline(always)]
+pub(super) unsafe fn store_first4(p: *mut f32, len: usize, v: [f32; 4]) {
+    // SAFETY: only the first `len` floats are written.
+    unsafe {
+        for (i, &x) in v.iter().enumerate().take(len.min(4)) {
+            *p.add(i) = x;
+        }
+    }
+}
+
+/// A computation written over [`Simd`]: `dispatch` runs it on a backend.
+pub(crate) trait SimdKernel {
+    /// What the kernel returns.
+    type Output;
+    /// Runs the kernel on backend `s` (implementations are
+    /// `#[inline(always)]`, see the module documentation).
+    fn run<S: Simd>(self, s: S) -> Self::Output;
+}
+
+/// Runs `kernel` on the best backend of this CPU ([`super::best_isa`]),
+/// or gives it back when that is the portable code (the caller then runs
+/// its plain Rust form).
+#[inline]
+pub(crate) fn dispatch<K: SimdKernel>(kernel: K) -> Result<K::Output, K> {
+    dispatch_on(super::best_isa(), kernel)
+}
+
+/// [`dispatch`] on `isa`, or gives the kernel back when `isa` is the
+/// portable code or this CPU cannot run it.
+#[inline]
+pub(crate) fn dispatch_on<K: SimdKernel>(isa: Isa, kernel: K) -> Result<K::Output, K> {
+    if !super::isa_runs(isa) {
+        return Err(kernel);
+    }
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `isa_runs` confirmed AVX-512F (detected with AVX2 and FMA).
+        Isa::Avx512 => Ok(unsafe { on_avx512(kernel) }),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `isa_runs` confirmed AVX2 and FMA.
+        Isa::Avx2 => Ok(unsafe { on_avx2(kernel) }),
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => Ok(kernel.run(super::neon::Neon::new())),
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Isa::Simd128 => Ok(kernel.run(super::simd128::Simd128::new())),
+        _ => Err(kernel),
+    }
+}
+
+/// `kernel` compiled for AVX-512F.
+///
+/// # Safety
+/// The CPU supports AVX-512F, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn on_avx512<K: SimdKernel>(kernel: K) -> K::Output {
+    // SAFETY: this function's contract.
+    kernel.run(unsafe { super::avx512::Avx512::new_unchecked() })
+}
+
+/// `kernel` compiled for AVX2 and FMA.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn on_avx2<K: SimdKernel>(kernel: K) -> K::Output {
+    // SAFETY: this function's contract.
+    kernel.run(unsafe { super::avx2::Avx2::new_unchecked() })
+}
