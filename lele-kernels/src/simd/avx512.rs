@@ -201,7 +201,14 @@ unsafe impl Simd for Avx512 {
     }
     #[inline(always)]
     fn reduce_add(self, v: __m512) -> f32 {
-        unsafe { _mm512_reduce_add_ps(v) }
+        unsafe {
+            // Lanes 8..16 onto 0..8, then as the AVX2 backend.
+            let high = _mm512_shuffle_f32x4::<0b11_10_11_10>(v, v);
+            let v = _mm512_castps512_ps256(_mm512_add_ps(v, high));
+            let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+        }
     }
     #[inline(always)]
     fn reduce_max(self, v: __m512) -> f32 {

@@ -199,7 +199,10 @@ unsafe impl Simd for Neon {
     }
     #[inline(always)]
     fn reduce_add(self, v: float32x4_t) -> f32 {
-        unsafe { vaddvq_f32(v) }
+        unsafe {
+            let h = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+            vget_lane_f32::<0>(h) + vget_lane_f32::<1>(h)
+        }
     }
     #[inline(always)]
     fn reduce_max(self, v: float32x4_t) -> f32 {

@@ -216,8 +216,8 @@ unsafe impl Simd for Simd128 {
     }
     #[inline(always)]
     fn reduce_add(self, v: v128) -> f32 {
-        (f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v))
-            + (f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v))
+        let h = f32x4_add(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
+        f32x4_extract_lane::<0>(h) + f32x4_extract_lane::<1>(h)
     }
     #[inline(always)]
     fn reduce_max(self, v: v128) -> f32 {

@@ -146,7 +146,9 @@ pub(crate) unsafe trait Simd: Copy {
     /// `table[i & 31]` lane by lane.
     fn lookup32(self, table: &[f32; 32], i: Self::I32) -> Self::F32;
 
-    /// The sum of the lanes (in an order of the backend's choosing).
+    /// The sum of the lanes, halves folded: lane `i` takes lane
+    /// `i + LANES/2`, then `i + LANES/4`, …, down to lane 0 (the order of a
+    /// portable loop's pairwise combination, on every backend).
     fn reduce_add(self, v: Self::F32) -> f32;
     /// The largest lane (lanes are not NaN).
     fn reduce_max(self, v: Self::F32) -> f32;

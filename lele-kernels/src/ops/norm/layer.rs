@@ -1,12 +1,11 @@
 //! `LayerNormalization` and `RMSNormalization`: statistics over the trailing
 //! dims `axis..`.
-use super::moments;
-#[cfg(target_arch = "x86_64")]
-use super::moments_avx2;
+use super::{moments, moments_lanes};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
 use crate::ops::gemm::{check_f32, f32_in, f32_out};
 use crate::shape::Shape;
+use crate::simd::{Simd, SimdKernel, dispatch};
 use crate::tensor::{TensorMut, TensorRef};
 
 /// ONNX `LayerNormalization`: normalizes over dims `axis..` (statistics in
@@ -142,13 +141,14 @@ impl Kernel for LayerNormalization {
             bias,
             epsilon: self.epsilon,
         };
-        #[cfg(target_arch = "x86_64")]
-        if crate::ops::gemm::best_isa() != crate::ops::gemm::Isa::Scalar {
-            // SAFETY: AVX2 was detected (with AVX-512F or FMA).
-            unsafe { rows.normalize_avx2(y, mean_out, inv_out) };
-            return Ok(());
+        if let Err(k) = dispatch(VectorRows {
+            rows: &rows,
+            y,
+            mean_out,
+            inv_out,
+        }) {
+            rows.normalize(k.y, k.mean_out, k.inv_out);
         }
-        rows.normalize(y, mean_out, inv_out);
         Ok(())
     }
 }
@@ -166,76 +166,89 @@ impl Rows<'_> {
     /// Normalizes every `d`-float row of `x` into `y`, its mean and
     /// reciprocal standard deviation into the optional outputs.
     fn normalize(&self, y: &mut [f32], mean_out: Option<&mut [f32]>, inv_out: Option<&mut [f32]>) {
-        self.normalize_with(y, mean_out, inv_out, moments);
+        let mut outs = (mean_out, inv_out);
+        let rows = self.x.chunks_exact(self.d).zip(y.chunks_exact_mut(self.d));
+        for (r, (xr, yr)) in rows.enumerate() {
+            self.write_row(r, xr, yr, moments(xr, self.epsilon), &mut outs);
+        }
     }
 
-    /// [`Rows::normalize`] with each row's statistics from `stats`.
+    /// Row `r`'s statistics into the optional outputs and its normalized
+    /// values into `yr`.
     #[inline(always)]
-    fn normalize_with(
+    fn write_row(
         &self,
-        y: &mut [f32],
-        mut mean_out: Option<&mut [f32]>,
-        mut inv_out: Option<&mut [f32]>,
-        stats: impl Fn(&[f32], f32) -> (f32, f32),
+        r: usize,
+        xr: &[f32],
+        yr: &mut [f32],
+        (mean, inv): (f32, f32),
+        (mean_out, inv_out): &mut (Option<&mut [f32]>, Option<&mut [f32]>),
     ) {
-        let (x, d, scale, bias) = (self.x, self.d, self.scale, self.bias);
-        for (r, (xr, yr)) in x.chunks_exact(d).zip(y.chunks_exact_mut(d)).enumerate() {
-            let (mean, inv) = stats(xr, self.epsilon);
-            if let Some(m) = mean_out.as_deref_mut() {
-                m[r] = mean;
+        let (d, scale, bias) = (self.d, self.scale, self.bias);
+        if let Some(m) = mean_out.as_deref_mut() {
+            m[r] = mean;
+        }
+        if let Some(s) = inv_out.as_deref_mut() {
+            s[r] = inv;
+        }
+        let sn = scale.len();
+        match bias {
+            // The usual case: scale and bias cover the whole row.
+            Some(b) if sn == d && b.len() == d => {
+                for ((o, &v), (&g, &c)) in yr.iter_mut().zip(xr).zip(scale.iter().zip(b)) {
+                    *o = (v - mean) * inv * g + c;
+                }
             }
-            if let Some(s) = inv_out.as_deref_mut() {
-                s[r] = inv;
+            None if sn == d => {
+                for ((o, &v), &g) in yr.iter_mut().zip(xr).zip(scale) {
+                    *o = (v - mean) * inv * g;
+                }
             }
-            let sn = scale.len();
-            match bias {
-                // The usual case: scale and bias cover the whole row.
-                Some(b) if sn == d && b.len() == d => {
-                    for ((o, &v), (&g, &c)) in yr.iter_mut().zip(xr).zip(scale.iter().zip(b)) {
-                        *o = (v - mean) * inv * g + c;
-                    }
+            Some(b) => {
+                let bn = b.len();
+                for (i, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {
+                    *o = (v - mean) * inv * scale[i % sn] + b[i % bn];
                 }
-                None if sn == d => {
-                    for ((o, &v), &g) in yr.iter_mut().zip(xr).zip(scale) {
-                        *o = (v - mean) * inv * g;
-                    }
-                }
-                Some(b) => {
-                    let bn = b.len();
-                    for (i, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {
-                        *o = (v - mean) * inv * scale[i % sn] + b[i % bn];
-                    }
-                }
-                None => {
-                    for (i, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {
-                        *o = (v - mean) * inv * scale[i % sn];
-                    }
+            }
+            None => {
+                for (i, (o, &v)) in yr.iter_mut().zip(xr).enumerate() {
+                    *o = (v - mean) * inv * scale[i % sn];
                 }
             }
         }
     }
+}
 
-    /// [`Rows::normalize`] compiled for AVX2, the statistics by
-    /// [`moments_avx2`]: the same operations in the same order (the same
-    /// partial sums, separate multiplies and adds), so the same results,
-    /// eight lanes at a time (MiniLM's seven 128×384 normalizations, one
-    /// thread, `lele bench --profile` means of 30 runs: 0.214 ms a forward
-    /// with the portable loop and 8 partial sums, 0.175 with it compiled for
-    /// AVX2 and 32 sums, 0.114 with these AVX2 statistics).
-    ///
-    /// # Safety
-    /// The CPU supports AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn normalize_avx2(
-        &self,
-        y: &mut [f32],
-        mean_out: Option<&mut [f32]>,
-        inv_out: Option<&mut [f32]>,
-    ) {
-        // The closure inherits this function's AVX2.
-        let stats = |x: &[f32], eps: f32| moments_avx2(x, eps);
-        self.normalize_with(y, mean_out, inv_out, stats);
+/// [`Rows::normalize`] on a vector backend, the statistics by
+/// `moments_lanes`: the same operations in the same order (the same
+/// partial sums, separate multiplies and adds), so the same results, and
+/// the row loops compiled for the backend (MiniLM's seven 128×384
+/// normalizations, one thread, `lele bench --profile` means of 30 runs:
+/// 0.214 ms a forward with the portable loop and 8 partial sums, 0.175 with
+/// it compiled for AVX2 and 32 sums, 0.114 with vector statistics).
+struct VectorRows<'a, 'r> {
+    rows: &'r Rows<'a>,
+    y: &'r mut [f32],
+    mean_out: Option<&'r mut [f32]>,
+    inv_out: Option<&'r mut [f32]>,
+}
+
+impl SimdKernel for VectorRows<'_, '_> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let VectorRows {
+            rows,
+            y,
+            mean_out,
+            inv_out,
+        } = self;
+        let mut outs = (mean_out, inv_out);
+        let pairs = rows.x.chunks_exact(rows.d).zip(y.chunks_exact_mut(rows.d));
+        for (r, (xr, yr)) in pairs.enumerate() {
+            let stats = moments_lanes(s, xr, rows.epsilon);
+            rows.write_row(r, xr, yr, stats, &mut outs);
+        }
     }
 }
 
@@ -304,49 +317,62 @@ impl Kernel for RmsNormalization {
     }
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
 mod tests {
-    use super::Rows;
+    use super::{Rows, VectorRows};
     use crate::ops::gemm::testutil::rand_vec;
-    use crate::ops::gemm::{Isa, isa_available};
+    use crate::simd::{Isa, dispatch_on, isa_available};
     use alloc::vec;
     use alloc::vec::Vec;
 
-    /// The AVX2 build of the row loop gives the portable one's results bit
-    /// for bit: every row length 1..70 (all tails of eight) and MiniLM's
-    /// 384 and 385, with and without bias, with the statistics outputs.
+    /// The vector row loop gives the portable one's results bit for bit on
+    /// every backend this CPU runs: every row length 1..70 (all tails) and
+    /// MiniLM's 384 and 385, with and without bias, with the statistics
+    /// outputs.
     #[test]
-    fn avx2_rows_equal_portable_rows() {
-        if !isa_available(Isa::Avx2) {
-            return;
-        }
+    fn vector_rows_equal_portable_rows() {
+        let isas = [
+            Isa::Avx2,
+            Isa::Avx512,
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon,
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Isa::Simd128,
+        ];
         let rows = 3;
-        for d in (1..70).chain([384, 385]) {
-            let x: Vec<f32> = rand_vec(rows * d, d as u64)
-                .iter()
-                .map(|v| 3.0 * v + 0.5)
-                .collect();
-            let scale = rand_vec(d, 100 + d as u64);
-            let bias = rand_vec(d, 200 + d as u64);
-            for b in [None, Some(&bias[..])] {
-                let r = Rows {
-                    x: &x,
-                    d,
-                    scale: &scale,
-                    bias: b,
-                    epsilon: 1e-5,
-                };
-                let (mut y0, mut m0, mut i0) =
-                    (vec![0f32; rows * d], vec![0f32; rows], vec![0f32; rows]);
-                let (mut y1, mut m1, mut i1) =
-                    (vec![0f32; rows * d], vec![0f32; rows], vec![0f32; rows]);
-                r.normalize(&mut y0, Some(&mut m0), Some(&mut i0));
-                // SAFETY: AVX2 is available (checked above).
-                unsafe { r.normalize_avx2(&mut y1, Some(&mut m1), Some(&mut i1)) };
-                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&y0), bits(&y1), "d={d} bias={}", b.is_some());
-                assert_eq!(bits(&m0), bits(&m1), "d={d}");
-                assert_eq!(bits(&i0), bits(&i1), "d={d}");
+        for isa in isas.into_iter().filter(|&i| isa_available(i)) {
+            for d in (1..70).chain([384, 385]) {
+                let x: Vec<f32> = rand_vec(rows * d, d as u64)
+                    .iter()
+                    .map(|v| 3.0 * v + 0.5)
+                    .collect();
+                let scale = rand_vec(d, 100 + d as u64);
+                let bias = rand_vec(d, 200 + d as u64);
+                for b in [None, Some(&bias[..])] {
+                    let r = Rows {
+                        x: &x,
+                        d,
+                        scale: &scale,
+                        bias: b,
+                        epsilon: 1e-5,
+                    };
+                    let (mut y0, mut m0, mut i0) =
+                        (vec![0f32; rows * d], vec![0f32; rows], vec![0f32; rows]);
+                    let (mut y1, mut m1, mut i1) =
+                        (vec![0f32; rows * d], vec![0f32; rows], vec![0f32; rows]);
+                    r.normalize(&mut y0, Some(&mut m0), Some(&mut i0));
+                    let k = VectorRows {
+                        rows: &r,
+                        y: &mut y1,
+                        mean_out: Some(&mut m1),
+                        inv_out: Some(&mut i1),
+                    };
+                    assert!(dispatch_on(isa, k).is_ok(), "{isa:?}");
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&y0), bits(&y1), "{isa:?} d={d} bias={}", b.is_some());
+                    assert_eq!(bits(&m0), bits(&m1), "{isa:?} d={d}");
+                    assert_eq!(bits(&i0), bits(&i1), "{isa:?} d={d}");
+                }
             }
         }
     }

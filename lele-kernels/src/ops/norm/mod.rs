@@ -4,6 +4,7 @@
 //! `MeanVarianceNormalization`.
 use crate::error::KernelError;
 use crate::ops::gemm::check_f32;
+use crate::simd::Simd;
 use crate::tensor::TensorRef;
 
 mod batch;
@@ -78,60 +79,61 @@ fn lane_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     s
 }
 
-/// [`moments`] with AVX2: the same partial sums as four 8-lane vectors
-/// (the compiler kept the portable loop's 32 sums in 2-lane pieces and on
-/// the stack), combined in the same order, so the same results. A safe
-/// function callable only where AVX2 is enabled.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn moments_avx2(x: &[f32], eps: f32) -> (f32, f32) {
-    use core::arch::x86_64::*;
+/// [`moments`] over the SIMD layer: the same 32 partial sums as vectors
+/// (the compiler kept the portable loop's sums in 2-lane pieces and on the
+/// stack), combined in the same order, so the same results on every
+/// backend.
+#[inline(always)]
+fn moments_lanes<S: Simd>(s: S, x: &[f32], eps: f32) -> (f32, f32) {
     let n = x.len() as f32;
-    let mean = lane_sum_avx2(x, |v| v, |v| v) / n;
-    let vm = _mm256_set1_ps(mean);
-    let var = lane_sum_avx2(
-        x,
-        |v| {
-            let d = _mm256_sub_ps(v, vm);
-            _mm256_mul_ps(d, d)
-        },
-        |v| (v - mean) * (v - mean),
-    ) / n;
+    let mean = lane_sum_lanes(s, x, None) / n;
+    let var = lane_sum_lanes(s, x, Some(mean)) / n;
     (mean, 1.0 / (var + eps).sqrt())
 }
 
-/// [`lane_sum`] in four AVX2 accumulators: `fv` maps eight values, `f` one
-/// (the tail).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx2")]
-fn lane_sum_avx2(
-    x: &[f32],
-    fv: impl Fn(core::arch::x86_64::__m256) -> core::arch::x86_64::__m256,
-    f: impl Fn(f32) -> f32,
-) -> f32 {
-    use core::arch::x86_64::*;
-    let mut acc = [_mm256_setzero_ps(); 4];
+/// [`lane_sum`] of `v` (`centre` `None`) or of `(v - c)²` (`Some(c)`) in
+/// `32 / LANES` vector accumulators: sum `i` of the portable loop is lane
+/// `i % LANES` of vector `i / LANES`. No closure for the function: see
+/// `simd::vector`.
+#[inline(always)]
+fn lane_sum_lanes<S: Simd>(s: S, x: &[f32], centre: Option<f32>) -> f32 {
+    let w = S::LANES;
+    let count = 32 / w;
+    let mut acc = [s.splat(0.0); 8];
     let chunks = x.chunks_exact(32);
     let tail = chunks.remainder();
-    for c in chunks {
-        for (k, a) in acc.iter_mut().enumerate() {
-            // SAFETY: the chunk holds 32 floats.
-            *a = _mm256_add_ps(*a, fv(unsafe { _mm256_loadu_ps(c.as_ptr().add(8 * k)) }));
+    let c = s.splat(centre.unwrap_or(0.0));
+    for chunk in chunks {
+        for (k, a) in acc.iter_mut().enumerate().take(count) {
+            // SAFETY: the chunk holds 32 floats, `k·w + w <= 32`.
+            let v = unsafe { s.load(chunk.as_ptr().add(k * w)) };
+            let v = if centre.is_some() {
+                let d = s.sub(v, c);
+                s.mul(d, d)
+            } else {
+                v
+            };
+            *a = s.add(*a, v);
         }
     }
-    // Partial sum i takes sum i + 16's, then i + 8's: vectors 0 += 2 and
-    // 1 += 3, then 0 += 1.
-    let v = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
-    // Then i + 4's, i + 2's and i + 1's within the vector.
-    let h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
-    let h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    let h = _mm_add_ss(h, _mm_shuffle_ps::<0b01>(h, h));
-    let mut s = _mm_cvtss_f32(h);
-    for &v in tail {
-        s += f(v);
+    // Sum i takes sum i + 16's, then i + 8's, …: whole vectors while the
+    // width spans vectors, then within the vector (`reduce_add` folds
+    // halves in the same order).
+    let mut vectors = count;
+    while vectors > 1 {
+        vectors /= 2;
+        for k in 0..vectors {
+            acc[k] = s.add(acc[k], acc[k + vectors]);
+        }
     }
-    s
+    let mut sum = s.reduce_add(acc[0]);
+    for &v in tail {
+        sum += match centre {
+            Some(m) => (v - m) * (v - m),
+            None => v,
+        };
+    }
+    sum
 }
 
 /// Mean and (biased) variance of the values of several slices together,
