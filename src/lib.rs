@@ -18,7 +18,7 @@ mod weights;
 pub use lele_kernels as kernels;
 pub use lele_kernels::{DType, Shape, TensorView};
 pub use lele_macros::model;
-pub use profile::{NodeTime, NodeTimer};
+pub use profile::{NodeTime, NodeTimer, Work};
 pub use weights::Weights;
 
 /// Errors of a generated model.

@@ -14,8 +14,22 @@ use crate::kernels::rt::Profiler;
 #[derive(Debug, Clone)]
 pub struct NodeTimer {
     total: Vec<Duration>,
+    /// Each node's arithmetic and bytes moved in its last run.
+    work: Vec<Work>,
+    /// What the kernels of the node about to finish reported so far.
+    pending: Work,
     last: Option<Instant>,
     runs: u32,
+}
+
+/// What a node computes in one run: its arithmetic (a multiply-add
+/// counting two) and the bytes its kernels read and write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Floating-point (or integer) operations.
+    pub flops: u64,
+    /// Bytes of the kernels' inputs and outputs.
+    pub bytes: u64,
 }
 
 /// One node's share of a [`NodeTimer`]'s time.
@@ -31,6 +45,24 @@ pub struct NodeTime {
     pub mean: Duration,
     /// Fraction of the time of all nodes (0..=1).
     pub share: f64,
+    /// What the node computes in one run.
+    pub work: Work,
+}
+
+impl NodeTime {
+    /// Arithmetic rate (GFLOP/s; `None` for a node without products or
+    /// without measurable time).
+    pub fn gflops(&self) -> Option<f64> {
+        let s = self.mean.as_secs_f64();
+        (self.work.flops > 0 && s > 0.0).then(|| self.work.flops as f64 / s / 1e9)
+    }
+
+    /// Memory rate of its inputs and outputs (GB/s; `None` without
+    /// measurable time or bytes).
+    pub fn gbps(&self) -> Option<f64> {
+        let s = self.mean.as_secs_f64();
+        (self.work.bytes > 0 && s > 0.0).then(|| self.work.bytes as f64 / s / 1e9)
+    }
 }
 
 impl NodeTimer {
@@ -39,6 +71,8 @@ impl NodeTimer {
     pub fn new(nodes: usize) -> Self {
         NodeTimer {
             total: vec![Duration::ZERO; nodes],
+            work: vec![Work::default(); nodes],
+            pending: Work::default(),
             last: None,
             runs: 0,
         }
@@ -74,6 +108,7 @@ impl NodeTimer {
                     } else {
                         t.as_secs_f64() / all.as_secs_f64()
                     },
+                    work: self.work.get(node).copied().unwrap_or_default(),
                 }
             })
             .collect();
@@ -85,7 +120,13 @@ impl NodeTimer {
 impl Profiler for NodeTimer {
     fn start(&mut self) {
         self.runs += 1;
+        self.pending = Work::default();
         self.last = Some(Instant::now());
+    }
+
+    fn node_work(&mut self, flops: u64, bytes: u64) {
+        self.pending.flops = self.pending.flops.saturating_add(flops);
+        self.pending.bytes = self.pending.bytes.saturating_add(bytes);
     }
 
     fn node_done(&mut self, node: usize) {
@@ -93,6 +134,10 @@ impl Profiler for NodeTimer {
         if let (Some(last), Some(slot)) = (self.last, self.total.get_mut(node)) {
             *slot += now - last;
         }
+        if let Some(w) = self.work.get_mut(node) {
+            *w = self.pending;
+        }
+        self.pending = Work::default();
         self.last = Some(now);
     }
 }
@@ -119,5 +164,37 @@ mod tests {
         assert!((r[0].share + r[1].share - 1.0).abs() < 1e-9);
         // An index past the labels is ignored, not a panic.
         t.node_done(7);
+    }
+
+    #[test]
+    fn work_reported_before_a_node_is_that_nodes() {
+        static LABELS: &[(&str, &str)] = &[("MatMul", "a"), ("Relu", "b")];
+        let mut t = NodeTimer::new(2);
+        t.start();
+        t.node_work(1000, 24);
+        t.node_work(500, 8);
+        std::thread::sleep(Duration::from_millis(2));
+        t.node_done(0);
+        t.node_work(0, 64);
+        t.node_done(1);
+        let r = t.report(LABELS);
+        let a = r.iter().find(|r| r.name == "a").unwrap();
+        let b = r.iter().find(|r| r.name == "b").unwrap();
+        assert_eq!(
+            a.work,
+            Work {
+                flops: 1500,
+                bytes: 32
+            }
+        );
+        assert_eq!(
+            b.work,
+            Work {
+                flops: 0,
+                bytes: 64
+            }
+        );
+        assert!(a.gflops().is_some_and(|g| g > 0.0 && g < 1e-3), "{a:?}");
+        assert_eq!(b.gflops(), None);
     }
 }

@@ -614,3 +614,53 @@ fn run_writes_every_output_to_its_own_file_with_its_computed_dtype() {
     assert!(stdout.contains("__2.npy (output `ü`)"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `lele bench --profile` reports each node's arithmetic and bytes: every
+/// convolution of YOLOv8n has its products counted, and their sum at
+/// 640×640 is within 15% of the 8.7 GFLOPs its authors publish (which
+/// also count activations and the box decoding); the table shows rates.
+#[test]
+fn bench_profile_counts_each_nodes_work() {
+    let zoo = lele_build::config::zoo_dir();
+    let out = lele()
+        .arg("bench")
+        .arg(zoo.join("yolov8n_320n.onnx"))
+        .args(["--random", "--shape", "images=1,3,640,640"])
+        .args(["--profile", "--runs", "1", "--warmup", "0", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r.get("flops").is_some())
+        .collect();
+    assert!(rows.len() > 50, "{} profile rows", rows.len());
+    let mut total = 0u64;
+    for r in &rows {
+        let (op, flops) = (r["op"].as_str().unwrap(), r["flops"].as_u64().unwrap());
+        if op.starts_with("Conv") {
+            // Views (Reshape, a Split into pieces) move nothing.
+            assert!(flops > 0 && r["bytes"].as_u64().unwrap() > 0, "{r}");
+        }
+        total += flops;
+    }
+    let gflops = total as f64 / 1e9;
+    assert!(
+        (8.7 * 0.85..8.7 * 1.15).contains(&gflops),
+        "{gflops} GFLOPs"
+    );
+    let table = lele()
+        .arg("bench")
+        .arg(zoo.join("yolov8n_320n.onnx"))
+        .args(["--random", "--shape", "images=1,3,64,96"])
+        .args(["--profile", "--runs", "1", "--warmup", "0"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(table.status.success() && text.contains("GFLOP/s"), "{text}");
+}

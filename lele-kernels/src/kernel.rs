@@ -46,6 +46,13 @@ pub trait Kernel {
         0
     }
 
+    /// The arithmetic `run` does for these shapes, a multiply-add counted
+    /// as two operations (for a profile's GFLOP/s; integer products count
+    /// alike). Default 0: the op is judged by the bytes it moves.
+    fn flops(&self, _inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
+        0
+    }
+
     /// Computes the outputs. Output shapes are the ones `infer` returned and
     /// output buffers are exactly sized. `scratch` has at least
     /// `scratch_bytes` bytes (64-byte aligned).
@@ -55,6 +62,30 @@ pub trait Kernel {
         outputs: &mut [TensorMut<'_>],
         scratch: &mut [u8],
     ) -> Result<(), KernelError>;
+}
+
+/// `2 · outputs · k` (each output element a sum of `k` products), the
+/// [`Kernel::flops`] of a product, saturating.
+pub fn product_flops(outputs: usize, k: usize) -> u64 {
+    (outputs as u64).saturating_mul(k as u64).saturating_mul(2)
+}
+
+/// The size of the last dim of input `i` (1 for a scalar, 0 when absent).
+pub fn last_dim(inputs: &[Option<TensorRef<'_>>], i: usize) -> usize {
+    inputs
+        .get(i)
+        .copied()
+        .flatten()
+        .map_or(0, |t| t.shape.dims().last().copied().unwrap_or(1))
+}
+
+/// Elements of input `i` per index of its first dim (a weight's elements
+/// per output channel: `W.numel / W.shape[0]`; 0 when absent or empty).
+pub fn per_leading(inputs: &[Option<TensorRef<'_>>], i: usize) -> usize {
+    inputs.get(i).copied().flatten().map_or(0, |t| {
+        let lead = t.shape.dims().first().copied().unwrap_or(1);
+        t.shape.numel().checked_div(lead).unwrap_or(0)
+    })
 }
 
 /// Sets every output bound to `n` elements (for

@@ -103,6 +103,11 @@ pub trait Profiler {
     fn start(&mut self);
     /// Node `node` has finished.
     fn node_done(&mut self, node: usize);
+    /// A kernel of the node about to finish ran: its arithmetic
+    /// ([`Kernel::flops`]) and the bytes of its inputs and outputs (called
+    /// before that node's [`Profiler::node_done`], possibly several times
+    /// for one node). Default: ignored.
+    fn node_work(&mut self, _flops: u64, _bytes: u64) {}
 }
 
 /// Tells the profiler, if any, that the forward pass starts.
@@ -266,6 +271,12 @@ fn exec_with<K: Kernel, const NI: usize, const NW: usize>(
             *t = TensorMut::new(d.dtype, *s, core::mem::take(buf))?;
         }
         kernel.run(ins, &mut tensors[..n_out], scratch_buf)?;
+        if let Some(p) = ctx.profiler.as_deref_mut() {
+            let read: usize = ins.iter().flatten().map(|t| t.data.len()).sum();
+            let written: usize = tensors[..n_out].iter().map(|t| t.data.len()).sum();
+            let flops = kernel.flops(ins, &out_shapes[..n_out]);
+            p.node_work(flops, read.saturating_add(written) as u64);
+        }
     }
     for (d, s) in dsts.iter().zip(&out_shapes) {
         ctx.shapes[d.slot] = *s;
@@ -618,6 +629,12 @@ fn in_place_with<K: Kernel, const N: usize>(
             }
         }
         let others = &others[..srcs.len() - 1];
+        if let Some(p) = ctx.profiler.as_deref_mut() {
+            // Read and written in place, plus the other inputs.
+            let rest: usize = others.iter().flatten().map(|t| t.data.len()).sum();
+            let moved = n_bytes.saturating_mul(2).saturating_add(rest);
+            p.node_work(kernel.flops(&ins[..srcs.len()], &out_shape), moved as u64);
+        }
         #[cfg(feature = "std")]
         if let Some(k) = shared {
             let threads = crate::threads::num_threads();

@@ -69,13 +69,44 @@ pub struct NodeTimeReport {
     pub mean_ms: f64,
     /// Share of the time of all nodes (0..=1).
     pub share: f64,
+    /// Arithmetic of one run (a multiply-add counting two; 0 for nodes
+    /// without products).
+    #[serde(default)]
+    pub flops: u64,
+    /// Bytes the node's kernels read and write in one run.
+    #[serde(default)]
+    pub bytes: u64,
+}
+
+impl NodeTimeReport {
+    /// GFLOP/s of the node (`None` without arithmetic or time).
+    pub fn gflops(&self) -> Option<f64> {
+        (self.flops > 0 && self.mean_ms > 0.0).then(|| self.flops as f64 / self.mean_ms / 1e6)
+    }
+
+    /// GB/s of its inputs and outputs (`None` without bytes or time).
+    pub fn gbps(&self) -> Option<f64> {
+        (self.bytes > 0 && self.mean_ms > 0.0).then(|| self.bytes as f64 / self.mean_ms / 1e6)
+    }
+
+    /// The node's rate: GFLOP/s where it computes products, else GB/s.
+    pub fn rate(&self) -> String {
+        match (self.gflops(), self.gbps()) {
+            (Some(g), _) => format!("{g:.1} GFLOP/s"),
+            (None, Some(b)) => format!("{b:.1} GB/s"),
+            (None, None) => String::new(),
+        }
+    }
 }
 
 /// One profile row as a JSON object (what a timing runner prints).
-pub fn node_time_json(op: &str, name: &str, mean_ms: f64, share: f64) -> String {
+pub fn node_time_json(row: &NodeTimeReport) -> String {
     json_terminal_safe(
-        &serde_json::json!({ "op": op, "name": name, "mean_ms": mean_ms, "share": share })
-            .to_string(),
+        &serde_json::json!({
+            "op": row.op, "name": row.name, "mean_ms": row.mean_ms, "share": row.share,
+            "flops": row.flops, "bytes": row.bytes,
+        })
+        .to_string(),
     )
 }
 
@@ -187,10 +218,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         });
         outln!("{}", json_terminal_safe(&obj.to_string()));
         for row in &r.profile {
-            outln!(
-                "{}",
-                node_time_json(&row.op, &row.name, row.mean_ms, row.share)
-            );
+            outln!("{}", node_time_json(row));
         }
     } else {
         outln!(
@@ -213,7 +241,13 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
 fn print_profile(rows: &[NodeTimeReport], top: usize) -> Result<()> {
     let total: f64 = rows.iter().map(|r| r.mean_ms).sum();
     outln!("\nper node (mean of the profiled runs; total {total:.3} ms):");
-    outln!("{:>9}  {:>6}  {:<22} name", "ms", "share", "op");
+    outln!(
+        "{:>9}  {:>6}  {:>14}  {:<22} name",
+        "ms",
+        "share",
+        "rate",
+        "op"
+    );
     let shown = if top == 0 {
         rows.len()
     } else {
@@ -221,9 +255,10 @@ fn print_profile(rows: &[NodeTimeReport], top: usize) -> Result<()> {
     };
     for r in &rows[..shown] {
         outln!(
-            "{:>9.3}  {:>5.1}%  {:<22} {}",
+            "{:>9.3}  {:>5.1}%  {:>14}  {:<22} {}",
             r.mean_ms,
             r.share * 100.0,
+            r.rate(),
             esc(&r.op),
             esc(&r.name)
         );
@@ -259,11 +294,22 @@ mod tests {
 
     #[test]
     fn json_rows_escape_what_a_terminal_would_act_on() {
-        let row = node_time_json("Add\u{9b}2J", "n\u{1b}[31m\u{202e}é", 1.5, 0.25);
+        let row = node_time_json(&NodeTimeReport {
+            op: "Add\u{9b}2J".into(),
+            name: "n\u{1b}[31m\u{202e}é".into(),
+            mean_ms: 1.5,
+            share: 0.25,
+            flops: 3_000_000,
+            bytes: 0,
+        });
         assert!(!row.chars().any(crate::error::is_unsafe_char), "{row}");
         let back: NodeTimeReport = serde_json::from_str(&row).unwrap();
         assert_eq!(back.op, "Add\u{9b}2J");
         assert_eq!(back.name, "n\u{1b}[31m\u{202e}é");
+        assert_eq!(back.flops, 3_000_000);
+        // 3 MFLOP in 1.5 ms: 2 GFLOP/s; no bytes, no GB/s.
+        assert_eq!(back.rate(), "2.0 GFLOP/s");
+        assert_eq!(back.gbps(), None);
     }
 
     #[test]

@@ -618,7 +618,14 @@ fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
                 let rows: Vec<String> = timer
                     .report(Model::node_labels())
                     .iter()
-                    .map(|r| ::lele_build::cli::bench::node_time_json(r.op, r.name, r.mean.as_secs_f64() * 1e3, r.share))
+                    .map(|r| ::lele_build::cli::bench::node_time_json(&::lele_build::cli::bench::NodeTimeReport {
+                        op: r.op.into(),
+                        name: r.name.into(),
+                        mean_ms: r.mean.as_secs_f64() * 1e3,
+                        share: r.share,
+                        flops: r.work.flops,
+                        bytes: r.work.bytes,
+                    }))
                     .collect();
                 profile = format!(",\"profile\":[{}]", rows.join(","));
             }

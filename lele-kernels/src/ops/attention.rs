@@ -213,6 +213,16 @@ impl Kernel for Attention {
         }
     }
 
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
+        // Q·Kᵀ and the probabilities times V, per query head.
+        self.dims(inputs).map_or(0, |d| {
+            let rows = [d.b, d.hq, d.sq, d.stot()]
+                .iter()
+                .fold(1usize, |a, &v| a.saturating_mul(v));
+            crate::kernel::product_flops(rows, d.dh.saturating_add(d.dv))
+        })
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],

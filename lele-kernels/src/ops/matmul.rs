@@ -136,6 +136,12 @@ impl Kernel for MatMul {
         }
     }
 
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> u64 {
+        // Each output sums A's last dim of products.
+        let out = outputs.first().map_or(0, |s| s.numel());
+        crate::kernel::product_flops(out, crate::kernel::last_dim(inputs, 0))
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],
@@ -253,6 +259,12 @@ impl Kernel for MatMulBias {
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
         MatMul.scratch_bytes(&inputs[..inputs.len().min(2)], outputs)
+    }
+
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> u64 {
+        // Each output sums A's last dim of products.
+        let out = outputs.first().map_or(0, |s| s.numel());
+        crate::kernel::product_flops(out, crate::kernel::last_dim(inputs, 0))
     }
 
     fn run(
@@ -380,6 +392,12 @@ impl Kernel for Gemm {
         self.dims(inputs)
             .map(|(m, n, k)| 4 * sgemm_scratch_len(m, n, k))
             .unwrap_or(0)
+    }
+
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
+        self.dims(inputs).map_or(0, |(m, n, k)| {
+            crate::kernel::product_flops(m.saturating_mul(n), k)
+        })
     }
 
     fn run(

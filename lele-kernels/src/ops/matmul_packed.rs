@@ -105,6 +105,12 @@ impl Kernel for MatMulPacked {
         }
     }
 
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> u64 {
+        // Each output sums A's last dim of products.
+        let out = outputs.first().map_or(0, |s| s.numel());
+        crate::kernel::product_flops(out, crate::kernel::last_dim(inputs, 0))
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],

@@ -185,6 +185,16 @@ impl Kernel for MultiHeadAttention {
         Self::dims(inputs).map_or(0, |d| 4 * Self::scratch_floats(&d))
     }
 
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
+        // Q·Kᵀ and the probabilities times V, per head.
+        Self::dims(inputs).map_or(0, |d| {
+            let rows = [d.b, d.h, d.s, d.t]
+                .iter()
+                .fold(1usize, |a, &v| a.saturating_mul(v));
+            crate::kernel::product_flops(rows, d.d.saturating_add(d.dv))
+        })
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],

@@ -141,6 +141,13 @@ struct ConvGeom {
 }
 
 impl ConvGeom {
+    /// Twice the multiply-adds of the convolution ([`Kernel::flops`]).
+    fn flops(&self) -> u64 {
+        let outputs = [self.x.n, self.m, self.oh, self.ow]
+            .iter()
+            .fold(1usize, |a, &v| a.saturating_mul(v));
+        crate::kernel::product_flops(outputs, self.k())
+    }
     fn k(&self) -> usize {
         self.cg * self.kh * self.kw
     }
@@ -656,6 +663,10 @@ impl Kernel for Conv {
             };
             gemm.max(direct).max(self.channel_tiles_scratch_bytes(&g))
         }
+    }
+
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
+        self.geom(inputs).map_or(0, |g| g.flops())
     }
 
     fn run(

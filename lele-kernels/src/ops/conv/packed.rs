@@ -72,6 +72,10 @@ impl Kernel for ConvPackedWeights {
         })
     }
 
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
+        self.conv.geom(inputs).map_or(0, |g| g.flops())
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],

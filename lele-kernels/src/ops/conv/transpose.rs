@@ -183,6 +183,16 @@ impl Kernel for ConvTranspose {
         4 * (rows * ch + sgemm_scratch_len(rows, ch, g.cg))
     }
 
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
+        // Each input element meets `W`'s elements per input channel.
+        let x = inputs
+            .first()
+            .copied()
+            .flatten()
+            .map_or(0, |t| t.shape.numel());
+        crate::kernel::product_flops(x, crate::kernel::per_leading(inputs, 1))
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],

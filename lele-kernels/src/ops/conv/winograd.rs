@@ -699,6 +699,12 @@ impl Kernel for ConvWinograd {
         })
     }
 
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
+        // The direct convolution's count (the transforms do fewer
+        // multiplies): comparable with other engines' and direct paths'.
+        self.geom(inputs).map_or(0, |(g, _)| g.flops())
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],

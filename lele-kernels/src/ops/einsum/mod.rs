@@ -226,6 +226,16 @@ impl Kernel for Einsum {
         Ok(())
     }
 
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
+        // One product of the operands per assignment of every label.
+        self.plan(inputs).map_or(0, |p| {
+            let assignments = p.size[..p.n_labels]
+                .iter()
+                .fold(1u64, |a, &v| a.saturating_mul(v as u64));
+            assignments.saturating_mul(inputs.len().max(1) as u64)
+        })
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],

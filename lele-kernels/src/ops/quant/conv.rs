@@ -309,6 +309,12 @@ impl Kernel for ConvInteger {
         set_out(outputs, 0, g.out_shape()?, CI)
     }
 
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> u64 {
+        // Each output sums `W`'s elements per output channel of products.
+        let out = outputs.first().map_or(0, |s| s.numel());
+        crate::kernel::product_flops(out, crate::kernel::per_leading(inputs, 1))
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],
@@ -405,6 +411,12 @@ impl Kernel for QLinearConv {
             });
         }
         set_out(outputs, 0, g.out_shape()?, QLC)
+    }
+
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> u64 {
+        // Each output sums `W`'s elements per output channel of products.
+        let out = outputs.first().map_or(0, |s| s.numel());
+        crate::kernel::product_flops(out, crate::kernel::per_leading(inputs, 3))
     }
 
     fn run(

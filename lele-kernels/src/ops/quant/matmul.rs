@@ -418,6 +418,12 @@ impl Kernel for MatMulInteger {
         }
     }
 
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> u64 {
+        // Each output sums A's last dim of products.
+        let out = outputs.first().map_or(0, |s| s.numel());
+        crate::kernel::product_flops(out, crate::kernel::last_dim(inputs, 0))
+    }
+
     fn run(
         &self,
         inputs: &[Option<TensorRef<'_>>],
@@ -507,6 +513,12 @@ impl Kernel for QLinearMatMul {
             Ok(d) => 8 * d.n,
             Err(_) => 0,
         }
+    }
+
+    fn flops(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> u64 {
+        // Each output sums A's last dim of products.
+        let out = outputs.first().map_or(0, |s| s.numel());
+        crate::kernel::product_flops(out, crate::kernel::last_dim(inputs, 0))
     }
 
     fn run(
