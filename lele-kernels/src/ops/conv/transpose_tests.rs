@@ -92,6 +92,27 @@ fn conv_transpose_matches_naive() {
         ),
         // The same with output padding: the extra pixels hold the bias.
         (1, 2, 3, 4, 2, 2, 2, 1, [2, 2], [0, 0, 0, 0], [1, 1], [1, 1]),
+        // Depthwise (one input and one output channel per group): the
+        // direct path. DeepFilterNet's 1×3 stride-(1, 2) upsampling with
+        // its pads and output padding; batches, dilation, 2-D kernels and
+        // taps cut off by the pads; a plane count above one thread's share.
+        (1, 5, 4, 8, 1, 1, 3, 5, [1, 2], [0, 1, 0, 1], [1, 1], [0, 1]),
+        (2, 3, 5, 6, 1, 3, 3, 3, [2, 3], [1, 2, 0, 1], [2, 1], [1, 0]),
+        (1, 4, 3, 7, 1, 2, 4, 4, [1, 1], [1, 3, 1, 3], [1, 2], [0, 0]),
+        (
+            2,
+            64,
+            30,
+            16,
+            1,
+            1,
+            3,
+            64,
+            [1, 2],
+            [0, 1, 0, 1],
+            [1, 1],
+            [0, 1],
+        ),
     ];
     for (ci, &(n, c, h, w, mg, kh, kw, group, strides, pads, dil, opad)) in cases.iter().enumerate()
     {
