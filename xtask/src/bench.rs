@@ -61,6 +61,11 @@ pub struct Opts {
     /// With `--kernels`: short time budgets (a smoke run, noisy numbers).
     #[arg(long)]
     pub quick: bool,
+    /// With `--kernels`: `avx2` runs lele's AVX2 paths (`LELE_ISA=avx2`)
+    /// next to OpenBLAS's Haswell (AVX2) kernels (`OPENBLAS_CORETYPE`), so
+    /// an AVX-512 machine compares the two on AVX2.
+    #[arg(long, value_parser = ["avx2"])]
+    pub isa: Option<String>,
 }
 
 /// One engine configuration of one model.
@@ -162,7 +167,7 @@ impl Agg {
 /// `cargo xtask bench`.
 pub fn run(o: &Opts) -> anyhow::Result<()> {
     if o.kernels {
-        return crate::bench_kernels::run(o.quick);
+        return crate::bench_kernels::run(o.quick, o.isa.as_deref());
     }
     if o.rounds == 0 || o.runs == 0 {
         bail!("--rounds and --runs must be at least 1");

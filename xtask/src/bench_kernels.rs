@@ -24,8 +24,8 @@ fn json_lines(cmd: &mut Command, what: &str) -> anyhow::Result<Vec<serde_json::V
         .collect()
 }
 
-/// `cargo xtask bench --kernels [--quick]`.
-pub fn run(quick: bool) -> anyhow::Result<()> {
+/// `cargo xtask bench --kernels [--quick] [--isa avx2]`.
+pub fn run(quick: bool, isa: Option<&str>) -> anyhow::Result<()> {
     let root = repo_root();
     let mut lele = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     lele.current_dir(&root).args([
@@ -44,6 +44,12 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         lele.arg("--quick");
         numpy.arg("--quick");
     }
+    if isa == Some("avx2") {
+        lele.env("LELE_ISA", "avx2");
+        // OpenBLAS built for every x86 core type (NumPy's is) takes its
+        // kernels from this.
+        numpy.env("OPENBLAS_CORETYPE", "Haswell");
+    }
     eprintln!("xtask: timing lele's kernels (one thread)");
     let lele_rows = json_lines(&mut lele, "kernel_bench")?;
     eprintln!("xtask: timing NumPy's BLAS (one thread)");
@@ -59,9 +65,25 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         .filter_map(|r| Some((r["case"].as_str()?.to_string(), r["gflops"].as_f64()?)))
         .collect();
 
-    let mut md = String::new();
+    // The FMA throughput of the ISA lele ran (its `peak` row): each rate's
+    // share of it.
+    let peak = lele_rows.iter().find(|r| r["kernel"] == "peak");
+    let peak_gflops = peak.and_then(|r| r["gflops"].as_f64()).unwrap_or(f64::NAN);
+    let peak_isa = peak
+        .and_then(|r| r["isa"].as_str())
+        .unwrap_or("?")
+        .to_string();
+    let share = |g: f64| format!("{:.0}%", 100.0 * g / peak_gflops);
+    let mut md = format!(
+        "lele ran {peak_isa}; its FMA peak on one core here: {peak_gflops:.1} GFLOP/s{}.\n\n",
+        if isa == Some("avx2") {
+            "; BLAS ran its Haswell (AVX2) kernels"
+        } else {
+            ""
+        }
+    );
     md.push_str(&format!(
-        "| GEMM (f32, one thread) | lele GFLOP/s | NumPy ({blas}) GFLOP/s | lele ÷ BLAS |\n|---|---:|---:|---:|\n"
+        "| GEMM (f32, one thread) | lele GFLOP/s | % of peak | NumPy ({blas}) GFLOP/s | % of peak | lele ÷ BLAS |\n|---|---:|---:|---:|---:|---:|\n"
     ));
     let mut jsonl = String::new();
     for r in lele_rows.iter().filter(|r| r["kernel"] == "sgemm") {
@@ -70,10 +92,15 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         let theirs = np_gemm.get(case).copied().unwrap_or(f64::NAN);
         if theirs.is_nan() {
             // No NumPy counterpart (a weight packed ahead of time).
-            md.push_str(&format!("| {case} | {ours:.1} | – | – |\n"));
+            md.push_str(&format!(
+                "| {case} | {ours:.1} | {} | – | – | – |\n",
+                share(ours)
+            ));
         } else {
             md.push_str(&format!(
-                "| {case} | {ours:.1} | {theirs:.1} | {:.2} |\n",
+                "| {case} | {ours:.1} | {} | {theirs:.1} | {} | {:.2} |\n",
+                share(ours),
+                share(theirs),
                 ours / theirs
             ));
         }
@@ -81,18 +108,22 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
             &serde_json::json!({
                 "kernel": "sgemm", "case": case, "lele_gflops": ours,
                 "blas": blas, "blas_gflops": theirs, "lele_over_blas": ours / theirs,
+                "isa": peak_isa, "peak_gflops": peak_gflops,
             })
             .to_string(),
         );
         jsonl.push('\n');
     }
     md.push_str("\n| other kernels (lele, one thread) | ms | rate |\n|---|---:|---:|\n");
-    for r in lele_rows.iter().filter(|r| r["kernel"] != "sgemm") {
+    for r in lele_rows
+        .iter()
+        .filter(|r| r["kernel"] != "sgemm" && r["kernel"] != "peak")
+    {
         let kernel = r["kernel"].as_str().unwrap_or("?");
         let case = r["case"].as_str().unwrap_or("?");
         let ms = r["ms"].as_f64().unwrap_or(f64::NAN);
         let rate = match (r["gflops"].as_f64(), r["ns_per_elem"].as_f64()) {
-            (Some(g), _) => format!("{g:.1} GFLOP/s"),
+            (Some(g), _) => format!("{g:.1} GFLOP/s ({})", share(g)),
             (_, Some(ns)) => format!("{ns:.2} ns/element"),
             _ => String::new(),
         };

@@ -36,6 +36,27 @@ fn fill(n: usize, seed: u32) -> Vec<f32> {
         .collect()
 }
 
+/// The FMA throughput of one core on the ISA the kernels run
+/// (`lele_kernels::simd::fma_probe`): the peak the GFLOP/s of the other
+/// rows are a share of.
+fn fma_peak(budget: f64) {
+    if !selected("peak", "fma") {
+        return;
+    }
+    const ROUNDS: usize = 1 << 20;
+    let mut probe = None;
+    let secs = time(budget, || {
+        probe = Some(black_box(lele_kernels::simd::fma_probe(ROUNDS)))
+    });
+    let Some(p) = probe else { return };
+    println!(
+        "{{\"kernel\":\"peak\",\"case\":\"fma\",\"isa\":\"{:?}\",\"ms\":{:.4},\"gflops\":{:.1}}}",
+        p.isa,
+        secs * 1e3,
+        p.flops as f64 / secs / 1e9
+    );
+}
+
 /// Median seconds per call of `f`, repeated until about `budget` seconds.
 fn time(budget: f64, f: impl FnMut()) -> f64 {
     time_prepared(budget, || {}, f)
@@ -157,6 +178,7 @@ fn main() {
         .and_then(|i| args.get(i + 1)?.parse().ok())
         .unwrap_or(1);
     lele_kernels::threads::set_num_threads(threads);
+    fma_peak(budget);
     gemm::cases(budget);
     conv::cases(budget);
     misc::cases(budget);

@@ -122,6 +122,64 @@ fn detect_and_cache_isa() -> Isa {
     isa
 }
 
+/// What [`fma_probe`] measured the work of.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FmaProbe {
+    /// The instruction set it ran on ([`best_isa`]).
+    pub isa: Isa,
+    /// Floating-point operations done (a multiply-add counting two).
+    pub flops: u64,
+    /// A value depending on every result (so none is optimized away).
+    pub checksum: f32,
+}
+
+/// Runs `rounds` of twelve independent chains of vector multiply-adds on
+/// the best backend (without one, a portable loop of multiplies and adds): timed by a caller, the
+/// FMA throughput of one core, the peak a kernel's GFLOP/s is a share of.
+/// Twelve chains cover the latency of two FMA units (four cycles each) and
+/// fit AVX2's sixteen registers with the two operands.
+pub fn fma_probe(rounds: usize) -> FmaProbe {
+    struct Chains {
+        rounds: usize,
+    }
+    impl SimdKernel for Chains {
+        type Output = (u64, f32);
+        #[inline(always)]
+        fn run<S: Simd>(self, s: S) -> (u64, f32) {
+            let (a, b) = (s.splat(0.999_999), s.splat(1e-7));
+            let mut acc = [s.splat(1.0); 12];
+            for _ in 0..self.rounds {
+                for x in acc.iter_mut() {
+                    *x = s.mul_add(*x, a, b);
+                }
+            }
+            let mut sum = s.splat(0.0);
+            for &x in &acc {
+                sum = s.add(sum, x);
+            }
+            let flops = (self.rounds as u64).saturating_mul(24 * S::LANES as u64);
+            (flops, s.reduce_add(sum))
+        }
+    }
+    let isa = best_isa();
+    let (flops, checksum) = dispatch(Chains { rounds }).unwrap_or_else(|k| {
+        let mut acc = [1.0f32; 12];
+        for _ in 0..k.rounds {
+            for x in acc.iter_mut() {
+                // Separate multiply and add: without FMA hardware
+                // `mul_add` is a library call.
+                *x = *x * 0.999_999 + 1e-7;
+            }
+        }
+        ((k.rounds as u64).saturating_mul(24), acc.iter().sum())
+    });
+    FmaProbe {
+        isa,
+        flops,
+        checksum,
+    }
+}
+
 /// Whether `isa` can run on this CPU (NEON and simd128 always can where
 /// they are compiled, even under `LELE_ISA=scalar`).
 #[cfg(test)]
