@@ -89,6 +89,9 @@ fn run_matches_ort_on_every_supported_model() {
         ("ddddocr_common_160", "ddddocr_common.onnx"),
         ("oww_mel", "oww_melspectrogram.onnx"),
         ("oww_embedding", "oww_embedding.onnx"),
+        ("dfn3_enc_100", "dfn3_enc.onnx"),
+        ("dfn3_erb_dec_100", "dfn3_erb_dec.onnx"),
+        ("dfn3_df_dec_100", "dfn3_df_dec.onnx"),
     ] {
         run_case(case, model);
     }

@@ -178,6 +178,41 @@ CASES = {
     ),
     "oww_mel": ("oww_melspectrogram.onnx", image("input", (1, 1760), -0.5, 0.5), "uniform [-0.5,0.5)"),
     "oww_embedding": ("oww_embedding.onnx", image("input_1", (1, 76, 32, 1), -1, 1), "uniform [-1,1)"),
+    # DeepFilterNet3 over 100 frames (1 s at 48 kHz); the decoders' inputs
+    # stand in for the encoder's outputs.
+    "dfn3_enc_100": (
+        "dfn3_enc.onnx",
+        single(
+            lambda rng: {
+                "feat_erb": uniform(rng, (1, 1, 100, 32), -1, 1),
+                "feat_spec": uniform(rng, (1, 2, 100, 96), -1, 1),
+            }
+        ),
+        "uniform [-1,1)",
+    ),
+    "dfn3_erb_dec_100": (
+        "dfn3_erb_dec.onnx",
+        single(
+            lambda rng: {
+                "emb": uniform(rng, (1, 100, 512), -1, 1),
+                "e3": uniform(rng, (1, 64, 100, 8), 0, 1),
+                "e2": uniform(rng, (1, 64, 100, 8), 0, 1),
+                "e1": uniform(rng, (1, 64, 100, 16), 0, 1),
+                "e0": uniform(rng, (1, 64, 100, 32), 0, 1),
+            }
+        ),
+        "emb uniform [-1,1), e0..e3 uniform [0,1) (post-ReLU)",
+    ),
+    "dfn3_df_dec_100": (
+        "dfn3_df_dec.onnx",
+        single(
+            lambda rng: {
+                "emb": uniform(rng, (1, 100, 512), -1, 1),
+                "c0": uniform(rng, (1, 64, 100, 96), 0, 1),
+            }
+        ),
+        "emb uniform [-1,1), c0 uniform [0,1) (post-ReLU)",
+    ),
 }
 
 

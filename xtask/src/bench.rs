@@ -34,6 +34,9 @@ const SET: &[(&str, &str)] = &[
     ("YOLOv8n 640x640", "yolov8n_640"),
     ("paraphrase-MiniLM-L3 seq 128", "minilm_l3_seq128"),
     ("ddddocr common", "ddddocr_common_160"),
+    ("DeepFilterNet3 enc, 100 frames", "dfn3_enc_100"),
+    ("DeepFilterNet3 erb_dec, 100 frames", "dfn3_erb_dec_100"),
+    ("DeepFilterNet3 df_dec, 100 frames", "dfn3_df_dec_100"),
 ];
 
 /// Options of `cargo xtask bench`.

