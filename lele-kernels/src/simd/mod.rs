@@ -187,6 +187,24 @@ pub(crate) fn isa_available(isa: Isa) -> bool {
     isa_runs(isa)
 }
 
+/// Every instruction set this CPU runs, the portable code first (tests
+/// run a kernel on each).
+#[cfg(test)]
+pub(crate) fn runnable_isas() -> alloc::vec::Vec<Isa> {
+    [
+        Isa::Scalar,
+        Isa::Avx2,
+        Isa::Avx512,
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon,
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Isa::Simd128,
+    ]
+    .into_iter()
+    .filter(|&isa| isa_runs(isa))
+    .collect()
+}
+
 /// Whether `isa` can run on this CPU (see [`isa_available`]).
 #[inline]
 pub(crate) fn isa_runs(isa: Isa) -> bool {

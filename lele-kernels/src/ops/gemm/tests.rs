@@ -1,7 +1,6 @@
 use super::pack_a::pack_a_rows;
 use super::testutil::*;
 use super::*;
-use crate::simd::isa_available;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -84,18 +83,7 @@ fn check(isa: Isa, m: usize, n: usize, k: usize, ta: bool, tb: bool, alpha: f32,
 }
 
 fn isas() -> Vec<Isa> {
-    [
-        Isa::Scalar,
-        Isa::Avx2,
-        Isa::Avx512,
-        #[cfg(target_arch = "aarch64")]
-        Isa::Neon,
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Isa::Simd128,
-    ]
-    .into_iter()
-    .filter(|&i| isa_available(i))
-    .collect()
+    crate::simd::runnable_isas()
 }
 
 #[test]

@@ -321,7 +321,7 @@ impl Kernel for RmsNormalization {
 mod tests {
     use super::{Rows, VectorRows};
     use crate::ops::gemm::testutil::rand_vec;
-    use crate::simd::{Isa, dispatch_on, isa_available};
+    use crate::simd::{Isa, dispatch_on};
     use alloc::vec;
     use alloc::vec::Vec;
 
@@ -331,16 +331,9 @@ mod tests {
     /// outputs.
     #[test]
     fn vector_rows_equal_portable_rows() {
-        let isas = [
-            Isa::Avx2,
-            Isa::Avx512,
-            #[cfg(target_arch = "aarch64")]
-            Isa::Neon,
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Isa::Simd128,
-        ];
         let rows = 3;
-        for isa in isas.into_iter().filter(|&i| isa_available(i)) {
+        let isas = crate::simd::runnable_isas();
+        for isa in isas.into_iter().filter(|&i| i != Isa::Scalar) {
             for d in (1..70).chain([384, 385]) {
                 let x: Vec<f32> = rand_vec(rows * d, d as u64)
                     .iter()

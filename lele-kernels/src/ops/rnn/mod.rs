@@ -346,3 +346,18 @@ fn state_times_rt(
     }
     Ok(())
 }
+
+/// [`crate::kernel::Kernel::flops`] of a recurrent layer: every step of
+/// every sequence multiplies its input by `W` and its state by `R` (all
+/// directions and gates), inputs `X`, `W`, `R` first.
+fn recurrent_flops(inputs: &[Option<TensorRef<'_>>]) -> u64 {
+    let numel = |i: usize| {
+        inputs
+            .get(i)
+            .copied()
+            .flatten()
+            .map_or(0, |t| t.shape.numel())
+    };
+    let steps = numel(0) / crate::kernel::last_dim(inputs, 0).max(1);
+    crate::kernel::product_flops(steps, numel(1).saturating_add(numel(2)))
+}

@@ -80,17 +80,7 @@ impl Kernel for Rnn {
     }
 
     fn flops(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
-        // Every step of every sequence multiplies its input by `W` and its
-        // state by `R` (all directions and gates).
-        let numel = |i: usize| {
-            inputs
-                .get(i)
-                .copied()
-                .flatten()
-                .map_or(0, |t| t.shape.numel())
-        };
-        let steps = numel(0) / crate::kernel::last_dim(inputs, 0).max(1);
-        crate::kernel::product_flops(steps, numel(1).saturating_add(numel(2)))
+        super::recurrent_flops(inputs)
     }
 
     fn run(

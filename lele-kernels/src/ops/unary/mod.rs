@@ -3,7 +3,7 @@
 //! f32 paths are written as straight loops that the compiler vectorizes;
 //! `exp`, `sigmoid`, `tanh`, `erf` and GELU use polynomial approximations
 //! (within a few ulp), with a scalar fix-up for out-of-range inputs; their
-//! vector forms (`lanes`, `vector`) are written once over the SIMD layer
+//! vector forms (`vector`, `vector/lanes.rs`) are written once over the SIMD layer
 //! and run on the best backend the CPU has. f16/bf16 are computed through f32 in stack-sized chunks.
 use half::{bf16, f16};
 
@@ -15,7 +15,6 @@ use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
 mod activation;
-mod lanes;
 mod math;
 mod params;
 #[cfg(test)]

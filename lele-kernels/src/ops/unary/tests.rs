@@ -8,16 +8,9 @@ mod simd;
 /// The vector backends this CPU runs (each test of a vector kernel runs on
 /// every one of them).
 fn vector_isas() -> Vec<crate::simd::Isa> {
-    use crate::simd::{Isa, isa_available};
-    let all = [
-        Isa::Avx2,
-        Isa::Avx512,
-        #[cfg(target_arch = "aarch64")]
-        Isa::Neon,
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Isa::Simd128,
-    ];
-    all.into_iter().filter(|&isa| isa_available(isa)).collect()
+    let mut isas = crate::simd::runnable_isas();
+    isas.retain(|&isa| isa != crate::simd::Isa::Scalar);
+    isas
 }
 
 /// `y = op(x)` on backend `isa` (which runs here).

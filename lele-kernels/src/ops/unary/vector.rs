@@ -20,7 +20,8 @@
     )),
     allow(dead_code)
 )]
-use super::lanes;
+mod lanes;
+
 #[cfg(test)]
 use crate::simd::{Isa, dispatch_on};
 use crate::simd::{Simd, SimdKernel, dispatch};

@@ -3,7 +3,7 @@
 //! polynomial, the exponent built from the rounded multiple; both branches
 //! of `tanh` and `erf` computed and blended), one vector at a time. Each
 //! returns its result and the bits of the lanes that need the scalar path
-//! (out of the polynomial's range, NaN): the drivers in `vector.rs` fix
+//! (out of the polynomial's range, NaN): the loops in `vector.rs` fix
 //! those lanes with the scalar function.
 //!
 //! Results agree with the scalar code to rounding (FMA contractions
@@ -16,17 +16,7 @@
 //! when the compiler leaves one out of line every intrinsic in it becomes a
 //! call. Only `#[inline(always)]` functions reliably land in the backend's
 //! entry point.
-// Builds without any vector backend (wasm32 without `simd128`) use none of
-// this.
-#![cfg_attr(
-    not(any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        all(target_arch = "wasm32", target_feature = "simd128")
-    )),
-    allow(dead_code)
-)]
-use super::math::{
+use super::super::math::{
     ERF_C0, ERF_ONE, ERF_SMALL, EXP_POLY, EXP_SHIFTED_FLUSH, GELU_D, GELU_HIGH, GELU_LOW, GELU_PHI,
     GELU_S, GELU_TABLE_BIAS, GELU_TABLE_FIRST_CENTRE, GELU_TABLE_SCALE, TANH_SMALL, TANH_SPLIT,
 };
@@ -61,7 +51,7 @@ pub(super) fn exp_clamped<S: Simd>(s: S, x: S::F32) -> S::F32 {
     s.ldexp(p, n)
 }
 
-/// [`super::math::sigmoid_far`] (`e^z` for `z <= -87`, clamped at -104;
+/// [`super::super::math::sigmoid_far`] (`e^z` for `z <= -87`, clamped at -104;
 /// other lanes are meaningless) with no arithmetic that produces a
 /// subnormal, which costs a microcode assist per vector on many x86 cores:
 /// below `2^-125` a float's bits, read as an integer, count steps of
@@ -144,7 +134,7 @@ pub(super) fn swish<S: Simd>(s: S, neg_alpha: S::F32, x: S::F32) -> (S::F32, u32
     (s.div(x, d), s.bits(bad))
 }
 
-/// [`super::math::tanh_f32`], both branches computed and blended; NaN
+/// [`super::super::math::tanh_f32`], both branches computed and blended; NaN
 /// lanes flagged.
 #[inline(always)]
 pub(super) fn tanh<S: Simd>(s: S, x: S::F32) -> (S::F32, u32) {
@@ -183,7 +173,7 @@ fn erfc_scaled<S: Simd>(s: S, u: S::F32) -> S::F32 {
     s.mul_add(s.mul(p8, u4), u4, lo)
 }
 
-/// [`super::math::erf_f32`], both of its branches computed and blended;
+/// [`super::super::math::erf_f32`], both of its branches computed and blended;
 /// NaN lanes flagged.
 #[inline(always)]
 pub(super) fn erf<S: Simd>(s: S, x: S::F32) -> (S::F32, u32) {
@@ -210,7 +200,7 @@ pub(super) fn erf<S: Simd>(s: S, x: S::F32) -> (S::F32, u32) {
     (r, s.bits(s.unordered(x, x)))
 }
 
-/// [`super::math::gelu_tail_form`], lane for lane; non-finite lanes
+/// [`super::super::math::gelu_tail_form`], lane for lane; non-finite lanes
 /// flagged.
 #[inline(always)]
 fn gelu_tail<S: Simd>(s: S, x_in: S::F32) -> (S::F32, u32) {
@@ -245,8 +235,8 @@ fn gelu_tail<S: Simd>(s: S, x_in: S::F32) -> (S::F32, u32) {
 }
 
 /// `Φ(x)` from [`GELU_PHI`] and the lanes outside the table
-/// ([`super::math::gelu_table_position`] and the polynomial of
-/// [`super::math::gelu_f32`], lane for lane; those lanes hold garbage).
+/// ([`super::super::math::gelu_table_position`] and the polynomial of
+/// [`super::super::math::gelu_f32`], lane for lane; those lanes hold garbage).
 #[inline(always)]
 fn gelu_phi<S: Simd>(s: S, x: S::F32) -> (S::F32, S::Mask) {
     let f = s.mul_add(x, s.splat(GELU_TABLE_SCALE), s.splat(GELU_TABLE_BIAS));
@@ -269,8 +259,8 @@ fn gelu_phi<S: Simd>(s: S, x: S::F32) -> (S::F32, S::Mask) {
 }
 
 /// `GELU(x)`; non-finite lanes flagged (the scalar path is then
-/// [`super::math::gelu_tail_form`]). Where the table lookup is one
-/// instruction, [`super::math::gelu_f32`] lane for lane: the piecewise
+/// [`super::super::math::gelu_tail_form`]). Where the table lookup is one
+/// instruction, [`super::super::math::gelu_f32`] lane for lane: the piecewise
 /// polynomial on [-4, 4) (no exponential, no division), the tail form only
 /// when a lane lies outside. Elsewhere the tail form everywhere, which
 /// costs less than a lookup built of several instructions.
