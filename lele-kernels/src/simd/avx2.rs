@@ -188,6 +188,19 @@ unsafe impl Simd for Avx2 {
         unsafe { _mm256_loadu_ps(v.as_ptr()) }
     }
     #[inline(always)]
+    fn unzip(self, a: __m256, b: __m256) -> (__m256, __m256) {
+        unsafe {
+            // Per 128-bit half: a0 a2 b0 b2 | a4 a6 b4 b6 (and the odd
+            // ones), then the 64-bit pairs reordered 0 2 1 3.
+            let ev = _mm256_castps_pd(_mm256_shuffle_ps::<0b10_00_10_00>(a, b));
+            let od = _mm256_castps_pd(_mm256_shuffle_ps::<0b11_01_11_01>(a, b));
+            (
+                _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(ev)),
+                _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(od)),
+            )
+        }
+    }
+    #[inline(always)]
     fn reduce_add(self, v: __m256) -> f32 {
         unsafe {
             let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));

@@ -200,6 +200,17 @@ unsafe impl Simd for Avx512 {
         }
     }
     #[inline(always)]
+    fn unzip(self, a: __m512, b: __m512) -> (__m512, __m512) {
+        unsafe {
+            let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+            let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+            (
+                _mm512_permutex2var_ps(a, even, b),
+                _mm512_permutex2var_ps(a, odd, b),
+            )
+        }
+    }
+    #[inline(always)]
     fn reduce_add(self, v: __m512) -> f32 {
         unsafe {
             // Lanes 8..16 onto 0..8, then as the AVX2 backend.

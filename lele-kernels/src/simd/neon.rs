@@ -198,6 +198,10 @@ unsafe impl Simd for Neon {
         unsafe { vld1q_f32(v.as_ptr()) }
     }
     #[inline(always)]
+    fn unzip(self, a: float32x4_t, b: float32x4_t) -> (float32x4_t, float32x4_t) {
+        unsafe { (vuzp1q_f32(a, b), vuzp2q_f32(a, b)) }
+    }
+    #[inline(always)]
     fn reduce_add(self, v: float32x4_t) -> f32 {
         unsafe {
             let h = vadd_f32(vget_low_f32(v), vget_high_f32(v));

@@ -215,6 +215,13 @@ unsafe impl Simd for Simd128 {
         )
     }
     #[inline(always)]
+    fn unzip(self, a: v128, b: v128) -> (v128, v128) {
+        (
+            i32x4_shuffle::<0, 2, 4, 6>(a, b),
+            i32x4_shuffle::<1, 3, 5, 7>(a, b),
+        )
+    }
+    #[inline(always)]
     fn reduce_add(self, v: v128) -> f32 {
         let h = f32x4_add(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
         f32x4_extract_lane::<0>(h) + f32x4_extract_lane::<1>(h)

@@ -146,6 +146,9 @@ pub(crate) unsafe trait Simd: Copy {
     /// `table[i & 31]` lane by lane.
     fn lookup32(self, table: &[f32; 32], i: Self::I32) -> Self::F32;
 
+    /// The even lanes and the odd lanes of `a` followed by `b` (a row of
+    /// pairs split into its two phases).
+    fn unzip(self, a: Self::F32, b: Self::F32) -> (Self::F32, Self::F32);
     /// The sum of the lanes, halves folded: lane `i` takes lane
     /// `i + LANES/2`, then `i + LANES/4`, …, down to lane 0 (the order of a
     /// portable loop's pairwise combination, on every backend).

@@ -1,12 +1,11 @@
 //! The float32 plane loops of 1-D and 2-D max and (undilated) average pools,
 //! the shapes of real vision models. The caller checked the buffer sizes
 //! ([`Geom::check_buffers`]) and that the leading spatial slot is unused.
-use super::fold::{FOLD_TAPS, deinterleave, fold_add, fold_max};
-#[cfg(target_arch = "x86_64")]
 use super::fold::{
-    deinterleave_avx512, fold_add_avx2, fold_add_avx512, fold_max_avx2, fold_max_avx512,
+    Combine, FOLD_TAPS, Lanes, Portable, RowOps, combine_lanes, load_len, store_len,
 };
 use super::{Geom, valid_taps};
+use crate::simd::{Simd, SimdKernel, dispatch};
 
 /// Geometry of the two trailing slots (`H`, `W`).
 #[derive(Clone, Copy)]
@@ -154,40 +153,62 @@ fn by_planes(
 #[cfg(feature = "std")]
 const PARALLEL_MIN_OUTPUTS: usize = 1 << 14;
 
-/// [`max`] on the caller's thread, over whole planes of `x` and `y`.
+/// [`max`] on the caller's thread, over whole planes of `x` and `y`: on
+/// the best vector backend, else the portable loops.
 fn max_planes(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    match crate::ops::gemm::best_isa() {
-        crate::ops::gemm::Isa::Avx512 => {
-            let p = Plane::of(g);
-            if two_by_two(&p) {
-                // SAFETY: AVX-512F was detected; the caller checked the
-                // buffers against the geometry.
-                return unsafe { max_2x2_avx512(&p, x, y) };
-            }
-            // SAFETY: AVX-512F was detected.
-            return unsafe { max_avx512(g, x, y, scratch) };
-        }
-        // SAFETY: AVX2 and FMA were detected.
-        crate::ops::gemm::Isa::Avx2 => return unsafe { max_avx2(g, x, y, scratch) },
-        crate::ops::gemm::Isa::Scalar => {}
-    }
-    pool_body(
+    let kernel = MaxPlanes {
         g,
         x,
-        y,
-        scratch,
-        f32::NEG_INFINITY,
-        fold_max,
-        deinterleave,
-        |_, _| {},
-    )
+        y: &mut *y,
+        scratch: &mut *scratch,
+    };
+    if dispatch(kernel).is_err() {
+        pool_body(
+            g,
+            x,
+            y,
+            scratch,
+            f32::NEG_INFINITY,
+            Portable,
+            Combine::Max,
+            Keep,
+        )
+    }
+}
+
+/// [`max_planes`]' arguments, run on a vector backend.
+struct MaxPlanes<'a> {
+    g: &'a Geom,
+    x: &'a [f32],
+    y: &'a mut [f32],
+    scratch: &'a mut [f32],
+}
+
+impl SimdKernel for MaxPlanes<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let MaxPlanes { g, x, y, scratch } = self;
+        let p = Plane::of(g);
+        if two_by_two(&p) {
+            return max_2x2_lanes(s, &p, x, y);
+        }
+        pool_body(
+            g,
+            x,
+            y,
+            scratch,
+            f32::NEG_INFINITY,
+            Lanes(s),
+            Combine::Max,
+            Keep,
+        )
+    }
 }
 
 /// Whether a pool is a 2×2 window at stride 1 padded at most one row and
 /// column at the end (PP-OCRv6 and PP-HGNet stems' `SAME_UPPER` max pool),
-/// which [`max_2x2_avx512`] computes straight from the input rows.
-#[cfg(target_arch = "x86_64")]
+/// which [`max_2x2_lanes`] computes straight from the input rows.
 fn two_by_two(p: &Plane) -> bool {
     p.k == [2, 2]
         && p.s == [1, 1]
@@ -201,25 +222,15 @@ fn two_by_two(p: &Plane) -> bool {
         && p.ow + 1 == p.w + p.pad1[1]
 }
 
-/// The max pool of [`two_by_two`] planes, sixteen outputs at a time: each
-/// output is `(a ⊕ b) ⊕ (c ⊕ d)` of its window's taps `a b` over `c d`
-/// (`⊕` the running maximum of the row folds, a tap in the padding −∞,
-/// the bottom padded row left out), the values and order of [`max`]'s
-/// separable loop, so the result is the same bit for bit.
-///
-/// # Safety
-/// The CPU supports AVX-512F; `x` holds whole `h × w` planes and `y` as
-/// many `oh × ow` planes.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn max_2x2_avx512(p: &Plane, x: &[f32], y: &mut [f32]) {
-    use core::arch::x86_64::*;
-    let max = |m: __m512, v: __m512| {
-        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
-        _mm512_mask_mov_ps(_mm512_max_ps(v, m), nan, v)
-    };
-    let lanes = |n: usize| ((1u32 << n.min(16)) - 1) as __mmask16;
-    let low = _mm512_set1_ps(f32::NEG_INFINITY);
+/// The max pool of [`two_by_two`] planes, a vector of outputs at a time:
+/// each output is `(a ⊕ b) ⊕ (c ⊕ d)` of its window's taps `a b` over
+/// `c d` (`⊕` the running maximum of the row folds, a tap in the padding
+/// −∞, the bottom padded row left out), the values and order of [`max`]'s
+/// separable loop, so the result is the same bit for bit. `x` holds whole
+/// `h × w` planes and `y` as many `oh × ow` planes (the caller checked).
+#[inline(always)]
+fn max_2x2_lanes<S: Simd>(s: S, p: &Plane, x: &[f32], y: &mut [f32]) {
+    let w = S::LANES;
     for (xp, yp) in x
         .chunks_exact(p.h * p.w)
         .zip(y.chunks_exact_mut(p.oh * p.ow))
@@ -228,77 +239,40 @@ unsafe fn max_2x2_avx512(p: &Plane, x: &[f32], y: &mut [f32]) {
             let top = xp[oh * p.w..].as_ptr();
             let below = (oh + 1 < p.h).then(|| xp[(oh + 1) * p.w..].as_ptr());
             let out = yp[oh * p.ow..].as_mut_ptr();
-            for ow0 in (0..p.ow).step_by(16) {
+            let mut ow0 = 0;
+            while ow0 < p.ow {
                 // Outputs ow0..ow0 + n; their right taps inside the row for
                 // the first `right` of them (the last column's is padding).
-                let n = (p.ow - ow0).min(16);
+                let n = (p.ow - ow0).min(w);
                 let right = n.min(p.w - 1 - ow0);
-                let (all, inside) = (lanes(n), lanes(right));
+                let low = f32::NEG_INFINITY;
                 // SAFETY: columns ow0..ow0 + n of row oh (and oh + 1) are
                 // inside the plane (ow <= w); the right taps read columns
-                // ow0 + 1..ow0 + 1 + right <= w; masked lanes are not read.
+                // ow0 + 1..ow0 + 1 + right <= w.
                 unsafe {
-                    let a = _mm512_maskz_loadu_ps(all, top.add(ow0));
-                    let b = _mm512_mask_loadu_ps(low, inside, top.add(ow0 + 1));
-                    let mut m = max(a, b);
+                    let a = load_len(s, top.add(ow0), n, 0.0);
+                    let b = load_len(s, top.add(ow0 + 1), right, low);
+                    let mut m = combine_lanes::<S, true>(s, a, b);
                     if let Some(row) = below {
-                        let c = _mm512_maskz_loadu_ps(all, row.add(ow0));
-                        let d = _mm512_mask_loadu_ps(low, inside, row.add(ow0 + 1));
-                        m = max(m, max(c, d));
+                        let c = load_len(s, row.add(ow0), n, 0.0);
+                        let d = load_len(s, row.add(ow0 + 1), right, low);
+                        let cd = combine_lanes::<S, true>(s, c, d);
+                        m = combine_lanes::<S, true>(s, m, cd);
                     }
-                    _mm512_mask_storeu_ps(out.add(ow0), all, m);
+                    store_len(s, out.add(ow0), n, m);
                 }
+                ow0 += w;
             }
         }
     }
 }
 
-/// [`pool_body`] compiled with AVX-512: sixteen-lane folds whose last
-/// partial vector is masked, and stride-2 rows split by permutes.
-///
-/// # Safety
-/// The CPU supports AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn max_avx512(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
-    pool_body(
-        g,
-        x,
-        y,
-        scratch,
-        f32::NEG_INFINITY,
-        // SAFETY (both): this function's own contract (AVX-512F).
-        |d, b, o, i| unsafe { fold_max_avx512(d, b, o, i) },
-        |r, s, e, o| unsafe { deinterleave_avx512(r, s, e, o) },
-        |_, _| {},
-    )
-}
-
-/// [`pool_body`] compiled with AVX2.
-///
-/// # Safety
-/// The CPU supports AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn max_avx2(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32]) {
-    // SAFETY: this function's own contract (AVX2).
-    pool_body(
-        g,
-        x,
-        y,
-        scratch,
-        f32::NEG_INFINITY,
-        |d, b, o, i| unsafe { fold_max_avx2(d, b, o, i) },
-        deinterleave,
-        |_, _| {},
-    )
-}
-
-/// Folds every offset of `offs` into `dst` through `fold` (a form of
-/// [`fold_max`] or [`fold_add`]), in groups of at most [`FOLD_TAPS`].
+/// Folds every offset of `offs` into `dst` by `ops` with `combine`, in
+/// groups of at most [`FOLD_TAPS`].
 #[inline(always)]
 fn fold_all(
-    fold: impl Fn(&mut [f32], &[f32], &[usize], bool),
+    ops: impl RowOps,
+    combine: Combine,
     dst: &mut [f32],
     base: &[f32],
     offs: impl Iterator<Item = usize>,
@@ -309,20 +283,21 @@ fn fold_all(
         group[n] = off;
         n += 1;
         if n == FOLD_TAPS {
-            fold(dst, base, &group, init);
+            ops.fold(combine, dst, base, &group, init);
             (n, init) = (0, false);
         }
     }
     if n > 0 {
-        fold(dst, base, &group[..n], init);
+        ops.fold(combine, dst, base, &group[..n], init);
     }
 }
 
 /// The separable plane loop both pools share (see [`max`]): input rows are
 /// staged by phase with `fill` in the padding and past the input, folded
 /// along W into the ring by `fold`, and each output row is the fold of its
-/// window's ring rows, then handed to `finish(oh, row)`. A row whose
-/// window holds no input row is `fill` before `finish`.
+/// window's ring rows (`ops` with `combine`), then handed to
+/// `finish`. A row whose window holds no input row is `fill` before
+/// `finish`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn pool_body(
@@ -331,9 +306,9 @@ fn pool_body(
     y: &mut [f32],
     scratch: &mut [f32],
     fill: f32,
-    fold: impl Fn(&mut [f32], &[f32], &[usize], bool),
-    split2: impl Fn(&[f32], &mut [f32], usize, usize),
-    finish: impl Fn(usize, &mut [f32]),
+    ops: impl RowOps,
+    combine: Combine,
+    finish: impl RowFinish,
 ) {
     let p = Plane::of(g);
     let lay = RowLayout::of(&p);
@@ -358,7 +333,7 @@ fn pool_body(
             let orow = &mut yp[oh * p.ow..(oh + 1) * p.ow];
             if hhi <= hlo {
                 orow.fill(fill);
-                finish(oh, orow);
+                finish.finish(oh, orow);
                 continue;
             }
             let first = (hs + (hlo * p.d[0]) as isize) as usize;
@@ -374,7 +349,7 @@ fn pool_body(
                     stage[p.pad0[1]..p.pad0[1] + p.w].copy_from_slice(row);
                 } else if sw == 2 {
                     // Even input columns into one phase, odd into the other.
-                    split2(row, stage, staged(p.pad0[1]), staged(p.pad0[1] + 1));
+                    ops.split2(row, stage, staged(p.pad0[1]), staged(p.pad0[1] + 1));
                 } else {
                     // Phase by phase: the columns of one phase are every
                     // `sw`-th input column and land side by side (no
@@ -393,14 +368,15 @@ fn pool_body(
                 }
                 // Output column t, tap kj reads padded column t·s + kj·d.
                 let pooled = &mut ring[(h % lay.span) * owr..][..owr];
-                fold_all(&fold, pooled, stage, (0..p.k[1]).map(|kj| staged(kj * dw)));
+                let taps = (0..p.k[1]).map(|kj| staged(kj * dw));
+                fold_all(ops, combine, pooled, stage, taps);
             }
             // At most `span` rows are kept, so their slots are distinct.
             next = next.max(last + 1);
             done = done.max(next.saturating_sub(lay.span));
             let slot = |ki: usize| ((hs + (ki * p.d[0]) as isize) as usize % lay.span) * owr;
-            fold_all(&fold, orow, ring, (hlo..hhi).map(slot));
-            finish(oh, orow);
+            fold_all(ops, combine, orow, ring, (hlo..hhi).map(slot));
+            finish.finish(oh, orow);
         }
     }
 }
@@ -429,57 +405,43 @@ pub(super) fn avg(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32], inclu
     });
 }
 
-/// [`avg`] on the caller's thread, over whole planes of `x` and `y`.
+/// [`avg`] on the caller's thread, over whole planes of `x` and `y`: on
+/// the best vector backend, else the portable loops.
 fn avg_planes(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32], include_pad: bool) {
-    #[cfg(target_arch = "x86_64")]
-    match crate::ops::gemm::best_isa() {
-        // SAFETY: AVX-512F was detected.
-        crate::ops::gemm::Isa::Avx512 => {
-            return unsafe { avg_avx512(g, x, y, scratch, include_pad) };
-        }
-        // SAFETY: AVX2 and FMA were detected.
-        crate::ops::gemm::Isa::Avx2 => return unsafe { avg_avx2(g, x, y, scratch, include_pad) },
-        crate::ops::gemm::Isa::Scalar => {}
+    let kernel = AvgPlanes {
+        g,
+        x,
+        y: &mut *y,
+        scratch: &mut *scratch,
+        include_pad,
+    };
+    if dispatch(kernel).is_err() {
+        avg_body(g, x, y, scratch, include_pad, Portable)
     }
-    avg_body(g, x, y, scratch, include_pad, fold_add, deinterleave)
 }
 
-/// [`avg_body`] compiled with AVX-512.
-///
-/// # Safety
-/// The CPU supports AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn avg_avx512(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32], include_pad: bool) {
-    avg_body(
-        g,
-        x,
-        y,
-        scratch,
-        include_pad,
-        // SAFETY (both): this function's own contract (AVX-512F).
-        |d, b, o, i| unsafe { fold_add_avx512(d, b, o, i) },
-        |r, s, e, o| unsafe { deinterleave_avx512(r, s, e, o) },
-    )
+/// [`avg_planes`]' arguments, run on a vector backend.
+struct AvgPlanes<'a> {
+    g: &'a Geom,
+    x: &'a [f32],
+    y: &'a mut [f32],
+    scratch: &'a mut [f32],
+    include_pad: bool,
 }
 
-/// [`avg_body`] compiled with AVX2.
-///
-/// # Safety
-/// The CPU supports AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn avg_avx2(g: &Geom, x: &[f32], y: &mut [f32], scratch: &mut [f32], include_pad: bool) {
-    avg_body(
-        g,
-        x,
-        y,
-        scratch,
-        include_pad,
-        // SAFETY: this function's own contract (AVX2).
-        |d, b, o, i| unsafe { fold_add_avx2(d, b, o, i) },
-        deinterleave,
-    )
+impl SimdKernel for AvgPlanes<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let AvgPlanes {
+            g,
+            x,
+            y,
+            scratch,
+            include_pad,
+        } = self;
+        avg_body(g, x, y, scratch, include_pad, Lanes(s))
+    }
 }
 
 /// Taps of a window along one axis that the divisor counts: those inside
@@ -502,8 +464,7 @@ fn avg_body(
     y: &mut [f32],
     scratch: &mut [f32],
     include_pad: bool,
-    fold: impl Fn(&mut [f32], &[f32], &[usize], bool),
-    split2: impl Fn(&[f32], &mut [f32], usize, usize),
+    ops: impl RowOps,
 ) {
     let p = Plane::of(g);
     let (cols, rows) = scratch.split_at_mut(RowLayout::of(&p).owr);
@@ -514,12 +475,48 @@ fn avg_body(
         let ws = (ow * p.s[1]) as isize - p.pad0[1] as isize;
         *c = counted_taps(ws, p.k[1], p.w, p.pad1[1], include_pad) as f32;
     }
-    let cols = &*cols;
-    pool_body(g, x, y, rows, 0.0, fold, split2, |oh, orow| {
+    let divide = Divide {
+        p: &p,
+        cols: &*cols,
+        include_pad,
+    };
+    pool_body(g, x, y, rows, 0.0, ops, Combine::Add, divide);
+}
+
+/// What the pool loop does to each finished output row: a trait rather
+/// than a closure, so that its loop is compiled for the backend running
+/// the pool (see `simd::vector`).
+trait RowFinish: Copy {
+    /// Finishes output row `oh`.
+    fn finish(self, oh: usize, row: &mut [f32]);
+}
+
+/// Nothing (a max pool's rows are final).
+#[derive(Clone, Copy)]
+struct Keep;
+
+impl RowFinish for Keep {
+    #[inline(always)]
+    fn finish(self, _oh: usize, _row: &mut [f32]) {}
+}
+
+/// An average pool's division by the taps each output counted.
+#[derive(Clone, Copy)]
+struct Divide<'a> {
+    p: &'a Plane,
+    /// Taps counted along W, per output column.
+    cols: &'a [f32],
+    include_pad: bool,
+}
+
+impl RowFinish for Divide<'_> {
+    #[inline(always)]
+    fn finish(self, oh: usize, row: &mut [f32]) {
+        let p = self.p;
         let hs = (oh * p.s[0]) as isize - p.pad0[0] as isize;
-        let rows = counted_taps(hs, p.k[0], p.h, p.pad1[0], include_pad) as f32;
-        for (o, &c) in orow.iter_mut().zip(cols) {
+        let rows = counted_taps(hs, p.k[0], p.h, p.pad1[0], self.include_pad) as f32;
+        for (o, &c) in row.iter_mut().zip(self.cols) {
             *o /= rows * c;
         }
-    });
+    }
 }
