@@ -13,8 +13,10 @@ mod avx512;
 mod neon;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod simd128;
+mod sums;
 mod vector;
 
+pub(crate) use sums::{pairwise_sum, pairwise_sum_lanes, pairwise_sum_portable as sums_portable};
 #[cfg(test)]
 pub(crate) use vector::dispatch_on;
 pub(crate) use vector::{Simd, SimdKernel, dispatch};

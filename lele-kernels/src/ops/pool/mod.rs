@@ -579,68 +579,11 @@ impl Kernel for GlobalAveragePool {
     }
 }
 
-/// Lanes of [`plane_sum`]'s partial sums.
-const SUM_LANES: usize = 64;
-
-/// The sum of a plane: element `i` of each whole run of [`SUM_LANES`]
-/// added into lane `i`, the lanes folded pairwise (64 → 32 → … → 1), then
-/// the last `len % 64` elements in order; the same arithmetic with
-/// AVX-512 (four accumulators, independent chains) as without. One chain
-/// of eight lanes, bound by the add latency, took 3.4% of PP-OCR cls's
-/// time.
+/// The sum of a plane: [`crate::simd::pairwise_sum`] with 64 partial
+/// sums (on AVX-512, four accumulators of independent chains; one chain of
+/// eight lanes, bound by the add latency, took 3.4% of PP-OCR cls's time).
 fn plane_sum(p: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512 {
-        // SAFETY: AVX-512F was detected.
-        return unsafe { plane_sum_avx512(p) };
-    }
-    plane_sum_lanes(p)
-}
-
-/// [`plane_sum`] without SIMD.
-fn plane_sum_lanes(p: &[f32]) -> f32 {
-    let mut acc = [0f32; SUM_LANES];
-    let mut it = p.chunks_exact(SUM_LANES);
-    for c in &mut it {
-        for (a, v) in acc.iter_mut().zip(c) {
-            *a += v;
-        }
-    }
-    let mut width = SUM_LANES / 2;
-    while width > 0 {
-        for l in 0..width {
-            acc[l] += acc[l + width];
-        }
-        width /= 2;
-    }
-    it.remainder().iter().fold(acc[0], |s, &v| s + v)
-}
-
-/// [`plane_sum`] with AVX-512: lane `16q + l` in accumulator `q`.
-///
-/// # Safety
-/// The CPU supports AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn plane_sum_avx512(p: &[f32]) -> f32 {
-    use core::arch::x86_64::*;
-    let mut acc = [_mm512_setzero_ps(); SUM_LANES / 16];
-    let mut it = p.chunks_exact(SUM_LANES);
-    for c in &mut it {
-        for (q, a) in acc.iter_mut().enumerate() {
-            // SAFETY: floats 16q..16q + 16 of the chunk of 64.
-            *a = _mm512_add_ps(*a, unsafe { _mm512_loadu_ps(c.as_ptr().add(16 * q)) });
-        }
-    }
-    // 64 → 32 → 16 lanes, then halves of the vector down to one lane.
-    let (a0, a1) = (_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
-    let s = _mm512_add_ps(a0, a1);
-    let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(s)));
-    let s = _mm256_add_ps(_mm512_castps512_ps256(s), hi);
-    let s = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps::<1>(s));
-    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    let s = _mm_add_ss(s, _mm_shuffle_ps::<1>(s, s));
-    it.remainder().iter().fold(_mm_cvtss_f32(s), |t, &v| t + v)
+    crate::simd::pairwise_sum::<64>(p, None)
 }
 
 /// ONNX `GlobalMaxPool`: max over all spatial dims (any rank >= 3).
