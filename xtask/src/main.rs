@@ -46,8 +46,9 @@ enum Cmd {
     /// The fuzz targets of lele-build (ONNX loader, .npy reader, model.toml
     /// parser, compiler), each for `--secs` seconds, in release.
     Fuzz(fuzz::Opts),
-    /// The kernel and model parity tests on aarch64 (under qemu) and
-    /// wasm32-wasip1 (under node); `--full` runs every model.
+    /// The kernel and model parity tests on aarch64 (under qemu, on NEON
+    /// and on the portable code) and the kernel tests on wasm32-wasip1
+    /// (under node).
     Cross(cross::Opts),
     /// Everything CI checks: models, fixtures, fmt, clippy, tests.
     Test {

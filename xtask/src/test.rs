@@ -91,7 +91,7 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
     }
     for leg in cross::LEGS {
         step(&format!("{} (CI leg)", leg.describe()), || {
-            cross::run(leg, &zoo, &fixtures, false)
+            cross::run(leg, &zoo, &fixtures)
         })?;
     }
     step("cargo xtask conformance --check", || {
