@@ -134,13 +134,20 @@ pub(super) fn swish<S: Simd>(s: S, neg_alpha: S::F32, x: S::F32) -> (S::F32, u32
     (s.div(x, d), s.bits(bad))
 }
 
+/// The sign bit of each lane and its magnitude: the odd functions
+/// compute on `|x|` and put the sign back.
+#[inline(always)]
+fn sign_and_abs<S: Simd>(s: S, x: S::F32) -> (S::F32, S::F32) {
+    let minus_zero = s.splat(-0.0);
+    (s.and(x, minus_zero), s.and_not(minus_zero, x))
+}
+
 /// [`super::super::math::tanh_f32`], both branches computed and blended; NaN
 /// lanes flagged.
 #[inline(always)]
 pub(super) fn tanh<S: Simd>(s: S, x: S::F32) -> (S::F32, u32) {
     let one = s.splat(1.0);
-    let sign = s.and(x, s.splat(-0.0));
-    let abs = s.and_not(s.splat(-0.0), x);
+    let (sign, abs) = sign_and_abs(s, x);
     let x2 = s.mul(x, x);
     let k = TANH_SMALL;
     let mut q = s.splat(k[4]);
@@ -178,8 +185,7 @@ fn erfc_scaled<S: Simd>(s: S, u: S::F32) -> S::F32 {
 #[inline(always)]
 pub(super) fn erf<S: Simd>(s: S, x: S::F32) -> (S::F32, u32) {
     let one = s.splat(1.0);
-    let sign = s.and(x, s.splat(-0.0));
-    let abs = s.and_not(s.splat(-0.0), x);
+    let (sign, abs) = sign_and_abs(s, x);
     // |x| < 1: x·(2/√π + x²·R(x²)).
     let x2 = s.mul(x, x);
     let x4 = s.mul(x2, x2);
