@@ -264,6 +264,31 @@ fn huge_input_dims_and_bounds_are_errors() {
     assert!(matches!(e, BuildError::Limit(_)), "{e}");
     // Within the default cap it compiles.
     compile("bound-ok", &relu(&[-1]), "[inputs]\nx = [\"n <= 1024\"]").unwrap();
+    // A fuzzing finding: the shape reached the kernel's shape inference,
+    // whose opset-7 Hardmax multiplies the dims from its axis on (4 · (2^64
+    // - 1) overflowed). Shapes are now checked before any kernel sees them.
+    let mut hardmax = model(
+        vec![node("Hardmax", &["x"], &["y"], vec![])],
+        vec![],
+        vec![vi("x", F32, &[5, 4, -1])],
+        vec![vi("y", F32, &[5, 4, -1])],
+    );
+    hardmax.opset_import[0].version = Some(7);
+    let e = compile(
+        "hardmax-bound",
+        &hardmax,
+        "[inputs]\nx = [5, 4, \"n <= 18446744073709551615\"]",
+    )
+    .unwrap_err();
+    assert!(matches!(e, BuildError::Limit(_)), "{e}");
+    // An empty tensor whose other dims multiply past usize.
+    let e = compile(
+        "empty-huge",
+        &relu(&[-1, 1 << 40, 1 << 40]),
+        "[inputs]\nx = [0, 1099511627776, 1099511627776]",
+    )
+    .unwrap_err();
+    assert!(matches!(e, BuildError::Limit(_)), "{e}");
 }
 
 /// Class 5: the planned arena is capped, by default and by

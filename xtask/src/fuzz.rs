@@ -11,9 +11,14 @@ pub const TARGETS: &[&str] = &["onnx_loader", "npy_reader", "toml_parser", "comp
 /// Options of `cargo xtask fuzz`.
 #[derive(clap::Args)]
 pub struct Opts {
-    /// Seconds each target runs (`LELE_FUZZ_SECS`).
-    #[arg(long, default_value_t = 60.0)]
-    pub secs: f64,
+    /// Seconds each target runs (`LELE_FUZZ_SECS`; default 60 unless
+    /// `--cpu-secs` is given).
+    #[arg(long)]
+    pub secs: Option<f64>,
+    /// CPU seconds each target may use (`LELE_FUZZ_CPU_SECS`): the measure
+    /// of a long run on a machine shared with other work, e.g. under `nice`.
+    #[arg(long)]
+    pub cpu_secs: Option<f64>,
     /// Only this target (default: all four).
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(TARGETS))]
     pub target: Option<String>,
@@ -76,17 +81,27 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
         } else {
             Command::new(&cargo)
         };
-        build_env(&mut cmd)
-            .args(TEST)
-            .args([
-                "--",
-                "--nocapture",
-                "--test-threads",
-                "1",
-                "--exact",
-                target,
-            ])
-            .env("LELE_FUZZ_SECS", opts.secs.to_string());
+        build_env(&mut cmd).args(TEST).args([
+            "--",
+            "--nocapture",
+            "--test-threads",
+            "1",
+            "--exact",
+            target,
+        ]);
+        match (opts.secs, opts.cpu_secs) {
+            (None, None) => {
+                cmd.env("LELE_FUZZ_SECS", "60");
+            }
+            (secs, cpu) => {
+                if let Some(s) = secs {
+                    cmd.env("LELE_FUZZ_SECS", s.to_string());
+                }
+                if let Some(c) = cpu {
+                    cmd.env("LELE_FUZZ_CPU_SECS", c.to_string());
+                }
+            }
+        }
         if let Some(seed) = opts.seed {
             cmd.env("LELE_FUZZ_SEED", seed.to_string());
         }

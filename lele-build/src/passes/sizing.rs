@@ -52,10 +52,9 @@ pub fn size_graph(g: &Graph, points: &[Vec<Vec<usize>>]) -> Result<Sizes> {
     for (i, dims) in points.iter().enumerate() {
         let mut p = Point::default();
         for (&v, d) in g.inputs.iter().zip(dims) {
-            p.shapes.insert(
-                v,
-                Shape::new(d).map_err(|e| BuildError::Other(e.to_string()))?,
-            );
+            let s = Shape::new(d).map_err(|e| BuildError::Other(e.to_string()))?;
+            check_addressable(g, v, &s)?;
+            p.shapes.insert(v, s);
         }
         match block(g, &g.main, &mut p) {
             Ok(()) => {}
@@ -94,6 +93,29 @@ pub fn size_graph(g: &Graph, points: &[Vec<Vec<usize>>]) -> Result<Sizes> {
         sizes.fixed.clear();
     }
     Ok(sizes)
+}
+
+/// Refuses a shape whose bytes, counting only its non-zero dims, exceed
+/// `isize::MAX`: no tensor can have it, and a kernel multiplying some of its
+/// dims (an empty tensor's other dims included) would overflow. Checked on
+/// every shape before a kernel sees it.
+fn check_addressable(g: &Graph, v: ValueId, s: &Shape) -> Result<()> {
+    let elem = g.values[v].dtype.unwrap_or(DType::F32).size();
+    let fits = s
+        .dims()
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(elem, |a, &d| a.checked_mul(d))
+        .is_some_and(|b| b <= isize::MAX as usize);
+    if fits {
+        Ok(())
+    } else {
+        Err(BuildError::Limit(format!(
+            "value `{}` of shape {:?} has more bytes than this machine can address",
+            g.values[v].name,
+            s.dims()
+        )))
+    }
 }
 
 fn node_err(n: &Node, msg: impl Into<String>) -> BuildError {
@@ -230,6 +252,7 @@ fn node(g: &Graph, n: &Node, p: &mut Point) -> Result<()> {
                 p.scratch.insert(o, scratch);
             }
             for (&o, s) in n.outputs.iter().zip(&shapes) {
+                check_addressable(g, o, s)?;
                 p.shapes.insert(o, *s);
             }
             let shape_only_op = n.op_type == "Shape" || n.op_type == "Size";

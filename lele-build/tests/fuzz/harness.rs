@@ -151,6 +151,10 @@ fn env_num<T: std::str::FromStr>(key: &str) -> Option<T> {
 pub struct Config {
     /// `LELE_FUZZ_SECS`: how long each target runs (a long run).
     pub secs: Option<f64>,
+    /// `LELE_FUZZ_CPU_SECS`: how much CPU time (of this process) each
+    /// target may use; on a shared machine this, not the wall clock, says
+    /// how much fuzzing a run did.
+    pub cpu_secs: Option<f64>,
     /// `LELE_FUZZ_CASES` (default [`DEFAULT_CASES`] when no time is
     /// given): how many cases each target runs. A count, not a time, makes
     /// the default run (CI's) the same cases on every machine.
@@ -170,6 +174,20 @@ pub struct Config {
     pub verbose: bool,
 }
 
+/// CPU seconds this process has used (user + system), from
+/// `/proc/self/stat`; `None` where that file does not exist.
+pub fn process_cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces: count from its `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: f64 = fields.next()?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    // Linux reports these in USER_HZ ticks, which the kernel ABI fixes at
+    // 100 per second on every architecture lele runs on.
+    Some((utime + stime) / 100.0)
+}
+
 pub const DEFAULT_SEED: u64 = 0x1e1e_f022;
 
 /// Cases per target when neither `LELE_FUZZ_SECS` nor `LELE_FUZZ_CASES` is
@@ -180,6 +198,7 @@ impl Config {
     pub fn from_env() -> Config {
         Config {
             secs: env_num("LELE_FUZZ_SECS"),
+            cpu_secs: env_num("LELE_FUZZ_CPU_SECS"),
             cases: env_num("LELE_FUZZ_CASES"),
             seed: env_num("LELE_FUZZ_SEED").unwrap_or(DEFAULT_SEED),
             case: env_num("LELE_FUZZ_CASE"),
@@ -419,10 +438,12 @@ pub fn run<I: Clone + Send + 'static>(t: Target<I>) {
     let mut worker = Worker::spawn(t.name, t.exec, scratch.clone());
     let start = Instant::now();
     let budget = cfg.secs.map(Duration::from_secs_f64);
-    let cases = match (cfg.cases, budget) {
-        (Some(n), _) => n,
-        (None, Some(_)) => u64::MAX,
-        (None, None) => DEFAULT_CASES,
+    let cpu_start = process_cpu_secs().unwrap_or(0.0);
+    let cpu_used = || process_cpu_secs().map_or(0.0, |c| c - cpu_start);
+    let cases = match (cfg.cases, budget, cfg.cpu_secs) {
+        (Some(n), _, _) => n,
+        (None, Some(_), _) | (None, None, Some(_)) => u64::MAX,
+        (None, None, None) => DEFAULT_CASES,
     };
     let mut findings: BTreeMap<String, Finding> = BTreeMap::new();
     let mut executions = 0u64;
@@ -436,7 +457,11 @@ pub fn run<I: Clone + Send + 'static>(t: Target<I>) {
         None => (0, cases),
     };
     let mut index = first;
-    while index < last && (cfg.case.is_some() || budget.is_none_or(|b| start.elapsed() < b)) {
+    while index < last
+        && (cfg.case.is_some()
+            || (budget.is_none_or(|b| start.elapsed() < b)
+                && cfg.cpu_secs.is_none_or(|c| cpu_used() < c)))
+    {
         let mut rng = Rng::new(case_seed(cfg.seed, index));
         let g0 = Instant::now();
         let input = (t.generate)(&mut rng);
@@ -531,6 +556,7 @@ pub fn run<I: Clone + Send + 'static>(t: Target<I>) {
         index += 1;
     }
     let elapsed = start.elapsed();
+    let cpu = cpu_used();
     if !hung {
         let _ = std::fs::remove_file(&marker);
         drop(worker);
@@ -538,11 +564,12 @@ pub fn run<I: Clone + Send + 'static>(t: Target<I>) {
     }
     let panic_sites = findings.values().filter(|f| f.kind == "panic").count();
     let mut out = format!(
-        "fuzz {}: {executions} executions in {:.1} s ({:.0}/s, {:.0}% generating), seed {}; {} \
+        "fuzz {}: {executions} executions in {:.1} s ({:.1} CPU-s; {:.0}/s, {:.0}% generating), seed {}; {} \
          findings, {panic_sites} distinct panic sites; {} distinct outcomes; slowest case {} \
          ({:.1} ms); largest memory growth {:.1} MiB (case {})\n",
         t.name,
         elapsed.as_secs_f64(),
+        cpu,
         executions as f64 / elapsed.as_secs_f64().max(1e-9),
         100.0 * generating.as_secs_f64() / elapsed.as_secs_f64().max(1e-9),
         cfg.seed,

@@ -119,6 +119,10 @@ impl Kernel for Gru {
             seq_len(inputs, &d, b, OP)?;
         }
         let [mut y, mut yh, _] = prepare_outputs(outputs, &d, OP)?;
+        if d.batch == 0 {
+            // Every output is empty (its batch dim is 0).
+            return Ok(());
+        }
         let parts = Self::scratch_parts(&d);
         let total = parts
             .iter()

@@ -376,6 +376,10 @@ impl Kernel for Lstm {
             seq_len(inputs, &d, b, OP)?;
         }
         let [mut y, mut yh, mut yc] = prepare_outputs(outputs, &d, OP)?;
+        if d.batch == 0 {
+            // Every output is empty (its batch dim is 0).
+            return Ok(());
+        }
         let parts = Self::scratch_parts(&d);
         let total = parts
             .iter()

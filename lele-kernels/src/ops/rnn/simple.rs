@@ -102,6 +102,10 @@ impl Kernel for Rnn {
             seq_len(inputs, &d, b, OP)?;
         }
         let [mut y, mut yh, _] = prepare_outputs(outputs, &d, OP)?;
+        if d.batch == 0 {
+            // Every output is empty (its batch dim is 0).
+            return Ok(());
+        }
         let parts = Self::scratch_parts(&d).ok_or(KernelError::Invalid {
             op: OP,
             msg: "sizes too large",

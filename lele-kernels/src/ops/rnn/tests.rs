@@ -1,4 +1,5 @@
 use super::*;
+use crate::Kernel;
 use crate::ops::gemm::testutil::*;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -638,4 +639,57 @@ fn rnn_rejects_bad_inputs() {
     assert!(run(&op, &bad_len, 1).is_err());
     let bad_w = [ok[0], Some(t(&w[..18], &[1, 6, 3])), ok[2]];
     assert!(run(&op, &bad_w, 1).is_err());
+}
+
+/// An empty batch (a fuzzing finding: GRU sliced its gate scratch by the
+/// hidden size when the batch was 0) gives empty outputs, in every cell.
+#[test]
+fn an_empty_batch_gives_empty_outputs() {
+    let (seq, inp, h) = (5, 1, 2);
+    let x: Vec<f32> = Vec::new();
+    let cells: [(&dyn Kernel, usize, usize); 3] = [
+        (
+            &Lstm {
+                hidden_size: h,
+                direction: Direction::Bidirectional,
+                layout: 0,
+                clip: None,
+                input_forget: false,
+            },
+            4,
+            3,
+        ),
+        (
+            &Gru {
+                hidden_size: h,
+                direction: Direction::Bidirectional,
+                linear_before_reset: false,
+                layout: 0,
+            },
+            3,
+            2,
+        ),
+        (
+            &Rnn {
+                hidden_size: h,
+                direction: Direction::Bidirectional,
+                layout: 0,
+            },
+            1,
+            2,
+        ),
+    ];
+    for (cell, gates, n_out) in cells {
+        let w = rand_vec(2 * gates * h * inp, 1);
+        let rr = rand_vec(2 * gates * h * h, 2);
+        let ins = [
+            Some(t(&x, &[seq, 0, inp])),
+            Some(t(&w, &[2, gates * h, inp])),
+            Some(t(&rr, &[2, gates * h, h])),
+        ];
+        let out = run(cell, &ins, n_out).expect("an empty batch runs");
+        for (shape, data) in &out {
+            assert!(data.is_empty(), "{shape:?}");
+        }
+    }
 }

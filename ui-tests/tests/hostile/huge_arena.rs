@@ -1,0 +1,4 @@
+#[lele::model("../../../../ui-tests/tests/hostile/models/huge_arena.toml")]
+struct Model;
+
+fn main() {}
