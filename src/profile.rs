@@ -50,6 +50,22 @@ pub struct NodeTime {
 }
 
 impl NodeTime {
+    /// The row as one JSON object (`op`, `name`, `mean_ms`, `share`,
+    /// `flops`, `bytes`), what `lele bench --profile`'s runners print.
+    /// Every character outside printable ASCII is a `\uXXXX` escape, so
+    /// the line is safe on a terminal whatever the model's names hold.
+    pub fn to_json(&self) -> String {
+        format!(
+            "{{\"op\":{},\"name\":{},\"mean_ms\":{},\"share\":{},\"flops\":{},\"bytes\":{}}}",
+            json_string(self.op),
+            json_string(self.name),
+            json_number(self.mean.as_secs_f64() * 1e3),
+            json_number(self.share),
+            self.work.flops,
+            self.work.bytes
+        )
+    }
+
     /// Arithmetic rate (GFLOP/s; `None` for a node without products or
     /// without measurable time).
     pub fn gflops(&self) -> Option<f64> {
@@ -196,5 +212,59 @@ mod tests {
         );
         assert!(a.gflops().is_some_and(|g| g > 0.0 && g < 1e-3), "{a:?}");
         assert_eq!(b.gflops(), None);
+    }
+}
+
+/// `s` as a JSON string literal in printable ASCII.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A finite number as JSON (JSON has no NaN or infinity: those are 0).
+fn json_number(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "0".into()
+    }
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::*;
+
+    #[test]
+    fn json_rows_are_printable_ascii() {
+        let row = NodeTime {
+            node: 0,
+            op: "Conv",
+            name: "a\"b\\c\u{1b}[2J\u{202e}\u{1F600}",
+            mean: Duration::from_micros(1500),
+            share: 0.25,
+            work: Work { flops: 7, bytes: 9 },
+        };
+        let json = row.to_json();
+        assert!(json.bytes().all(|b| (b' '..=b'~').contains(&b)), "{json}");
+        assert_eq!(
+            json,
+            "{\"op\":\"Conv\",\"name\":\"a\\\"b\\\\c\\u001b[2J\\u202e\\ud83d\\ude00\",\
+             \"mean_ms\":1.5,\"share\":0.25,\"flops\":7,\"bytes\":9}"
+        );
     }
 }

@@ -17,6 +17,8 @@ pub mod codegen;
 pub mod dtype;
 pub mod error;
 pub mod kernel;
+#[cfg(feature = "npy")]
+pub mod npy;
 pub mod rt;
 pub mod shape;
 pub mod simd;

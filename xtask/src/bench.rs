@@ -17,6 +17,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use lele_build::cli::bench::{RunnerReport, bench_runner, run_bench_runner, summary};
 use lele_build::cli::run::InputArgs;
+use lele_build::cli::target::Target;
 
 use crate::fixtures::fixtures_dir;
 use crate::models::zoo_dir;
@@ -69,6 +70,41 @@ pub struct Opts {
     /// an AVX-512 machine compares the two on AVX2.
     #[arg(long, value_parser = ["avx2"])]
     pub isa: Option<String>,
+    /// `wasm32-wasip1`: lele's models built for wasm (simd128) and timed in
+    /// node, next to onnxruntime-web's wasm backend (SIMD, one thread) in
+    /// node: both after warm-up, with V8's optimizing tier from the start
+    /// (`--no-liftoff`). One thread; no tract.
+    #[arg(long, value_parser = ["host", "wasm32-wasip1"], default_value = "host")]
+    pub target: String,
+}
+
+/// The onnxruntime-web release compared with in `--target wasm32-wasip1`.
+const ORT_WEB_VERSION: &str = "1.30.0";
+
+/// Installs the pinned onnxruntime-web into `target/npm/ort-web` (once) and
+/// returns the package's directory.
+fn ort_web() -> anyhow::Result<PathBuf> {
+    let root = repo_root().join("target/npm/ort-web");
+    let package = root.join("node_modules/onnxruntime-web");
+    let installed = std::fs::read_to_string(package.join("package.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v["version"] == ORT_WEB_VERSION);
+    if !installed {
+        std::fs::create_dir_all(&root)?;
+        std::fs::write(
+            root.join("package.json"),
+            "{\"name\": \"lele-ort-web-bench\", \"private\": true}\n",
+        )?;
+        crate::util::run_inherited(
+            Command::new("npm")
+                .current_dir(&root)
+                .args(["install", "--no-audit", "--no-fund", "--ignore-scripts"])
+                .arg(format!("onnxruntime-web@{ORT_WEB_VERSION}")),
+        )
+        .context("installing onnxruntime-web with npm")?;
+    }
+    Ok(package)
 }
 
 /// One engine configuration of one model.
@@ -183,14 +219,46 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
     if cases.is_empty() {
         bail!("no benchmark case matches {:?}", o.models);
     }
-    let py = python()?;
-    let ort_script = repo_root().join("xtask/python/bench_ort.py");
-    let tract = step("bench: building the tract runner", tract_runner)?;
-    let mut configs = vec![Config {
-        engine: "tract",
-        threads: 1,
-    }];
-    for &t in &o.threads {
+    let wasm = o.target == "wasm32-wasip1";
+    let target = if wasm {
+        Target::Wasm32Wasip1
+    } else {
+        Target::Host
+    };
+    // The ORT engine: native ONNX Runtime from Python, or onnxruntime-web
+    // in node.
+    let ort_cmd: Box<dyn Fn() -> Command> = if wasm {
+        let package = step("bench: installing onnxruntime-web", ort_web)?;
+        let script = repo_root().join("xtask/runners/bench_ort_web.mjs");
+        Box::new(move || {
+            let mut c = Command::new("node");
+            c.args(["--no-warnings", "--no-liftoff"])
+                .arg(&script)
+                .arg("--ort")
+                .arg(&package);
+            c
+        })
+    } else {
+        let py = python()?;
+        let script = repo_root().join("xtask/python/bench_ort.py");
+        Box::new(move || {
+            let mut c = Command::new(&py);
+            c.arg(&script);
+            c
+        })
+    };
+    let mut configs = Vec::new();
+    let tract = if wasm {
+        None
+    } else {
+        configs.push(Config {
+            engine: "tract",
+            threads: 1,
+        });
+        Some(step("bench: building the tract runner", tract_runner)?)
+    };
+    let threads: &[usize] = if wasm { &[1] } else { &o.threads };
+    for &t in threads {
         for engine in ["lele", "ort"] {
             configs.push(Config { engine, threads: t });
         }
@@ -209,7 +277,7 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
                     ..Default::default()
                 };
                 let dir = repo_root().join("target/bench/inputs").join(case.name);
-                Ok(bench_runner(&case.model, &io, &dir)?)
+                Ok(bench_runner(&case.model, &io, &dir, target)?)
             },
         );
         step(&format!("bench: {}", case.name), || {
@@ -219,18 +287,17 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
                     let c = &configs[(k + round) % configs.len()];
                     let report = match c.engine {
                         "lele" => match &lele {
-                            Ok((exe, files)) => {
-                                run_bench_runner(exe, files, o.warmup, o.runs, false, c.threads)
-                                    .map_err(anyhow::Error::from)
-                            }
+                            Ok((exe, files)) => run_bench_runner(
+                                exe, files, o.warmup, o.runs, false, c.threads, target,
+                            )
+                            .map_err(anyhow::Error::from),
                             Err(e) => Err(anyhow::anyhow!("{e}")),
                         },
-                        "ort" => {
-                            let mut cmd = Command::new(&py);
-                            cmd.arg(&ort_script);
-                            run_external(cmd, case, c, o)
-                        }
-                        _ => run_external(Command::new(&tract), case, c, o),
+                        "ort" => run_external(ort_cmd(), case, c, o),
+                        _ => match &tract {
+                            Some(t) => run_external(Command::new(t), case, c, o),
+                            None => Err(anyhow::anyhow!("no tract runner")),
+                        },
                     };
                     let agg = results.entry((case.name, c.clone())).or_default();
                     match report {
@@ -247,7 +314,7 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
             Ok(())
         })?;
     }
-    report(&cases, &configs, &results, o)
+    report(&cases, &configs, &results, o, threads)
 }
 
 fn report(
@@ -255,7 +322,18 @@ fn report(
     configs: &[Config],
     results: &BTreeMap<(&str, Config), Agg>,
     o: &Opts,
+    threads: &[usize],
 ) -> anyhow::Result<()> {
+    let wasm = o.target == "wasm32-wasip1";
+    let ort = if wasm { "ORT-web" } else { "ORT" };
+    let (lele_name, ort_name) = if wasm {
+        (
+            "lele (wasm32-wasip1, simd128, node)",
+            "onnxruntime-web (wasm, SIMD, node)",
+        )
+    } else {
+        ("lele", "ONNX Runtime")
+    };
     let mut jsonl = String::new();
     let mut md = String::new();
     let ort_median = |case: &str, threads: usize| {
@@ -309,17 +387,18 @@ fn report(
         }
     };
     let mut geo: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    for &t in &o.threads {
+    for &t in threads {
         writeln!(
             md,
-            "\n**lele and ONNX Runtime with {t} thread{}** (tract: 1 thread), median ms of {} runs × {} rounds:\n",
+            "\n**{lele_name} and {ort_name} with {t} thread{}**{}, median ms of {} runs × {} rounds:\n",
             if t == 1 { "" } else { "s" },
+            if wasm { "" } else { " (tract: 1 thread)" },
             o.runs,
             o.rounds
         )?;
         writeln!(
             md,
-            "| model | lele | ORT | tract | ORT / lele | lele first output (ms) | ORT first output (ms) | lele peak RSS (MiB) | ORT peak RSS (MiB) |"
+            "| model | lele | {ort} | tract | {ort} / lele | lele first output (ms) | {ort} first output (ms) | lele peak RSS (MiB) | {ort} peak RSS (MiB) |"
         )?;
         writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
         for case in cases {
@@ -369,7 +448,7 @@ fn report(
             let g = (r.iter().map(|v| v.ln()).sum::<f64>() / r.len() as f64).exp();
             writeln!(
                 md,
-                "\nGeometric mean of ORT / lele over {} models: {g:.2}",
+                "\nGeometric mean of {ort} / lele over {} models: {g:.2}",
                 r.len()
             )?;
         }

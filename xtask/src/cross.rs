@@ -103,7 +103,7 @@ impl Target {
                 );
             }
             Target::Wasm => {
-                let runner = python::repo_root().join("xtask/runners/wasi.mjs");
+                let runner = python::repo_root().join("lele-build/src/cli/wasi_runner.mjs");
                 cmd.env(
                     "CARGO_TARGET_WASM32_WASIP1_RUNNER",
                     format!("node --no-warnings {}", runner.display()),

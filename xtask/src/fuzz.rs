@@ -34,6 +34,11 @@ pub struct Opts {
     /// aborts visibly instead of swapping); 0 for none.
     #[arg(long, default_value_t = 8_000_000_000)]
     pub max_memory: u64,
+    /// Build with `-C instrument-coverage` (in `target/fuzz-cov`) and, after
+    /// each target, print the line and region coverage of the code it
+    /// aims at (llvm-cov, from rustup's `llvm-tools` component).
+    #[arg(long)]
+    pub coverage: bool,
 }
 
 /// The build's environment: release speed with overflow checks and debug
@@ -41,10 +46,20 @@ pub struct Opts {
 /// overflow there is a panic), in a target directory of its own so that
 /// the workspace's release build is not rebuilt back and forth. Findings
 /// still go to `target/fuzz-findings`.
-fn build_env(cmd: &mut Command) -> &mut Command {
+fn build_env(cmd: &mut Command, coverage: bool) -> &mut Command {
     let root = repo_root();
+    if coverage {
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", "-Cinstrument-coverage");
+        // Build scripts are instrumented too: their profiles go here, not
+        // into the working directory (a target's run sets its own).
+        cmd.env(
+            "LLVM_PROFILE_FILE",
+            root.join("target/fuzz-cov/build-profiles/%p-%m.profraw"),
+        );
+    }
+    let dir = if coverage { "fuzz-cov" } else { "fuzz-build" };
     cmd.current_dir(&root)
-        .env("CARGO_TARGET_DIR", root.join("target").join("fuzz-build"))
+        .env("CARGO_TARGET_DIR", root.join("target").join(dir))
         .env("CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS", "true")
         .env("CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS", "true")
         .env(
@@ -63,11 +78,21 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
         None => TARGETS.to_vec(),
     };
     // Build first, without the memory limit (rustc is not what is tested).
-    run_inherited(
-        build_env(&mut Command::new(&cargo))
-            .args(TEST)
-            .arg("--no-run"),
-    )?;
+    let binary = if opts.coverage {
+        let tools = crate::fuzz_coverage::Tools::find()?;
+        let bin = crate::fuzz_coverage::test_binary(build_env(
+            Command::new(&cargo).args(TEST).arg("--no-run"),
+            true,
+        ))?;
+        Some((tools, bin))
+    } else {
+        run_inherited(
+            build_env(&mut Command::new(&cargo), false)
+                .args(TEST)
+                .arg("--no-run"),
+        )?;
+        None
+    };
     let prlimit = opts.max_memory > 0
         && Command::new("prlimit")
             .arg("--version")
@@ -81,7 +106,7 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
         } else {
             Command::new(&cargo)
         };
-        build_env(&mut cmd).args(TEST).args([
+        build_env(&mut cmd, opts.coverage).args(TEST).args([
             "--",
             "--nocapture",
             "--test-threads",
@@ -108,7 +133,18 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
         if let Some(case) = opts.case {
             cmd.env("LELE_FUZZ_CASE", case.to_string());
         }
-        run_inherited(&mut cmd)?;
+        let Some((tools, bin)) = &binary else {
+            run_inherited(&mut cmd)?;
+            continue;
+        };
+        let profiles = crate::fuzz_coverage::fresh_profile_dir(target)?;
+        cmd.env("LLVM_PROFILE_FILE", profiles.join("%p-%m.profraw"));
+        // A finding fails the run; the coverage it reached is still shown.
+        let ran = run_inherited(&mut cmd);
+        let report = tools.report(target, bin, &profiles)?;
+        print!("{report}");
+        crate::fuzz_coverage::append_log(target, &report)?;
+        ran?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ mod cross;
 mod demo;
 mod fixtures;
 mod fuzz;
+mod fuzz_coverage;
 mod models;
 mod protos;
 mod python;

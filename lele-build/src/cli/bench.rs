@@ -1,11 +1,11 @@
 //! `lele bench`: times a model through generated code (a release build of
 //! the same runner crate `lele run` uses, with a timing `main`).
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
 use super::run::{InputArgs, RunnerKind, build_runner, prepare_inputs};
+use super::target::Target;
 use crate::error::{BuildError, Result, escape_controls as esc};
 
 /// Arguments of `lele bench`.
@@ -36,6 +36,11 @@ pub struct BenchArgs {
     /// With `--profile`: how many nodes to list (0 = all).
     #[arg(long, default_value_t = 25)]
     pub top: usize,
+    /// Build and time the model for this target (as for `lele run`):
+    /// `wasm32-wasip1` times wasm code in node; an aarch64 build on another
+    /// host runs under qemu, which checks it but says nothing of speed.
+    #[arg(long, default_value = "host")]
+    pub target: Target,
 }
 
 /// What a runner process prints (lele's, and the ORT and tract runners
@@ -145,13 +150,19 @@ pub fn summary(times: &[f64]) -> Option<(f64, f64, f64)> {
 
 /// Builds the timing runner of `model` (release) and writes its inputs
 /// into `dir`; returns the executable and the input files in order.
-pub fn bench_runner(model: &Path, io: &InputArgs, dir: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
+pub fn bench_runner(
+    model: &Path,
+    io: &InputArgs,
+    dir: &Path,
+    target: Target,
+) -> Result<(PathBuf, Vec<PathBuf>)> {
     let p = prepare_inputs(model, io, dir)?;
-    let exe = build_runner(&p.model, &p.graph, &p.toml_text, RunnerKind::Bench)?;
+    let exe = build_runner(&p.model, &p.graph, &p.toml_text, RunnerKind::Bench, target)?;
     Ok((exe, p.input_files))
 }
 
-/// Runs a timing runner once and parses its report.
+/// Runs a timing runner (built for `target`) once and parses its report.
+#[allow(clippy::too_many_arguments)]
 pub fn run_bench_runner(
     exe: &Path,
     inputs: &[PathBuf],
@@ -159,8 +170,10 @@ pub fn run_bench_runner(
     runs: usize,
     profile: bool,
     threads: usize,
+    target: Target,
 ) -> Result<RunnerReport> {
-    let out = Command::new(exe)
+    let out = target
+        .command(exe, true)?
         .arg(warmup.to_string())
         .arg(runs.to_string())
         .arg(if profile { "profile" } else { "time" })
@@ -193,7 +206,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         return Err(BuildError::Config("--runs must be at least 1".into()));
     }
     let dir = crate::fetch::cache_root().join("bench").join("inputs");
-    let (exe, inputs) = bench_runner(&args.model, &args.io, &dir)?;
+    let (exe, inputs) = bench_runner(&args.model, &args.io, &dir, args.target)?;
     let r = run_bench_runner(
         &exe,
         &inputs,
@@ -201,6 +214,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         args.runs,
         args.profile,
         args.threads,
+        args.target,
     )?;
     let (median, min, max) = summary(&r.times_ms)
         .ok_or_else(|| BuildError::Other("the runner reported no timings".into()))?;

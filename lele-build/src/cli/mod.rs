@@ -18,6 +18,7 @@ macro_rules! outln {
 pub mod bench;
 mod inspect;
 pub mod run;
+pub mod target;
 pub use run::file_name;
 
 use std::path::PathBuf;

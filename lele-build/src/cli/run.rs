@@ -9,6 +9,7 @@ use proc_macro2::Literal;
 use quote::{format_ident, quote};
 use sha2::{Digest, Sha256};
 
+use super::target::Target;
 use super::{format_tokens, toml_string};
 use crate::error::{BuildError, Result};
 use crate::ir::{DeclaredDim, Tensor};
@@ -41,6 +42,11 @@ pub struct RunArgs {
     /// Directory for the outputs.
     #[arg(long)]
     pub out: PathBuf,
+    /// Build the model for this target and run it there: `host` (default),
+    /// `aarch64-unknown-linux-gnu` (under qemu on other hosts) or
+    /// `wasm32-wasip1` (simd128, under node).
+    #[arg(long, default_value = "host")]
+    pub target: Target,
 }
 
 /// Which program the generated crate around a model is.
@@ -396,11 +402,22 @@ pub fn prepare_inputs(model: &Path, args: &InputArgs, dir: &Path) -> Result<Prep
 pub fn run(args: &RunArgs) -> Result<()> {
     let p = prepare_inputs(&args.model, &args.io, &args.out)?;
     let (model, g, toml_text, input_files) = (p.model, p.graph, p.toml_text, p.input_files);
-    let exe = build_runner(&model, &g, &toml_text, RunnerKind::Run)?;
+    let exe = build_runner(&model, &g, &toml_text, RunnerKind::Run, args.target)?;
+    // Absolute, so that a runner under node's WASI finds it too.
+    std::fs::create_dir_all(&args.out).map_err(|source| BuildError::Io {
+        path: args.out.clone(),
+        source,
+    })?;
+    let out_dir = args.out.canonicalize().map_err(|source| BuildError::Io {
+        path: args.out.clone(),
+        source,
+    })?;
     // The runner's messages can quote the model's names: captured, and
     // shown escaped with the error.
-    let done = Command::new(&exe)
-        .arg(&args.out)
+    let done = args
+        .target
+        .command(&exe, false)?
+        .arg(&out_dir)
         .args(&input_files)
         .output()
         .map_err(|source| BuildError::Io {
@@ -432,6 +449,7 @@ pub fn build_runner(
     g: &crate::ir::Graph,
     toml_text: &str,
     kind: RunnerKind,
+    target: Target,
 ) -> Result<PathBuf> {
     let model_bytes = std::fs::read(model).map_err(|source| BuildError::Io {
         path: model.to_path_buf(),
@@ -446,7 +464,7 @@ pub fn build_runner(
     }
     h.update(toml_text.as_bytes());
     h.update(&model_bytes);
-    h.update(format!("{kind:?}").as_bytes());
+    h.update(format!("{kind:?} {}", target.name()).as_bytes());
     let hash: String = h
         .finalize()
         .iter()
@@ -455,16 +473,16 @@ pub fn build_runner(
         .collect();
     let root = crate::fetch::cache_root().join("run");
     let dir = root.join(&hash);
-    let target = root.join("target");
     let (package, profile) = match kind {
         RunnerKind::Run => (format!("lele-run-{hash}"), "debug"),
         RunnerKind::Bench => (format!("lele-bench-{hash}"), "release"),
     };
-    let exe = target.join(profile).join(&package);
+    let target_dir = root.join("target");
+    let exe = target.executable(&target_dir, profile, &package);
     let release = kind == RunnerKind::Bench;
     if exe.exists() && dir.join("src").join("model.rs").exists() {
         // Generated already: cargo only relinks if a lele source changed.
-        cargo_build(&dir, &target, release)?;
+        cargo_build(&dir, &target_dir, release, target)?;
         return Ok(exe);
     }
     let src = dir.join("src");
@@ -493,17 +511,18 @@ pub fn build_runner(
     let lele_dir = lele_source_dir();
     let manifest = format!(
         "[package]\nname = \"{package}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [dependencies]\nlele = {{ path = {} }}\nlele-build = {{ path = {} }}\n\n[workspace]\n\n\
+         [dependencies]\nlele = {{ path = {} }}\nlele-kernels = {{ path = {}, features = [\"npy\"] }}\n\n\
+         [workspace]\n\n\
          [profile.dev]\ndebug = false\n\n[profile.dev.package.lele-kernels]\nopt-level = 3\n\n\
          [profile.release]\ndebug = false\n",
         toml_string(&lele_dir.to_string_lossy()),
-        toml_string(&lele_dir.join("lele-build").to_string_lossy())
+        toml_string(&lele_dir.join("lele-kernels").to_string_lossy())
     );
     std::fs::write(dir.join("Cargo.toml"), manifest).map_err(|source| BuildError::Io {
         path: dir.join("Cargo.toml"),
         source,
     })?;
-    cargo_build(&dir, &target, release)?;
+    cargo_build(&dir, &target_dir, release, target)?;
     Ok(exe)
 }
 
@@ -519,7 +538,7 @@ fn input_reads(
         let t = format_ident!("t{k}");
         let a = k + first;
         reads.push(quote! {
-            let #t = ::lele_build::npy::read(::std::path::Path::new(&argv[#a]))?;
+            let #t = ::lele::kernels::npy::parse(&::std::fs::read(&argv[#a])?)?;
         });
         args.push(quote!(::lele::kernels::TensorView::from_untyped(#t.view()?)?));
     }
@@ -550,7 +569,8 @@ fn run_main(
             {
                 let t = out.#ident.as_untyped();
                 let dtype = ::lele::DType::from_onnx_code(#dtype_code).ok_or("dtype")?;
-                ::lele_build::npy::write(&out_dir.join(#file), dtype, t.shape.dims(), t.data)?;
+                let bytes = ::lele::kernels::npy::to_bytes(dtype, t.shape.dims(), t.data);
+                ::std::fs::write(out_dir.join(#file), bytes)?;
             }
         });
     }
@@ -618,14 +638,7 @@ fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
                 let rows: Vec<String> = timer
                     .report(Model::node_labels())
                     .iter()
-                    .map(|r| ::lele_build::cli::bench::node_time_json(&::lele_build::cli::bench::NodeTimeReport {
-                        op: r.op.into(),
-                        name: r.name.into(),
-                        mean_ms: r.mean.as_secs_f64() * 1e3,
-                        share: r.share,
-                        flops: r.work.flops,
-                        bytes: r.work.bytes,
-                    }))
+                    .map(|r| r.to_json())
                     .collect();
                 profile = format!(",\"profile\":[{}]", rows.join(","));
             }
@@ -640,24 +653,31 @@ fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
     }
 }
 
-fn cargo_build(dir: &Path, target: &Path, release: bool) -> Result<()> {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .arg("build")
+fn cargo_build(dir: &Path, target_dir: &Path, release: bool, target: Target) -> Result<()> {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.arg("build");
+    target.configure_build(&mut cmd)?;
+    let status = cmd
         .args(release.then_some("--release"))
         .arg("--quiet")
         .arg("--manifest-path")
         .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")
-        .arg(target)
+        .arg(target_dir)
         .status()
         .map_err(|source| BuildError::Io {
             path: dir.to_path_buf(),
             source,
         })?;
     if !status.success() {
-        return Err(BuildError::Other(
-            "building the generated model failed".into(),
-        ));
+        let hint = match target.triple() {
+            Some(t) => format!(" (is the target installed? `rustup target add {t}`)"),
+            None => String::new(),
+        };
+        return Err(BuildError::Other(format!(
+            "building the generated model for {} failed{hint}",
+            target.name()
+        )));
     }
     Ok(())
 }

@@ -1,6 +1,8 @@
-// Cargo runner for wasm32-wasip1 test and bench binaries: runs the module
-// under node's WASI with the working directory preopened, forwarding the
-// arguments and the exit code (`CARGO_TARGET_WASM32_WASIP1_RUNNER`).
+// Runs a wasm32-wasip1 program under node's WASI with the working directory
+// and the file system root preopened, forwarding its arguments and exit
+// code: `node wasi_runner.mjs PROGRAM.wasm ARGS...`. `lele run|bench
+// --target wasm32-wasip1` runs models with it, and the kernel tests use it
+// as cargo's runner (`CARGO_TARGET_WASM32_WASIP1_RUNNER`).
 import { readFile } from "node:fs/promises";
 import { WASI } from "node:wasi";
 import process from "node:process";
