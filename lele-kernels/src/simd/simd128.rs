@@ -114,6 +114,10 @@ unsafe impl Simd for Simd128 {
         fused(f32x4_neg(a), b, c)
     }
     #[inline(always)]
+    fn mul_add_approx(self, a: v128, b: v128, c: v128) -> v128 {
+        f32x4_add(f32x4_mul(a, b), c)
+    }
+    #[inline(always)]
     fn product_residue(self, a: v128, b: v128, c: v128) -> v128 {
         fused(a, b, f32x4_neg(c))
     }

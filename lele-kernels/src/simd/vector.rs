@@ -94,6 +94,14 @@ pub(crate) unsafe trait Simd: Copy {
     fn mul_add(self, a: Self::F32, b: Self::F32, c: Self::F32) -> Self::F32;
     /// `c - a · b`, one rounding.
     fn neg_mul_add(self, a: Self::F32, b: Self::F32, c: Self::F32) -> Self::F32;
+    /// `a · b + c` for the steps of a polynomial or a range reduction,
+    /// where a second rounding costs no meaningful accuracy: fused where
+    /// the ISA fuses, else (wasm simd128, whose fused operation is emulated
+    /// at ten times the cost) a multiply, then an add.
+    #[inline(always)]
+    fn mul_add_approx(self, a: Self::F32, b: Self::F32, c: Self::F32) -> Self::F32 {
+        self.mul_add(a, b, c)
+    }
     /// `a · b - c` rounded once, for `c` within a factor of two of `a · b`
     /// (the rounding residue of a product, or of a product near 1): a
     /// fused multiply-subtract where the ISA has one.

@@ -24,30 +24,44 @@ use crate::simd::Simd;
 
 /// `e^x = p · 2^n`: the polynomial `p` of the reduced argument (about
 /// [0.7, 1.42]) and the whole number `n`, for `x` in [-87, 88] (or -104
-/// for [`sigmoid_far`]).
+/// for [`sigmoid_far`]). `exact`: every step one fused rounding, as the
+/// scalar [`super::super::math::sigmoid_far`] (which must match bit for
+/// bit); else [`Simd::mul_add_approx`] steps, the same on FMA backends and
+/// far cheaper on wasm.
 #[inline(always)]
-fn exp_parts<S: Simd>(s: S, x: S::F32) -> (S::F32, S::F32) {
+fn exp_parts<S: Simd>(s: S, x: S::F32, exact: bool) -> (S::F32, S::F32) {
     let magic = s.splat(12582912.0);
-    let t = s.mul_add(x, s.splat(core::f32::consts::LOG2_E), magic);
+    let t = madd(s, exact, x, s.splat(core::f32::consts::LOG2_E), magic);
     let n = s.sub(t, magic);
-    let r = s.neg_mul_add(n, s.splat(0.693_145_75), x);
-    let r = s.neg_mul_add(n, s.splat(1.428_606_8e-6), r);
+    let neg_n = s.xor(n, s.splat(-0.0));
+    let r = madd(s, exact, neg_n, s.splat(0.693_145_75), x);
+    let r = madd(s, exact, neg_n, s.splat(1.428_606_8e-6), r);
     // Estrin's scheme, as the scalar code: Horner's seven dependent steps
     // bound the loops.
     let [c2, c3, c4, c5, c6] = EXP_POLY;
     let r2 = s.mul(r, r);
-    let a = s.mul_add(s.splat(c3), r, s.splat(c2));
-    let b = s.mul_add(s.splat(c5), r, s.splat(c4));
+    let a = madd(s, exact, s.splat(c3), r, s.splat(c2));
+    let b = madd(s, exact, s.splat(c5), r, s.splat(c4));
     let lo = s.add(r, s.splat(1.0));
-    let q = s.mul_add(s.splat(c6), r2, b);
-    let q = s.mul_add(q, r2, a);
-    (s.mul_add(q, r2, lo), n)
+    let q = madd(s, exact, s.splat(c6), r2, b);
+    let q = madd(s, exact, q, r2, a);
+    (madd(s, exact, q, r2, lo), n)
+}
+
+/// `a · b + c`: fused when `exact`, else [`Simd::mul_add_approx`].
+#[inline(always)]
+fn madd<S: Simd>(s: S, exact: bool, a: S::F32, b: S::F32, c: S::F32) -> S::F32 {
+    if exact {
+        s.mul_add(a, b, c)
+    } else {
+        s.mul_add_approx(a, b, c)
+    }
 }
 
 /// `e^x` for `x` already clamped to [-87, 88].
 #[inline(always)]
 pub(super) fn exp_clamped<S: Simd>(s: S, x: S::F32) -> S::F32 {
-    let (p, n) = exp_parts(s, x);
+    let (p, n) = exp_parts(s, x, false);
     s.ldexp(p, n)
 }
 
@@ -60,7 +74,7 @@ pub(super) fn exp_clamped<S: Simd>(s: S, x: S::F32) -> S::F32 {
 /// itself would get.
 #[inline(always)]
 fn sigmoid_far<S: Simd>(s: S, z: S::F32) -> S::F32 {
-    let (p, n) = exp_parts(s, s.max(z, s.splat(-104.0)));
+    let (p, n) = exp_parts(s, s.max(z, s.splat(-104.0)), true);
     s.round_to_bits(s.ldexp(p, s.add(n, s.splat(149.0))))
 }
 
@@ -169,15 +183,15 @@ fn erfc_scaled<S: Simd>(s: S, u: S::F32) -> S::F32 {
     let u2 = s.mul(u, u);
     let u4 = s.mul(u2, u2);
     let k = GELU_S;
-    let p0 = s.mul_add(s.splat(k[1]), u, s.splat(k[0]));
-    let p2 = s.mul_add(s.splat(k[3]), u, s.splat(k[2]));
-    let p4 = s.mul_add(s.splat(k[5]), u, s.splat(k[4]));
-    let p6 = s.mul_add(s.splat(k[7]), u, s.splat(k[6]));
-    let p8 = s.mul_add(s.splat(k[9]), u, s.splat(k[8]));
-    let q0 = s.mul_add(p2, u2, p0);
-    let q4 = s.mul_add(p6, u2, p4);
-    let lo = s.mul_add(q4, u4, q0);
-    s.mul_add(s.mul(p8, u4), u4, lo)
+    let p0 = s.mul_add_approx(s.splat(k[1]), u, s.splat(k[0]));
+    let p2 = s.mul_add_approx(s.splat(k[3]), u, s.splat(k[2]));
+    let p4 = s.mul_add_approx(s.splat(k[5]), u, s.splat(k[4]));
+    let p6 = s.mul_add_approx(s.splat(k[7]), u, s.splat(k[6]));
+    let p8 = s.mul_add_approx(s.splat(k[9]), u, s.splat(k[8]));
+    let q0 = s.mul_add_approx(p2, u2, p0);
+    let q4 = s.mul_add_approx(p6, u2, p4);
+    let lo = s.mul_add_approx(q4, u4, q0);
+    s.mul_add_approx(s.mul(p8, u4), u4, lo)
 }
 
 /// [`super::super::math::erf_f32`], both of its branches computed and blended;
@@ -190,15 +204,15 @@ pub(super) fn erf<S: Simd>(s: S, x: S::F32) -> (S::F32, u32) {
     let x2 = s.mul(x, x);
     let x4 = s.mul(x2, x2);
     let k = ERF_SMALL;
-    let lo = s.mul_add(s.splat(k[1]), x2, s.splat(k[0]));
-    let mid = s.mul_add(s.splat(k[3]), x2, s.splat(k[2]));
-    let hi = s.mul_add(s.splat(k[5]), x2, s.splat(k[4]));
-    let r = s.mul_add(s.mul_add(hi, x4, mid), x4, lo);
-    let rest = s.mul(x, s.mul_add(x2, r, s.splat(ERF_C0[1])));
+    let lo = s.mul_add_approx(s.splat(k[1]), x2, s.splat(k[0]));
+    let mid = s.mul_add_approx(s.splat(k[3]), x2, s.splat(k[2]));
+    let hi = s.mul_add_approx(s.splat(k[5]), x2, s.splat(k[4]));
+    let r = s.mul_add_approx(s.mul_add_approx(hi, x4, mid), x4, lo);
+    let rest = s.mul(x, s.mul_add_approx(x2, r, s.splat(ERF_C0[1])));
     let small = s.mul_add(x, s.splat(ERF_C0[0]), rest);
     // Else ±(1 - e^{-z²}·u·S(u)).
     let z = s.min(abs, s.splat(ERF_ONE));
-    let u = s.div(one, s.mul_add(z, s.splat(0.5), one));
+    let u = s.div(one, s.mul_add_approx(z, s.splat(0.5), one));
     let e = exp_clamped(s, s.sub(s.splat(0.0), s.mul(z, z)));
     let erfc = s.mul(s.mul(e, u), erfc_scaled(s, u));
     let big = s.or(s.sub(one, erfc), sign);
