@@ -10,12 +10,7 @@ struct SileroVad;
 fn stream(case: &str, steps: usize) {
     let model = SileroVad::new().unwrap();
     let mut ws = model.workspace();
-    let mut state: Vec<f32> = load(case, 0, "in", 1)
-        .to_f64s()
-        .unwrap()
-        .iter()
-        .map(|&v| v as f32)
-        .collect();
+    let mut state: Vec<f32> = view::<f32>(&load(case, 0, "in", 1)).data().to_vec();
     for step in 0..steps {
         let input = load(case, step, "in", 0);
         let sr = load(case, step, "in", 2);

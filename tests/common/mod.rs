@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 use std::path::PathBuf;
 
+use lele::kernels::npy::NpyArray as Tensor;
 use lele::kernels::{DType, TensorRef, TensorView};
-use lele_build::ir::Tensor;
 
 /// Directory of the reference data.
 pub fn fixtures_dir() -> PathBuf {
@@ -23,7 +23,9 @@ pub fn load(case: &str, step: usize, kind: &str, i: usize) -> Tensor {
         .join(case)
         .join(format!("step{step}"))
         .join(format!("{kind}_{i}.npy"));
-    lele_build::npy::read(&p).unwrap_or_else(|e| panic!("{e}\n(run `cargo xtask fixtures` first)"))
+    let bytes = std::fs::read(&p)
+        .unwrap_or_else(|e| panic!("{}: {e}\n(run `cargo xtask fixtures` first)", p.display()));
+    lele::kernels::npy::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 /// A typed view of a fixture tensor.

@@ -1,9 +1,12 @@
 //! `cargo xtask cross`: lele's tests on the targets this x86_64 machine
 //! emulates — aarch64 (NEON) under `qemu-aarch64`, wasm32-wasip1 (simd128)
-//! under node's WASI. CI runs each target's kernel tests and, on aarch64,
-//! every model parity test, on NEON and on the portable code (for
-//! correctness: emulated timings mean nothing).
+//! under node's WASI. CI runs each target's kernel tests and every model
+//! parity test (on aarch64 both on NEON and on the portable code), for
+//! correctness: emulated timings mean nothing, and wasm timings come from
+//! `cargo xtask bench --target wasm32-wasip1`.
 use std::path::Path;
+
+use anyhow::Context;
 use std::process::Command;
 
 use crate::python;
@@ -38,6 +41,9 @@ pub enum What {
     Models,
     /// The same with `LELE_ISA=scalar` (the portable code, not NEON).
     ModelsPortable,
+    /// `lele run --target …` on Silero VAD's first fixture step, its
+    /// outputs checked against ONNX Runtime's.
+    CliRun,
 }
 
 /// One CI leg: a target and what runs on it.
@@ -66,6 +72,14 @@ pub const LEGS: &[Leg] = &[
     Leg {
         target: Target::Wasm,
         what: What::Kernels,
+    },
+    Leg {
+        target: Target::Wasm,
+        what: What::Models,
+    },
+    Leg {
+        target: Target::Wasm,
+        what: What::CliRun,
     },
 ];
 
@@ -124,6 +138,7 @@ impl Leg {
             What::Kernels => "kernel tests",
             What::Models => "model parity tests",
             What::ModelsPortable => "model parity tests, LELE_ISA=scalar,",
+            What::CliRun => "`lele run --target` (Silero VAD)",
         };
         format!("{what} on {}", self.target.triple())
     }
@@ -131,6 +146,9 @@ impl Leg {
 
 /// Runs one leg.
 pub fn run(leg: &Leg, zoo: &Path, fixtures: &Path) -> anyhow::Result<()> {
+    if let What::CliRun = leg.what {
+        return cli_run(leg.target, zoo, fixtures);
+    }
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.arg("test")
         .args(["--target", leg.target.triple()])
@@ -143,6 +161,7 @@ pub fn run(leg: &Leg, zoo: &Path, fixtures: &Path) -> anyhow::Result<()> {
         What::Kernels => {
             cmd.args(["-p", "lele-kernels"]);
         }
+        What::CliRun => unreachable!("handled above"),
         What::Models | What::ModelsPortable => {
             cmd.args(["-p", "lele"]);
             for t in ALL_MODELS {
@@ -154,6 +173,58 @@ pub fn run(leg: &Leg, zoo: &Path, fixtures: &Path) -> anyhow::Result<()> {
         }
     }
     run_inherited(&mut cmd)
+}
+
+/// `lele run --target T` (the workspace's debug `lele`, built first) on
+/// the first step of the `silero_vad_16k` fixture; each output must match
+/// ONNX Runtime's as the parity tests require (|lele - ort| <= 1e-4 +
+/// 1e-3 |ort|).
+fn cli_run(target: Target, zoo: &Path, fixtures: &Path) -> anyhow::Result<()> {
+    let root = python::repo_root();
+    run_inherited(
+        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["build", "-p", "lele-build", "--bin", "lele"])
+            .current_dir(&root),
+    )?;
+    let step0 = fixtures.join("silero_vad_16k/step0");
+    let out = root.join("target/cli-targets").join(target.triple());
+    let _ = std::fs::remove_dir_all(&out);
+    let mut cmd = Command::new(root.join("target/debug/lele"));
+    cmd.arg("run")
+        .arg(zoo.join("silero_vad.onnx"))
+        .arg("--out")
+        .arg(&out)
+        .args(["--target", target.triple()]);
+    for (i, name) in ["input", "state", "sr"].iter().enumerate() {
+        cmd.arg("--input").arg(format!(
+            "{name}={}",
+            step0.join(format!("in_{i}.npy")).display()
+        ));
+    }
+    run_inherited(&mut cmd)?;
+    for (i, name) in ["output", "stateN"].iter().enumerate() {
+        let got = lele_build::npy::read(&out.join(format!("{name}.npy")))?;
+        let want = lele_build::npy::read(&step0.join(format!("out_{i}.npy")))?;
+        anyhow::ensure!(
+            got.dims == want.dims,
+            "{name}: dims {:?} vs {:?}",
+            got.dims,
+            want.dims
+        );
+        let numbers = |t: &lele_build::ir::Tensor| {
+            t.to_f64s()
+                .with_context(|| format!("{name}: not a numeric tensor"))
+        };
+        let (g, w) = (numbers(&got)?, numbers(&want)?);
+        for (k, (a, b)) in g.iter().zip(&w).enumerate() {
+            anyhow::ensure!(
+                (a - b).abs() <= 1e-4 + 1e-3 * b.abs(),
+                "{name}[{k}]: lele on {} gives {a}, ONNX Runtime {b}",
+                target.triple()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `cargo xtask cross [--target T]`.
@@ -172,16 +243,6 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<()> {
         && !matches!(t, "aarch64" | "wasm")
     {
         anyhow::bail!("--target takes `aarch64` or `wasm`, not `{t}`");
-    }
-    // The model tests are not built for wasm32-wasip1 yet: the root
-    // package's tests read their fixtures through lele-build (with its
-    // network and CLI dependencies), which is not built for wasm32. Said,
-    // not skipped silently.
-    if wanted(Target::Wasm) {
-        eprintln!(
-            "note: model parity tests on wasm32-wasip1 are not run yet (their harness needs \
-             lele-build, not built for wasm32); its kernel tests are"
-        );
     }
     let legs = LEGS.iter().filter(|l| wanted(l.target));
     for leg in legs {

@@ -15,7 +15,7 @@ use crate::util::run_captured;
 fn focus(target: &str) -> &'static [&'static str] {
     match target {
         "onnx_loader" => &["lele-build/src/onnx"],
-        "npy_reader" => &["lele-build/src/npy.rs"],
+        "npy_reader" => &["lele-build/src/npy.rs", "lele-kernels/src/npy.rs"],
         "toml_parser" => &["lele-build/src/config.rs"],
         _ => &["lele-build/src", "lele-kernels/src"],
     }
