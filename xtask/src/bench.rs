@@ -72,8 +72,8 @@ pub struct Opts {
     pub isa: Option<String>,
     /// `wasm32-wasip1`: lele's models built for wasm (simd128) and timed in
     /// node, next to onnxruntime-web's wasm backend (SIMD, one thread) in
-    /// node: both after warm-up, with V8's optimizing tier from the start
-    /// (`--no-liftoff`). One thread; no tract.
+    /// node: both with V8's default tiering, after at least 10 warm-up runs
+    /// (past the tier-up of the hot code). One thread; no tract.
     #[arg(long, value_parser = ["host", "wasm32-wasip1"], default_value = "host")]
     pub target: String,
 }
@@ -170,13 +170,14 @@ fn run_external(
     case: &Case,
     c: &Config,
     o: &Opts,
+    warmup: usize,
 ) -> anyhow::Result<RunnerReport> {
     cmd.arg("--model").arg(&case.model);
     for (n, f) in &case.inputs {
         cmd.arg("--input").arg(format!("{n}={}", f.display()));
     }
     cmd.args(["--threads", &c.threads.to_string()])
-        .args(["--warmup", &o.warmup.to_string()])
+        .args(["--warmup", &warmup.to_string()])
         .args(["--runs", &o.runs.to_string()]);
     let out = cmd.output()?;
     if !out.status.success() {
@@ -232,7 +233,7 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
         let script = repo_root().join("xtask/runners/bench_ort_web.mjs");
         Box::new(move || {
             let mut c = Command::new("node");
-            c.args(["--no-warnings", "--no-liftoff"])
+            c.arg("--no-warnings")
                 .arg(&script)
                 .arg("--ort")
                 .arg(&package);
@@ -258,6 +259,8 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
         Some(step("bench: building the tract runner", tract_runner)?)
     };
     let threads: &[usize] = if wasm { &[1] } else { &o.threads };
+    // Wasm runs need V8 to have tiered up the hot code first.
+    let warmup = if wasm { o.warmup.max(10) } else { o.warmup };
     for &t in threads {
         for engine in ["lele", "ort"] {
             configs.push(Config { engine, threads: t });
@@ -288,14 +291,14 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
                     let report = match c.engine {
                         "lele" => match &lele {
                             Ok((exe, files)) => run_bench_runner(
-                                exe, files, o.warmup, o.runs, false, c.threads, target,
+                                exe, files, warmup, o.runs, false, c.threads, target,
                             )
                             .map_err(anyhow::Error::from),
                             Err(e) => Err(anyhow::anyhow!("{e}")),
                         },
-                        "ort" => run_external(ort_cmd(), case, c, o),
+                        "ort" => run_external(ort_cmd(), case, c, o, warmup),
                         _ => match &tract {
-                            Some(t) => run_external(Command::new(t), case, c, o),
+                            Some(t) => run_external(Command::new(t), case, c, o, warmup),
                             None => Err(anyhow::anyhow!("no tract runner")),
                         },
                     };

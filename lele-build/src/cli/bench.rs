@@ -173,7 +173,7 @@ pub fn run_bench_runner(
     target: Target,
 ) -> Result<RunnerReport> {
     let out = target
-        .command(exe, true)?
+        .command(exe)?
         .arg(warmup.to_string())
         .arg(runs.to_string())
         .arg(if profile { "profile" } else { "time" })

@@ -416,7 +416,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     // shown escaped with the error.
     let done = args
         .target
-        .command(&exe, false)?
+        .command(&exe)?
         .arg(&out_dir)
         .args(&input_files)
         .output()

@@ -125,10 +125,12 @@ impl Target {
         }
     }
 
-    /// A command running `exe` on this host; `timing` asks node to compile
-    /// wasm with its optimizing tier from the start (no Liftoff baseline
-    /// code in the timed runs).
-    pub fn command(self, exe: &Path, timing: bool) -> Result<Command> {
+    /// A command running `exe` on this host. Wasm runs in node with V8's
+    /// default tiering: the hot kernels reach the optimizing tier during
+    /// the first runs, so timings need warm-up runs. (`--no-liftoff`, the
+    /// other way, compiles every function up front and overflows node's
+    /// native stack on the largest generated `forward`s.)
+    pub fn command(self, exe: &Path) -> Result<Command> {
         match (self, self.triple()) {
             (_, None) => Ok(Command::new(exe)),
             (Target::Aarch64Linux, Some(_)) => {
@@ -171,11 +173,7 @@ impl Target {
                     })?;
                 }
                 let mut c = Command::new("node");
-                c.arg("--no-warnings");
-                if timing {
-                    c.arg("--no-liftoff");
-                }
-                c.arg(&runner).arg(exe);
+                c.arg("--no-warnings").arg(&runner).arg(exe);
                 Ok(c)
             }
         }

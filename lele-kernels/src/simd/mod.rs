@@ -17,7 +17,7 @@ mod sums;
 mod vector;
 
 pub(crate) use sums::{pairwise_sum, pairwise_sum_lanes, pairwise_sum_portable as sums_portable};
-#[cfg(test)]
+#[cfg(any(test, not(target_arch = "x86_64")))]
 pub(crate) use vector::dispatch_on;
 pub(crate) use vector::{Simd, SimdKernel, dispatch};
 

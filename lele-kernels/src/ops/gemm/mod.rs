@@ -9,6 +9,7 @@
 use crate::error::KernelError;
 
 mod blocks;
+mod dot_lanes;
 #[cfg(target_arch = "x86_64")]
 mod few_rows;
 mod micro;

@@ -37,8 +37,32 @@ pub(super) fn dot_columns(
     c: &mut [f32],
     ldc: usize,
 ) {
+    // NEON and simd128: the kernel written once over the SIMD layer; the
+    // plain loops when the ISA is the portable one.
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = isa;
+    let c = {
+        let kernel = super::dot_lanes::DotColumns {
+            m,
+            n,
+            k,
+            alpha,
+            a: a.data,
+            lda: a.rs,
+            bt,
+            ldb,
+            beta,
+            c,
+            ldc,
+        };
+        if !kernel.fits() {
+            kernel.c
+        } else {
+            match crate::simd::dispatch_on(isa, kernel) {
+                Ok(()) => return,
+                Err(back) => back.c,
+            }
+        }
+    };
     #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2 | Isa::Avx512) {
         let fits = |len: usize, count: usize, stride: usize, width: usize| {

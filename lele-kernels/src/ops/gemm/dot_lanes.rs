@@ -1,0 +1,203 @@
+//! [`super::skinny::dot_columns`] over the SIMD layer: a few rows of `A`
+//! against columns of `B` stored contiguously (a Linear layer's transposed
+//! weight, a recurrent layer's state times `Rᵀ`), each output one dot
+//! product of `k`, with no packing. Written once for every backend; the
+//! deepest tail is one partial load per operand (zeros past `k`), so there
+//! is no scalar remainder loop. Accumulation uses
+//! [`Simd::mul_add_approx`]: fused where the ISA fuses, a multiply and an
+//! add on wasm (whose fused operation is emulated).
+use crate::simd::{Simd, SimdKernel};
+
+/// `C = alpha·A·Bᵀ + beta·C` for `m` rows of `A` (`k` floats each, stride
+/// `lda`) and `n` columns of `B` (`k` floats each, stride `ldb`); `C` at
+/// row stride `ldc`. With `beta == 0` the old `C` is not read.
+// On x86_64 the AVX2 and AVX-512 kernels of `x86/dot.rs` still serve the
+// product; this one runs there in the tests only.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+pub(super) struct DotColumns<'a> {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub alpha: f32,
+    pub a: &'a [f32],
+    pub lda: usize,
+    pub bt: &'a [f32],
+    pub ldb: usize,
+    pub beta: f32,
+    pub c: &'a mut [f32],
+    pub ldc: usize,
+}
+
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+impl DotColumns<'_> {
+    /// Whether every row and column the product touches lies inside its
+    /// slice (the condition of [`SimdKernel::run`]).
+    pub(super) fn fits(&self) -> bool {
+        let fits = |len: usize, count: usize, stride: usize, width: usize| {
+            count == 0
+                || (count - 1)
+                    .checked_mul(stride)
+                    .and_then(|x| x.checked_add(width))
+                    .is_some_and(|end| end <= len)
+        };
+        fits(self.a.len(), self.m, self.lda, self.k)
+            && fits(self.bt.len(), self.n, self.ldb, self.k)
+            && fits(self.c.len(), self.m, self.ldc, self.n)
+    }
+}
+
+impl SimdKernel for DotColumns<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        // The tiles' bounds rely on this (the caller checked it too).
+        if !self.fits() {
+            return;
+        }
+        let mut d = self;
+        let mut j = 0;
+        while j < d.n {
+            let cols = (d.n - j).min(4);
+            let mut i = 0;
+            while i < d.m {
+                let rows = (d.m - i).min(2);
+                match (rows, cols) {
+                    (2, 4) => tile::<S, 2, 4>(s, &mut d, i, j),
+                    (2, 3) => tile::<S, 2, 3>(s, &mut d, i, j),
+                    (2, 2) => tile::<S, 2, 2>(s, &mut d, i, j),
+                    (2, _) => tile::<S, 2, 1>(s, &mut d, i, j),
+                    (_, 4) => tile::<S, 1, 4>(s, &mut d, i, j),
+                    (_, 3) => tile::<S, 1, 3>(s, &mut d, i, j),
+                    (_, 2) => tile::<S, 1, 2>(s, &mut d, i, j),
+                    _ => tile::<S, 1, 1>(s, &mut d, i, j),
+                }
+                i += rows;
+            }
+            j += cols;
+        }
+    }
+}
+
+/// Rows `i..i + R` against columns `j..j + N`: `R·N` vector accumulators,
+/// each reduced once at the end.
+#[inline(always)]
+fn tile<S: Simd, const R: usize, const N: usize>(s: S, d: &mut DotColumns<'_>, i: usize, j: usize) {
+    let k = d.k;
+    let mut acc = [[s.splat(0.0); N]; R];
+    let full = k - k % S::LANES;
+    let (a, b) = (d.a.as_ptr(), d.bt.as_ptr());
+    let mut p = 0;
+    while p < full {
+        let mut av = [s.splat(0.0); R];
+        for (r, v) in av.iter_mut().enumerate() {
+            // SAFETY: row i + r < m holds k floats from (i + r)·lda (the
+            // kernel's `fits`), and p + LANES <= k.
+            *v = unsafe { s.load(a.add((i + r) * d.lda + p)) };
+        }
+        for c in 0..N {
+            // SAFETY: as above, column j + c < n.
+            let bv = unsafe { s.load(b.add((j + c) * d.ldb + p)) };
+            for r in 0..R {
+                acc[r][c] = s.mul_add_approx(av[r], bv, acc[r][c]);
+            }
+        }
+        p += S::LANES;
+    }
+    if full < k {
+        let len = k - full;
+        let mut av = [s.splat(0.0); R];
+        for (r, v) in av.iter_mut().enumerate() {
+            // SAFETY: the last `len` floats of the row, zeros past them.
+            *v = unsafe { s.load_partial(a.add((i + r) * d.lda + full), len, 0.0) };
+        }
+        for c in 0..N {
+            // SAFETY: the last `len` floats of the column.
+            let bv = unsafe { s.load_partial(b.add((j + c) * d.ldb + full), len, 0.0) };
+            for r in 0..R {
+                acc[r][c] = s.mul_add_approx(av[r], bv, acc[r][c]);
+            }
+        }
+    }
+    let (ldc, alpha, beta) = (d.ldc, d.alpha, d.beta);
+    let c = d.c.as_mut_ptr();
+    for (r, row) in acc.iter().enumerate() {
+        for (col, &lanes) in row.iter().enumerate() {
+            let dot = s.reduce_add(lanes);
+            // SAFETY: (i + r, j + col) is inside C (`fits`).
+            unsafe {
+                let out = c.add((i + r) * ldc + j + col);
+                *out = if beta == 0.0 {
+                    alpha * dot
+                } else {
+                    alpha * dot + beta * *out
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simd::{dispatch_on, runnable_isas};
+    use alloc::vec::Vec;
+
+    /// Every backend against the plain dot products, over odd sizes and
+    /// strides, with and without `beta`.
+    #[test]
+    fn every_backend_matches_plain_dot_products() {
+        let val = |i: usize| ((i * 37 % 101) as f32 - 50.0) * 0.013;
+        for isa in runnable_isas() {
+            for (m, n, k) in [
+                (1, 1, 1),
+                (1, 5, 3),
+                (2, 7, 17),
+                (3, 9, 33),
+                (5, 4, 64),
+                (1, 13, 100),
+            ] {
+                let (lda, ldb, ldc) = (k + 3, k + 1, n + 2);
+                let a: Vec<f32> = (0..m * lda).map(val).collect();
+                let bt: Vec<f32> = (0..n * ldb).map(|i| val(i + 7)).collect();
+                for beta in [0.0f32, 0.5] {
+                    let c0: Vec<f32> = (0..m * ldc).map(|i| val(i + 3)).collect();
+                    let mut c = c0.clone();
+                    let kernel = DotColumns {
+                        m,
+                        n,
+                        k,
+                        alpha: 1.5,
+                        a: &a,
+                        lda,
+                        bt: &bt,
+                        ldb,
+                        beta,
+                        c: &mut c,
+                        ldc,
+                    };
+                    if dispatch_on(isa, kernel).is_err() {
+                        continue;
+                    }
+                    for i in 0..m {
+                        for j in 0..n {
+                            let dot: f64 = (0..k)
+                                .map(|p| a[i * lda + p] as f64 * bt[j * ldb + p] as f64)
+                                .sum();
+                            let want = 1.5 * dot + beta as f64 * c0[i * ldc + j] as f64;
+                            let got = c[i * ldc + j] as f64;
+                            assert!(
+                                (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                                "{isa:?} m={m} n={n} k={k} beta={beta} ({i},{j}): {got} vs {want}"
+                            );
+                        }
+                        // Padding between rows of C is left alone.
+                        for j in n..ldc {
+                            assert_eq!(c[i * ldc + j], c0[i * ldc + j]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
