@@ -98,8 +98,8 @@ fn tile<S: Simd, const R: usize, const N: usize>(s: S, d: &mut DotColumns<'_>, i
         for c in 0..N {
             // SAFETY: as above, column j + c < n.
             let bv = unsafe { s.load(b.add((j + c) * d.ldb + p)) };
-            for r in 0..R {
-                acc[r][c] = s.mul_add_approx(av[r], bv, acc[r][c]);
+            for (row, &ar) in acc.iter_mut().zip(&av) {
+                row[c] = s.mul_add_approx(ar, bv, row[c]);
             }
         }
         p += S::LANES;
@@ -114,8 +114,8 @@ fn tile<S: Simd, const R: usize, const N: usize>(s: S, d: &mut DotColumns<'_>, i
         for c in 0..N {
             // SAFETY: the last `len` floats of the column.
             let bv = unsafe { s.load_partial(b.add((j + c) * d.ldb + full), len, 0.0) };
-            for r in 0..R {
-                acc[r][c] = s.mul_add_approx(av[r], bv, acc[r][c]);
+            for (row, &ar) in acc.iter_mut().zip(&av) {
+                row[c] = s.mul_add_approx(ar, bv, row[c]);
             }
         }
     }
