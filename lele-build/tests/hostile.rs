@@ -198,6 +198,115 @@ fn wrapped_element_counts_are_errors() {
     }
 }
 
+/// An empty tensor may have a huge extent beside its zero (`[2^40, 3, 0]`
+/// holds no element and is addressable). A fuzzing finding: folding
+/// `CumSum` over one looped over the 2^40 outer rows of nothing for
+/// seconds to hours. Each op here folds such a constant and must finish (with
+/// a result or an error) well within the deadline; a kernel that loops over
+/// the outer extent would take minutes or more.
+#[test]
+fn empty_tensors_with_a_huge_extent_finish_promptly() {
+    type Case<'a> = (
+        &'a str,
+        Vec<&'a str>,
+        Vec<proto::TensorProto>,
+        Vec<proto::AttributeProto>,
+    );
+    let axis1 = || vec![int_attr("axis", 1)];
+    let mut slow = vec![];
+    let cases: Vec<Case<'_>> = vec![
+        ("CumSum", vec!["one"], vec![i64_init("one", &[1])], vec![]),
+        ("ArgMax", vec![], vec![], axis1()),
+        ("ArgMin", vec![], vec![], vec![int_attr("axis", 2)]),
+        ("TopK", vec!["k"], vec![i64_init("k", &[2])], axis1()),
+        (
+            "Compress",
+            vec!["cond"],
+            vec![proto::TensorProto {
+                data_type: Some(9),
+                int32_data: vec![1, 0, 1],
+                int64_data: vec![],
+                ..i64_init("cond", &[0, 0, 0])
+            }],
+            axis1(),
+        ),
+        ("Softmax", vec![], vec![], axis1()),
+        ("LogSoftmax", vec![], vec![], vec![int_attr("axis", 0)]),
+        ("Hardmax", vec![], vec![], axis1()),
+        (
+            "ReduceSum",
+            vec!["one"],
+            vec![i64_init("one", &[1])],
+            vec![],
+        ),
+        ("ReduceMax", vec![], vec![], vec![]),
+        ("Trilu", vec![], vec![], vec![]),
+        ("Transpose", vec![], vec![], vec![]),
+        ("Concat", vec!["big"], vec![], axis1()),
+        ("Split", vec![], vec![], axis1()),
+        (
+            "Gather",
+            vec!["idx"],
+            vec![i64_init("idx", &[2, 0])],
+            axis1(),
+        ),
+        (
+            "Tile",
+            vec!["rep"],
+            vec![i64_init("rep", &[1, 2, 3])],
+            vec![],
+        ),
+        (
+            "Pad",
+            vec!["pads"],
+            vec![i64_init("pads", &[0, 1, 0, 0, 1, 0])],
+            vec![],
+        ),
+        ("LpNormalization", vec![], vec![], axis1()),
+        ("InstanceNormalization", vec!["sc", "sc"], vec![], vec![]),
+        (
+            "MeanVarianceNormalization",
+            vec![],
+            vec![],
+            vec![proto::AttributeProto {
+                name: s("axes"),
+                ints: vec![0, 2],
+                r#type: Some(proto::attribute_proto::AttributeType::Ints as i32),
+                ..Default::default()
+            }],
+        ),
+    ];
+    for (op, extra, mut inits, attrs) in cases {
+        let mut nodes = vec![node("ConstantOfShape", &["shape"], &["big"], vec![])];
+        let mut ins = vec!["big"];
+        ins.extend_from_slice(&extra);
+        let outs: &[&str] = if op == "TopK" { &["y", "yi"] } else { &["y"] };
+        nodes.push(node(op, &ins, outs, attrs));
+        inits.push(i64_init("shape", &[1 << 40, 3, 0]));
+        if op == "InstanceNormalization" {
+            inits.push(proto::TensorProto {
+                name: s("sc"),
+                dims: vec![3],
+                data_type: Some(F32),
+                float_data: vec![1.0; 3],
+                ..Default::default()
+            });
+        }
+        let m = model(nodes, inits, vec![], vec![vi("y", F32, &[])]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = compile(&format!("empty-huge-{op}"), &m, "").map_err(|e| e.to_string());
+            let _ = tx.send(r);
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(Ok(_)) => {}
+            Ok(Err(msg)) => assert!(!msg.contains("panicked"), "{op}: {msg}"),
+            Err(_) => slow.push(op),
+        }
+    }
+    assert!(slow.is_empty(), "over an empty [2^40, 3, 0], no result in 60 s: {slow:?}");
+}
+
 /// Class 1: `Tile` by 2^62 and `Expand` to 2^62 wrap in the op's own
 /// shape arithmetic.
 #[test]

@@ -91,6 +91,10 @@ impl Kernel for Compress {
         let (outer, n, inner) = split_at_axis(&x.shape, self.axis(x)?);
         let out = output(outputs, 0, OP)?;
         let row = inner * x.dtype.size();
+        if row == 0 {
+            // An empty output; the outer extent may still be huge.
+            return Ok(());
+        }
         let mut w = 0;
         for o in 0..outer {
             for (i, _) in cond.iter().enumerate().filter(|&(_, &c)| c != 0) {

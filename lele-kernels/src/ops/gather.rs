@@ -116,6 +116,14 @@ impl Kernel for Gather {
         let dim = dims[axis];
         let inner = product(&dims[axis + 1..], x.dtype.size())?;
         let n = idx_t.numel();
+        if outer == 0 || inner == 0 {
+            // An empty output, but out-of-range indices are still an error;
+            // the outer extent of an empty tensor may be huge, so don't loop.
+            for i in 0..n {
+                index_at(&idx, i, dim, OP)?;
+            }
+            return Ok(());
+        }
         let mut o = 0;
         for b in 0..outer {
             for i in 0..n {

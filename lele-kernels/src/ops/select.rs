@@ -447,6 +447,10 @@ impl Kernel for TopK {
                 msg: "axis too long",
             });
         }
+        if shape.numel() == 0 {
+            // Nothing to select into; the outer extent may still be huge.
+            return Ok(());
+        }
         let order: &mut [u32] = bytemuck::try_cast_slice_mut(
             scratch
                 .get_mut(..n * 4)

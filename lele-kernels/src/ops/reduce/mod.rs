@@ -620,6 +620,11 @@ macro_rules! arg_kernel {
                 if n == 0 && shape.numel() > 0 {
                     return Err(KernelError::Shape { op: $onnx, msg: "empty axis" });
                 }
+                if shape.numel() == 0 {
+                    // An empty output (inner or outer extent 0) with a
+                    // possibly huge other extent: nothing to do, don't spin.
+                    return Ok(());
+                }
                 let last = self.select_last_index;
                 let y = out.typed::<i64>($onnx)?;
                 dispatch_num!(x.dtype, $onnx, |T| {
@@ -704,6 +709,11 @@ impl Kernel for CumSum {
         let out = output(outputs, 0, OP)?;
         check_out(out, x.dtype, &x.shape, OP)?;
         let (outer, n, inner) = split3(&x.shape, axis);
+        if outer == 0 || n == 0 || inner == 0 {
+            // Nothing to write, and an empty tensor may still have a huge
+            // outer extent (`[2^31, 2, 0]`): looping over it would spin.
+            return Ok(());
+        }
         let (excl, rev, prod) = (self.exclusive, self.reverse, self.product);
         dispatch_num!(x.dtype, OP, |T| {
             let xv = x.typed::<T>(OP)?;
