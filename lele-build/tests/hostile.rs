@@ -304,7 +304,10 @@ fn empty_tensors_with_a_huge_extent_finish_promptly() {
             Err(_) => slow.push(op),
         }
     }
-    assert!(slow.is_empty(), "over an empty [2^40, 3, 0], no result in 60 s: {slow:?}");
+    assert!(
+        slow.is_empty(),
+        "over an empty [2^40, 3, 0], no result in 60 s: {slow:?}"
+    );
 }
 
 /// Class 1: `Tile` by 2^62 and `Expand` to 2^62 wrap in the op's own

@@ -33,6 +33,7 @@ unsafe impl Simd for Avx2 {
     type I32 = __m256i;
     type Mask = __m256;
     const LANES: usize = 8;
+    const REGISTERS: usize = 16;
     const FAST_LOOKUP32: bool = false;
 
     // SAFETY (every intrinsic call in this impl): the token proves AVX2
@@ -201,6 +202,16 @@ unsafe impl Simd for Avx2 {
         }
     }
     #[inline(always)]
+    fn transpose_square(self, v: &mut [__m256; 16]) {
+        if let Some(square) = v.first_chunk_mut::<8>() {
+            unsafe { transpose8x8(square) }
+        }
+    }
+    #[inline(always)]
+    fn prefetch(self, p: *const f32) {
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) }
+    }
+    #[inline(always)]
     fn reduce_add(self, v: __m256) -> f32 {
         unsafe {
             let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
@@ -216,4 +227,37 @@ unsafe impl Simd for Avx2 {
             _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)))
         }
     }
+}
+
+/// Transposes an 8×8 block held as eight row vectors: afterwards `v[c]`
+/// holds what was column `c`. Three rounds: 32-bit interleaves of row
+/// pairs, 64-bit shuffles of those (each 128-bit half then holds a
+/// transposed 4×4 block), and the halves exchanged.
+#[inline]
+#[target_feature(enable = "avx")]
+pub(crate) fn transpose8x8(v: &mut [__m256; 8]) {
+    let t0 = _mm256_unpacklo_ps(v[0], v[1]);
+    let t1 = _mm256_unpackhi_ps(v[0], v[1]);
+    let t2 = _mm256_unpacklo_ps(v[2], v[3]);
+    let t3 = _mm256_unpackhi_ps(v[2], v[3]);
+    let t4 = _mm256_unpacklo_ps(v[4], v[5]);
+    let t5 = _mm256_unpackhi_ps(v[4], v[5]);
+    let t6 = _mm256_unpacklo_ps(v[6], v[7]);
+    let t7 = _mm256_unpackhi_ps(v[6], v[7]);
+    let q0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let q1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let q2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let q3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let q4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let q5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let q6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let q7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    v[0] = _mm256_permute2f128_ps::<0x20>(q0, q4);
+    v[1] = _mm256_permute2f128_ps::<0x20>(q1, q5);
+    v[2] = _mm256_permute2f128_ps::<0x20>(q2, q6);
+    v[3] = _mm256_permute2f128_ps::<0x20>(q3, q7);
+    v[4] = _mm256_permute2f128_ps::<0x31>(q0, q4);
+    v[5] = _mm256_permute2f128_ps::<0x31>(q1, q5);
+    v[6] = _mm256_permute2f128_ps::<0x31>(q2, q6);
+    v[7] = _mm256_permute2f128_ps::<0x31>(q3, q7);
 }

@@ -30,6 +30,7 @@ unsafe impl Simd for Avx512 {
     type I32 = __m512i;
     type Mask = __mmask16;
     const LANES: usize = 16;
+    const REGISTERS: usize = 32;
     const FAST_LOOKUP32: bool = true;
 
     // SAFETY (every intrinsic call in this impl): the token proves
@@ -211,6 +212,14 @@ unsafe impl Simd for Avx512 {
         }
     }
     #[inline(always)]
+    fn transpose_square(self, v: &mut [__m512; 16]) {
+        unsafe { transpose16(v) }
+    }
+    #[inline(always)]
+    fn prefetch(self, p: *const f32) {
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) }
+    }
+    #[inline(always)]
     fn reduce_add(self, v: __m512) -> f32 {
         unsafe {
             // Lanes 8..16 onto 0..8, then as the AVX2 backend.
@@ -224,5 +233,45 @@ unsafe impl Simd for Avx512 {
     #[inline(always)]
     fn reduce_max(self, v: __m512) -> f32 {
         unsafe { _mm512_reduce_max_ps(v) }
+    }
+}
+
+/// Transposes a 16×16 block held as sixteen row vectors: afterwards
+/// `v[c]` holds what was column `c` (lane `r` of the new `v[c]` is lane
+/// `c` of the old `v[r]`).
+///
+/// Four rounds of shuffles: 32-bit interleaves of row pairs, 64-bit
+/// interleaves of those (each 128-bit lane then holds a transposed 4×4
+/// block), and two rounds moving whole 128-bit lanes.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn transpose16(v: &mut [__m512; 16]) {
+    // Lane L of t[2a] is [r0[4L], r1[4L], r0[4L+1], r1[4L+1]] of rows
+    // r0 = v[2a], r1 = v[2a + 1]; t[2a + 1] the same for 4L+2 and 4L+3.
+    let mut t = [_mm512_setzero_ps(); 16];
+    for a in 0..16 / 2 {
+        t[2 * a] = _mm512_unpacklo_ps(v[2 * a], v[2 * a + 1]);
+        t[2 * a + 1] = _mm512_unpackhi_ps(v[2 * a], v[2 * a + 1]);
+    }
+    // Lane L of u[4b + q] is column 4L + q of rows 4b..4b + 4.
+    let mut u = [_mm512_setzero_ps(); 16];
+    let pd = _mm512_castps_pd;
+    for b in 0..16 / 4 {
+        let (t0, t1, t2, t3) = (t[4 * b], t[4 * b + 1], t[4 * b + 2], t[4 * b + 3]);
+        u[4 * b] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t0), pd(t2)));
+        u[4 * b + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t0), pd(t2)));
+        u[4 * b + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t1), pd(t3)));
+        u[4 * b + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t1), pd(t3)));
+    }
+    // Column 4L + q gathers lane L of u[q], u[4 + q], u[8 + q], u[12 + q].
+    for q in 0..4 {
+        let s0 = _mm512_shuffle_f32x4::<0x88>(u[q], u[4 + q]);
+        let s1 = _mm512_shuffle_f32x4::<0xDD>(u[q], u[4 + q]);
+        let s2 = _mm512_shuffle_f32x4::<0x88>(u[8 + q], u[12 + q]);
+        let s3 = _mm512_shuffle_f32x4::<0xDD>(u[8 + q], u[12 + q]);
+        v[q] = _mm512_shuffle_f32x4::<0x88>(s0, s2);
+        v[4 + q] = _mm512_shuffle_f32x4::<0x88>(s1, s3);
+        v[8 + q] = _mm512_shuffle_f32x4::<0xDD>(s0, s2);
+        v[12 + q] = _mm512_shuffle_f32x4::<0xDD>(s1, s3);
     }
 }

@@ -16,10 +16,12 @@ mod simd128;
 mod sums;
 mod vector;
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) use avx2::transpose8x8;
+#[cfg(target_arch = "x86_64")]
+pub(crate) use avx512::transpose16;
 pub(crate) use sums::{pairwise_sum, pairwise_sum_lanes, pairwise_sum_portable as sums_portable};
-#[cfg(any(test, not(target_arch = "x86_64")))]
-pub(crate) use vector::dispatch_on;
-pub(crate) use vector::{Simd, SimdKernel, dispatch};
+pub(crate) use vector::{Simd, SimdKernel, dispatch, dispatch_on};
 
 /// An instruction set a kernel can be written for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -37,6 +37,7 @@ unsafe impl Simd for Neon {
     type I32 = int32x4_t;
     type Mask = uint32x4_t;
     const LANES: usize = 4;
+    const REGISTERS: usize = 32;
     const FAST_LOOKUP32: bool = false;
 
     // SAFETY (every intrinsic call in this impl): NEON is part of aarch64;
@@ -200,6 +201,22 @@ unsafe impl Simd for Neon {
     #[inline(always)]
     fn unzip(self, a: float32x4_t, b: float32x4_t) -> (float32x4_t, float32x4_t) {
         unsafe { (vuzp1q_f32(a, b), vuzp2q_f32(a, b)) }
+    }
+    #[inline(always)]
+    fn transpose_square(self, v: &mut [float32x4_t; 16]) {
+        // Pairs of rows interleaved at 32 bits, then those at 64 bits.
+        unsafe {
+            let t0 = vtrn1q_f32(v[0], v[1]);
+            let t1 = vtrn2q_f32(v[0], v[1]);
+            let t2 = vtrn1q_f32(v[2], v[3]);
+            let t3 = vtrn2q_f32(v[2], v[3]);
+            let d = vreinterpretq_f64_f32;
+            let f = vreinterpretq_f32_f64;
+            v[0] = f(vtrn1q_f64(d(t0), d(t2)));
+            v[1] = f(vtrn1q_f64(d(t1), d(t3)));
+            v[2] = f(vtrn2q_f64(d(t0), d(t2)));
+            v[3] = f(vtrn2q_f64(d(t1), d(t3)));
+        }
     }
     #[inline(always)]
     fn reduce_add(self, v: float32x4_t) -> f32 {

@@ -59,6 +59,8 @@ unsafe impl Simd for Simd128 {
     type I32 = v128;
     type Mask = v128;
     const LANES: usize = 4;
+    // What engines on x86-64 hosts map vectors to.
+    const REGISTERS: usize = 16;
     const FAST_LOOKUP32: bool = false;
 
     #[inline(always)]
@@ -224,6 +226,18 @@ unsafe impl Simd for Simd128 {
             i32x4_shuffle::<0, 2, 4, 6>(a, b),
             i32x4_shuffle::<1, 3, 5, 7>(a, b),
         )
+    }
+    #[inline(always)]
+    fn transpose_square(self, v: &mut [v128; 16]) {
+        // Rows interleaved in pairs, then 64-bit halves gathered.
+        let t0 = i32x4_shuffle::<0, 4, 1, 5>(v[0], v[1]);
+        let t1 = i32x4_shuffle::<2, 6, 3, 7>(v[0], v[1]);
+        let t2 = i32x4_shuffle::<0, 4, 1, 5>(v[2], v[3]);
+        let t3 = i32x4_shuffle::<2, 6, 3, 7>(v[2], v[3]);
+        v[0] = i32x4_shuffle::<0, 1, 4, 5>(t0, t2);
+        v[1] = i32x4_shuffle::<2, 3, 6, 7>(t0, t2);
+        v[2] = i32x4_shuffle::<0, 1, 4, 5>(t1, t3);
+        v[3] = i32x4_shuffle::<2, 3, 6, 7>(t1, t3);
     }
     #[inline(always)]
     fn reduce_add(self, v: v128) -> f32 {

@@ -39,6 +39,9 @@ pub(crate) unsafe trait Simd: Copy {
     type Mask: Copy;
     /// Lanes per vector (at most 16).
     const LANES: usize;
+    /// Vector registers the ISA has (16 or 32): how many sums, weights and
+    /// inputs a kernel can keep in registers at once.
+    const REGISTERS: usize;
     /// Whether [`Simd::lookup32`] is one or two instructions (it is
     /// correct everywhere, but elsewhere slower than computing instead).
     const FAST_LOOKUP32: bool;
@@ -157,6 +160,17 @@ pub(crate) unsafe trait Simd: Copy {
     /// The even lanes and the odd lanes of `a` followed by `b` (a row of
     /// pairs split into its two phases).
     fn unzip(self, a: Self::F32, b: Self::F32) -> (Self::F32, Self::F32);
+    /// Transposes the square of the first [`Self::LANES`] vectors of `v`
+    /// (the others are left as they are): afterwards lane `r` of `v[c]` is
+    /// what lane `c` of `v[r]` was.
+    fn transpose_square(self, v: &mut [Self::F32; 16]);
+    /// Hints that the cache line at `p` will be read soon (into the second
+    /// level); nothing where the ISA has no such hint. Any address is
+    /// fine: a prefetch never faults.
+    #[inline(always)]
+    fn prefetch(self, p: *const f32) {
+        let _ = p;
+    }
     /// The sum of the lanes, halves folded: lane `i` takes lane
     /// `i + LANES/2`, then `i + LANES/4`, …, down to lane 0 (the order of a
     /// portable loop's pairwise combination, on every backend).

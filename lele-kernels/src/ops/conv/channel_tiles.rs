@@ -539,7 +539,7 @@ mod x86 {
                             _mm512_maskz_loadu_ps(mask, w.as_ptr().add((c0 + r) * k + t0))
                         };
                     }
-                    crate::ops::conv::x86::transpose16(&mut tile);
+                    crate::simd::transpose16(&mut tile);
                     for (i, taps) in tile.iter().take(n).enumerate() {
                         // SAFETY: tap t0 + i < k of the block at start·k,
                         // its vector v: inside the padded(m)·k floats of

@@ -1,11 +1,10 @@
 //! Tests of the depthwise kernels: the plane-at-a-time paths (staged
-//! rows, the row loop, the row kernels) and the blocked ones (sixteen and
-//! eight channels at a time).
+//! rows, the row loop, the row kernels) and the blocked one (a vector of
+//! channels at a time).
 use super::tests::{conv, naive_conv};
 use super::*;
 use crate::ops::gemm::testutil::*;
 use alloc::vec;
-#[cfg(target_arch = "x86_64")]
 use alloc::vec::Vec;
 
 /// The staged depthwise path and the row loop against the naive
@@ -122,44 +121,42 @@ fn depthwise_row_kernels_match_scalar_over_lengths() {
     }
 }
 
-/// The blocked kernels through `Conv::run` against the naive convolution,
-/// sixteen lanes (AVX-512, where the CPU has it) and eight (AVX2, forced
-/// on an AVX-512 CPU): channel counts around 8 and 16 (the zero lanes of a
-/// last partial block), output widths around the 8- and 16-pixel groups,
-/// kernels from 1×1 to 7×7 and 1×7, strides 1–3, dilations, asymmetric
-/// pads, batches, with and without bias, and on two threads (blocks split
-/// by rows when there are few), with an activation and a residual added in
-/// the row tail.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
+/// The blocked kernel through `Conv::run` against the naive convolution,
+/// on every vector ISA this CPU runs (AVX-512's sixteen lanes and AVX2's
+/// eight, forced, on an AVX-512 CPU; NEON's or simd128's four): channel
+/// counts around 4, 8 and 16 (the zero lanes of a last partial block),
+/// output widths around the groups, kernels from 1×1 to 7×7 and 1×7,
+/// strides 1–3, dilations, asymmetric pads, batches, with and without
+/// bias, and on two threads (blocks split by rows when there are few),
+/// with an activation and a residual added in the row tail.
+#[cfg(feature = "std")]
 #[test]
 fn depthwise_blocked_matches_naive() {
-    use crate::ops::gemm::{Isa, isa_available};
-    assert!(
-        isa_available(Isa::Avx2),
-        "the blocked depthwise kernels need at least AVX2 and FMA"
-    );
+    use crate::simd::{Isa, runnable_isas};
     let _serial = crate::threads::TEST_LOCK
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    let mut widths = vec![8];
-    if isa_available(Isa::Avx512) {
-        widths.push(16);
-    } else {
-        std::eprintln!("no AVX-512 here: only the eight-lane blocked kernel is run");
-    }
+    let isas: Vec<Isa> = runnable_isas()
+        .into_iter()
+        .filter(|&isa| isa != Isa::Scalar)
+        .collect();
+    assert!(
+        !isas.is_empty() || cfg!(all(target_arch = "wasm32", not(target_feature = "simd128"))),
+        "no vector ISA runs the blocked depthwise kernel here"
+    );
     // Shapes the row-band kernel would take run blocked too.
     depthwise_rows::OFF.with(|f| f.set(true));
-    for lanes in widths {
-        depthwise_interleaved::LANES8.with(|f| f.set(lanes == 8));
-        blocked_cases(lanes);
+    for isa in isas {
+        depthwise_interleaved::FORCE_ISA.with(|f| f.set(Some(isa)));
+        blocked_cases(isa);
     }
-    depthwise_interleaved::LANES8.with(|f| f.set(false));
+    depthwise_interleaved::FORCE_ISA.with(|f| f.set(None));
     depthwise_rows::OFF.with(|f| f.set(false));
 }
 
-/// [`depthwise_blocked_matches_naive`] with the `lanes`-wide kernel.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-fn blocked_cases(lanes: usize) {
+/// [`depthwise_blocked_matches_naive`] with `isa`'s kernel.
+#[cfg(feature = "std")]
+fn blocked_cases(isa: crate::simd::Isa) {
     let cases: &[DepthwiseCase] = &[
         (1, 16, 15, 15, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
         (1, 17, 16, 16, 3, 3, [1, 1], [1, 1, 1, 1], [1, 1]),
@@ -191,7 +188,7 @@ fn blocked_cases(lanes: usize) {
             check_against_naive(case, 900 + ci as u64, &|op, g| {
                 assert!(
                     depthwise_interleaved::Ring::new(op, g).is_some(),
-                    "case {ci} does not take the {lanes}-lane blocked kernel"
+                    "case {ci} does not take the blocked kernel ({isa:?})"
                 );
             });
         }
@@ -295,7 +292,7 @@ fn rows_cases(isa: crate::ops::gemm::Isa) {
 }
 
 /// A depthwise case: `(n, c, h, w, kh, kw, strides, pads, dilations)`.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[cfg(feature = "std")]
 type DepthwiseCase = (
     usize,
     usize,
@@ -312,7 +309,7 @@ type DepthwiseCase = (
 /// (inputs drawn from `seed`, `seed + 10`, …): with bias, without, and
 /// with a ReLU and a residual in the tail; `check_path` asserts first
 /// which kernel the case takes.
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
+#[cfg(feature = "std")]
 fn check_against_naive(
     (n, c, h, w, kh, kw, strides, pads, dil): DepthwiseCase,
     seed: u64,

@@ -696,8 +696,7 @@ impl Kernel for Conv {
         {
             return self.run_depthwise_rows(&plan, &g, x, w, bias, residual, y, own);
         }
-        // Depthwise with AVX-512 or AVX2: a vector of channels at a time.
-        #[cfg(target_arch = "x86_64")]
+        // Depthwise on any vector ISA: a vector of channels at a time.
         if self.is_depthwise(&g)
             && let Some(kernel) = depthwise_interleaved::Blocked::detect()
             && let Some(ring) = depthwise_interleaved::Ring::new(self, &g)

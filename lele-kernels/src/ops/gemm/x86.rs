@@ -774,44 +774,11 @@ pub(crate) unsafe fn pack_a8_avx(
                 }
             }
             let mut cols = rows.map(|row| _mm256_loadu_ps(row.as_ptr().add(8 * b)));
-            transpose8x8(&mut cols);
+            crate::simd::transpose8x8(&mut cols);
             let dst = panel.as_mut_ptr().add(8 * b * step);
             for (q, col) in cols.into_iter().enumerate() {
                 _mm256_storeu_ps(dst.add(q * step), col);
             }
         }
     }
-}
-
-/// Transposes an 8×8 block held as eight row vectors: afterwards `v[c]`
-/// holds what was column `c`. Three rounds: 32-bit interleaves of row
-/// pairs, 64-bit shuffles of those (each 128-bit half then holds a
-/// transposed 4×4 block), and the halves exchanged.
-#[inline]
-#[target_feature(enable = "avx")]
-pub(crate) fn transpose8x8(v: &mut [__m256; 8]) {
-    let t0 = _mm256_unpacklo_ps(v[0], v[1]);
-    let t1 = _mm256_unpackhi_ps(v[0], v[1]);
-    let t2 = _mm256_unpacklo_ps(v[2], v[3]);
-    let t3 = _mm256_unpackhi_ps(v[2], v[3]);
-    let t4 = _mm256_unpacklo_ps(v[4], v[5]);
-    let t5 = _mm256_unpackhi_ps(v[4], v[5]);
-    let t6 = _mm256_unpacklo_ps(v[6], v[7]);
-    let t7 = _mm256_unpackhi_ps(v[6], v[7]);
-    let q0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-    let q1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-    let q2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-    let q3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-    let q4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-    let q5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-    let q6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-    let q7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-    v[0] = _mm256_permute2f128_ps::<0x20>(q0, q4);
-    v[1] = _mm256_permute2f128_ps::<0x20>(q1, q5);
-    v[2] = _mm256_permute2f128_ps::<0x20>(q2, q6);
-    v[3] = _mm256_permute2f128_ps::<0x20>(q3, q7);
-    v[4] = _mm256_permute2f128_ps::<0x31>(q0, q4);
-    v[5] = _mm256_permute2f128_ps::<0x31>(q1, q5);
-    v[6] = _mm256_permute2f128_ps::<0x31>(q2, q6);
-    v[7] = _mm256_permute2f128_ps::<0x31>(q3, q7);
 }

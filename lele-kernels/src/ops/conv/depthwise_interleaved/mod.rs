@@ -1,5 +1,6 @@
-//! Depthwise convolution a vector of channels at a time: sixteen with
-//! AVX-512 ([`avx512`]), eight with AVX2 ([`avx2`]).
+//! Depthwise convolution a vector of channels at a time (sixteen with
+//! AVX-512, eight with AVX2, four with NEON and wasm simd128), written once
+//! over [`crate::simd::Simd`] ([`block`]).
 //!
 //! The plane-at-a-time kernel ([`super::depthwise`]) vectorizes along a
 //! row, so most taps read a vector that straddles two cache lines, and a
@@ -21,18 +22,15 @@
 //! 0.47 against 0.49–0.51 at stride 2 (swept: 0.52–0.56 against
 //! 1.15–1.20).
 
-#[cfg(target_arch = "x86_64")]
-mod avx2;
-#[cfg(target_arch = "x86_64")]
-mod avx512;
+mod block;
 
 use super::{Conv, ConvGeom};
+use crate::simd::Isa;
 
 /// The most channels per block (one AVX-512 vector); the ring is sized
 /// for it, so it also fits the eight-lane AVX2 blocks.
 const LANES: usize = 16;
 /// Most input rows one output row reads ([`Ring::rows`]).
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const MAX_RING_ROWS: usize = 64;
 /// Most kernel taps.
 const MAX_TAPS: usize = 128;
@@ -81,57 +79,32 @@ impl Ring {
     }
 }
 
-/// The blocked kernel this CPU runs: its lanes and its block function.
-#[cfg(target_arch = "x86_64")]
+/// The blocked kernel this CPU runs: its instruction set and lanes.
 #[derive(Clone, Copy)]
 pub(super) struct Blocked {
+    isa: Isa,
     lanes: usize,
-    block_rows: BlockRows,
 }
 
-/// One block's output rows (see [`avx512::block_rows`]).
-#[cfg(target_arch = "x86_64")]
-type BlockRows = unsafe fn(
-    &Conv,
-    &ConvGeom,
-    &Ring,
-    Block<'_>,
-    core::ops::Range<usize>,
-    *mut f32,
-    &mut [f32],
-    Option<RowTail<'_>>,
-);
-
-#[cfg(target_arch = "x86_64")]
 impl Blocked {
-    /// The kernel for the best instruction set here, if any.
+    /// The kernel for the best instruction set here, if it has vectors.
     pub(super) fn detect() -> Option<Blocked> {
-        use crate::ops::gemm::{Isa, best_isa};
+        #[allow(unused_mut)]
+        let mut isa = crate::simd::best_isa();
         #[cfg(all(test, feature = "std"))]
-        if LANES8.with(|f| f.get()) && best_isa() != Isa::Scalar {
-            return Some(Self::AVX2);
+        if let Some(forced) = FORCE_ISA.with(|f| f.get()) {
+            isa = forced;
         }
-        match best_isa() {
-            Isa::Avx512 => Some(Blocked {
-                lanes: 16,
-                block_rows: avx512::block_rows,
-            }),
-            Isa::Avx2 => Some(Self::AVX2),
-            _ => None,
-        }
+        let lanes = block::lanes(isa)?;
+        crate::simd::isa_runs(isa).then_some(Blocked { isa, lanes })
     }
-
-    /// The eight-lane AVX2 kernel.
-    const AVX2: Blocked = Blocked {
-        lanes: 8,
-        block_rows: avx2::block_rows,
-    };
 }
 
 #[cfg(all(test, feature = "std"))]
 std::thread_local! {
-    /// Set by tests to run the eight-lane AVX2 kernel on an AVX-512 CPU.
-    pub(super) static LANES8: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    /// Set by tests to run the kernel of an instruction set below the
+    /// CPU's best (the AVX2 one on an AVX-512 CPU).
+    pub(super) static FORCE_ISA: core::cell::Cell<Option<Isa>> = const { core::cell::Cell::new(None) };
 }
 
 /// The fused tail of one output row: `(plane, row, offset of the row in
@@ -162,7 +135,6 @@ pub(super) struct Block<'a> {
 /// `kernel` came from [`Blocked::detect`] on this CPU; `x`, `w`, `bias`
 /// and `y` hold what the shapes `g` say (`bias` one per channel), `own` at
 /// least [`Ring::scratch_len`] floats.
-#[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn run(
     kernel: Blocked,
@@ -219,7 +191,8 @@ pub(super) unsafe fn run(
                 // returns after every task. Workers' buffers hold
                 // MAX_SCRATCH floats, at least the ring's (`Ring::new`).
                 unsafe {
-                    (kernel.block_rows)(
+                    block::block_rows(
+                        kernel.isa,
                         conv,
                         g,
                         ring,
@@ -236,127 +209,18 @@ pub(super) unsafe fn run(
     #[cfg(not(feature = "std"))]
     for b in 0..blocks {
         // SAFETY: the caller's contract; one block at a time.
-        unsafe { (kernel.block_rows)(conv, g, ring, block(b), 0..g.oh, y.as_mut_ptr(), own, tail) };
-    }
-}
-
-/// What a block kernel computes per output row, handed to it by
-/// [`walk_rows`]: the staged input row of each kernel row inside the
-/// image, the interleaved weights from the first of those rows on (`kw`
-/// vectors of `lanes` per kernel row) and the bias vector, all aligned to
-/// a vector.
-#[cfg(target_arch = "x86_64")]
-pub(super) struct RowInputs<'r> {
-    pub src: &'r [*const f32],
-    pub wt: &'r [f32],
-    pub bias: &'r [f32],
-}
-
-/// The part of a block kernel that does not depend on its lanes: carves
-/// `buf` (aligned to one `lanes`-float vector) into the ring, the block's
-/// weights interleaved `lanes` wide and its bias (zero lanes past its
-/// channels); then for each output row of `rows` stages the input rows it
-/// reads that the ring does not hold yet (`stage(r, dst)` writes input row
-/// `r` interleaved into `dst`), computes the row (`row(oh, inputs)`, given
-/// only the kernel rows inside the image and their weights) and runs the
-/// fused tail on each of its planes.
-///
-/// # Safety
-/// `y` addresses the whole output and no one else accesses these rows of
-/// these planes meanwhile; `row` writes only row `oh` of the block's
-/// planes; `buf` holds [`Ring::scratch_len`] floats; `lanes` ≤ 16.
-#[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub(super) unsafe fn walk_rows(
-    conv: &Conv,
-    g: &ConvGeom,
-    ring: &Ring,
-    block: Block<'_>,
-    rows: core::ops::Range<usize>,
-    y: *mut f32,
-    buf: &mut [f32],
-    tail: Option<RowTail<'_>>,
-    lanes: usize,
-    mut stage: impl FnMut(usize, &mut [f32]),
-    mut row: impl FnMut(usize, RowInputs<'_>),
-) {
-    let [sh, _] = conv.strides;
-    let [dh, _] = conv.dilations;
-    let (ih, ohw) = (g.x.h, g.ohw());
-    let row_len = ring.width * lanes;
-    let start = buf.as_ptr().align_offset(4 * lanes);
-    let buf = &mut buf[start..];
-    let (ring_buf, rest) = buf.split_at_mut(ring.rows * row_len);
-    let (wt, rest) = rest.split_at_mut(ring.taps * lanes);
-    let bias = &mut rest[..lanes];
-    // Staging writes every lane of pixels `pl..pl + iw` of a row; the
-    // padding around them is zeroed here (the whole ring was 2.6% of
-    // PP-OCR cls's time: a ring per 16-channel block over small planes).
-    let (pad_l, pad_r) = (g.pl * lanes, ((g.pl + g.x.w) * lanes).min(row_len));
-    for slot in ring_buf.chunks_exact_mut(row_len) {
-        slot[..pad_l.min(row_len)].fill(0.0);
-        slot[pad_r..].fill(0.0);
-    }
-    for (t, vector) in wt.chunks_exact_mut(lanes).enumerate() {
-        for (l, v) in vector.iter_mut().enumerate() {
-            *v = if l < block.nch {
-                block.w[l * ring.taps + t]
-            } else {
-                0.0
-            };
-        }
-    }
-    for (l, v) in bias.iter_mut().enumerate() {
-        *v = match block.bias {
-            Some(b) if l < block.nch => b[l],
-            _ => 0.0,
+        unsafe {
+            block::block_rows(
+                kernel.isa,
+                conv,
+                g,
+                ring,
+                block(b),
+                0..g.oh,
+                y.as_mut_ptr(),
+                own,
+                tail,
+            )
         };
-    }
-    // Which input row each ring slot holds (none yet).
-    let mut held = [usize::MAX; MAX_RING_ROWS];
-    let mut src = [core::ptr::null::<f32>(); MAX_TAPS];
-    for oh in rows {
-        // The kernel rows whose input row lies inside the image: one run
-        // (the padding is above and below), the only ones computed. Taps
-        // over the padding would add zero products (PP-OCRv4 rec's 5×5
-        // layers over 3-row planes: two rows of five in every output row).
-        let input_row = |ki: usize| (oh * sh + ki * dh).checked_sub(g.pt).filter(|&r| r < ih);
-        let first = (0..g.kh)
-            .find(|&ki| input_row(ki).is_some())
-            .unwrap_or(g.kh);
-        let end = (first..g.kh)
-            .find(|&ki| input_row(ki).is_none())
-            .unwrap_or(g.kh);
-        // Each of them staged if it is not yet.
-        for (ki, p) in src.iter_mut().enumerate().take(end).skip(first) {
-            let Some(r) = input_row(ki) else { continue };
-            let slot = r % ring.rows;
-            let dst = &mut ring_buf[slot * row_len..][..row_len];
-            if held[slot] != r {
-                stage(r, dst);
-                held[slot] = r;
-            }
-            *p = dst.as_ptr();
-        }
-        row(
-            oh,
-            RowInputs {
-                src: &src[first..end],
-                wt: &wt[first * g.kw * lanes..],
-                bias,
-            },
-        );
-        if let Some(tail) = tail {
-            for l in 0..block.nch {
-                let plane = block.p0 + l;
-                // SAFETY: row oh of this plane belongs to this call (the
-                // caller's contract) and was just written.
-                let seg = unsafe {
-                    core::slice::from_raw_parts_mut(y.add(plane * ohw + oh * g.ow), g.ow)
-                };
-                tail(plane, seg, oh * g.ow);
-            }
-        }
     }
 }
