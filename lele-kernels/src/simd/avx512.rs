@@ -220,6 +220,13 @@ unsafe impl Simd for Avx512 {
         unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) }
     }
     #[inline(always)]
+    fn reduce_add4(self, a: __m512, b: __m512, c: __m512, d: __m512) -> [f32; 4] {
+        let mut out = [0f32; 4];
+        // SAFETY: `out` holds four floats.
+        unsafe { _mm_storeu_ps(out.as_mut_ptr(), sum4(a, b, c, d)) };
+        out
+    }
+    #[inline(always)]
     fn reduce_add(self, v: __m512) -> f32 {
         unsafe {
             // Lanes 8..16 onto 0..8, then as the AVX2 backend.
@@ -274,4 +281,23 @@ pub(crate) fn transpose16(v: &mut [__m512; 16]) {
         v[8 + q] = _mm512_shuffle_f32x4::<0xDD>(s0, s2);
         v[12 + q] = _mm512_shuffle_f32x4::<0xDD>(s1, s3);
     }
+}
+
+/// The lane sums of four vectors, `[Σa, Σb, Σc, Σd]`, in one tree: pairs
+/// interleaved and added within each 128-bit lane (each lane then holds a
+/// partial sum of every vector), then the four lanes added; 13
+/// instructions where four separate reductions take about 32.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn sum4(a: __m512, b: __m512, c: __m512, d: __m512) -> __m128 {
+    let ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+    let cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+    let (ab, cd) = (_mm512_castps_pd(ab), _mm512_castps_pd(cd));
+    let s = _mm512_add_ps(
+        _mm512_castpd_ps(_mm512_unpacklo_pd(ab, cd)),
+        _mm512_castpd_ps(_mm512_unpackhi_pd(ab, cd)),
+    );
+    let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(s)));
+    let s = _mm256_add_ps(_mm512_castps512_ps256(s), hi);
+    _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps::<1>(s))
 }

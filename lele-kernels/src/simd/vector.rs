@@ -175,6 +175,18 @@ pub(crate) unsafe trait Simd: Copy {
     /// `i + LANES/2`, then `i + LANES/4`, …, down to lane 0 (the order of a
     /// portable loop's pairwise combination, on every backend).
     fn reduce_add(self, v: Self::F32) -> f32;
+    /// The lane sums of four vectors, each added in an order of the
+    /// backend's choosing (AVX-512 sums the four in one tree of shuffles:
+    /// a row of four dot products reduced at once).
+    #[inline(always)]
+    fn reduce_add4(self, a: Self::F32, b: Self::F32, c: Self::F32, d: Self::F32) -> [f32; 4] {
+        [
+            self.reduce_add(a),
+            self.reduce_add(b),
+            self.reduce_add(c),
+            self.reduce_add(d),
+        ]
+    }
     /// The largest lane (lanes are not NaN).
     fn reduce_max(self, v: Self::F32) -> f32;
 }

@@ -11,9 +11,11 @@ use crate::simd::{Simd, SimdKernel};
 /// `C = alpha·A·Bᵀ + beta·C` for `m` rows of `A` (`k` floats each, stride
 /// `lda`) and `n` columns of `B` (`k` floats each, stride `ldb`); `C` at
 /// row stride `ldc`. With `beta == 0` the old `C` is not read.
-// On x86_64 the AVX2 and AVX-512 kernels of `x86/dot.rs` still serve the
-// product; this one runs there in the tests only.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+///
+/// `C` is a raw pointer: threads run the kernel on disjoint column ranges
+/// of one `C`, so no `&mut` slice may span it. Whoever makes a value
+/// promises that `c` is writable for `c_len` floats and that nobody else
+/// accesses the `m × n` tile at `c` (row stride `ldc`) while it runs.
 pub(super) struct DotColumns<'a> {
     pub m: usize,
     pub n: usize,
@@ -24,11 +26,11 @@ pub(super) struct DotColumns<'a> {
     pub bt: &'a [f32],
     pub ldb: usize,
     pub beta: f32,
-    pub c: &'a mut [f32],
+    pub c: *mut f32,
+    pub c_len: usize,
     pub ldc: usize,
 }
 
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 impl DotColumns<'_> {
     /// Whether every row and column the product touches lies inside its
     /// slice (the condition of [`SimdKernel::run`]).
@@ -42,53 +44,110 @@ impl DotColumns<'_> {
         };
         fits(self.a.len(), self.m, self.lda, self.k)
             && fits(self.bt.len(), self.n, self.ldb, self.k)
-            && fits(self.c.len(), self.m, self.ldc, self.n)
+            && fits(self.c_len, self.m, self.ldc, self.n)
     }
 }
 
 impl SimdKernel for DotColumns<'_> {
     type Output = ();
 
+    /// Register tiles sized for the register file: with 16 registers 2
+    /// rows × 4 columns (8 sums, 2 rows and a column in registers); with
+    /// 32, 4 × 4 (half the loads per multiply-add), or 1 × 8 for a single
+    /// row (a GEMV against a transposed weight: an LSTM step, a Linear
+    /// layer at batch 1). Row blocks after the first find their columns in
+    /// L1 and prefetch the next tile's meanwhile.
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
         // The tiles' bounds rely on this (the caller checked it too).
         if !self.fits() {
             return;
         }
-        let mut d = self;
+        let d = self;
+        let big = S::REGISTERS >= 32;
+        let wide = if big && d.m == 1 { 8 } else { 4 };
+        let max_rows = if big { 4 } else { 2 };
         let mut j = 0;
         while j < d.n {
-            let cols = (d.n - j).min(4);
+            let cols = if d.n - j >= wide {
+                wide
+            } else {
+                (d.n - j).min(4)
+            };
             let mut i = 0;
+            let mut block = 0usize;
             while i < d.m {
-                let rows = (d.m - i).min(2);
+                let rows = match (d.m - i).min(max_rows) {
+                    r @ (1 | 2) => r,
+                    r if r >= 4 => 4,
+                    _ => 2,
+                };
+                let next = (block > 0 && j + cols < d.n).then(|| Prefetch {
+                    cols: (j + cols) * d.ldb,
+                    first: block - 1,
+                });
+                let t = Tile { i, j, next };
                 match (rows, cols) {
-                    (2, 4) => tile::<S, 2, 4>(s, &mut d, i, j),
-                    (2, 3) => tile::<S, 2, 3>(s, &mut d, i, j),
-                    (2, 2) => tile::<S, 2, 2>(s, &mut d, i, j),
-                    (2, _) => tile::<S, 2, 1>(s, &mut d, i, j),
-                    (_, 4) => tile::<S, 1, 4>(s, &mut d, i, j),
-                    (_, 3) => tile::<S, 1, 3>(s, &mut d, i, j),
-                    (_, 2) => tile::<S, 1, 2>(s, &mut d, i, j),
-                    _ => tile::<S, 1, 1>(s, &mut d, i, j),
+                    (4, 4) => tile::<S, 4, 4>(s, &d, t),
+                    (4, 3) => tile::<S, 4, 3>(s, &d, t),
+                    (4, 2) => tile::<S, 4, 2>(s, &d, t),
+                    (4, _) => tile::<S, 4, 1>(s, &d, t),
+                    (2, 4) => tile::<S, 2, 4>(s, &d, t),
+                    (2, 3) => tile::<S, 2, 3>(s, &d, t),
+                    (2, 2) => tile::<S, 2, 2>(s, &d, t),
+                    (2, _) => tile::<S, 2, 1>(s, &d, t),
+                    (_, 8) => tile::<S, 1, 8>(s, &d, t),
+                    (_, 4) => tile::<S, 1, 4>(s, &d, t),
+                    (_, 3) => tile::<S, 1, 3>(s, &d, t),
+                    (_, 2) => tile::<S, 1, 2>(s, &d, t),
+                    _ => tile::<S, 1, 1>(s, &d, t),
                 }
                 i += rows;
+                block += 1;
             }
             j += cols;
         }
     }
 }
 
+/// Where a tile prefetches the next tile's columns: `cols` is the offset
+/// of the first of them in `bt`; each 64-byte step fetches one line of
+/// column `(first + step) % N`, so row blocks spread their fetches over
+/// the columns.
+#[derive(Clone, Copy)]
+struct Prefetch {
+    cols: usize,
+    first: usize,
+}
+
+/// A tile's first row and column, and what it prefetches.
+#[derive(Clone, Copy)]
+struct Tile {
+    i: usize,
+    j: usize,
+    next: Option<Prefetch>,
+}
+
 /// Rows `i..i + R` against columns `j..j + N`: `R·N` vector accumulators,
-/// each reduced once at the end.
+/// each reduced once at the end; the last `k % LANES` floats through one
+/// partial load per operand (zeros past `k`).
 #[inline(always)]
-fn tile<S: Simd, const R: usize, const N: usize>(s: S, d: &mut DotColumns<'_>, i: usize, j: usize) {
+fn tile<S: Simd, const R: usize, const N: usize>(s: S, d: &DotColumns<'_>, t: Tile) {
+    let Tile { i, j, next } = t;
     let k = d.k;
     let mut acc = [[s.splat(0.0); N]; R];
     let full = k - k % S::LANES;
     let (a, b) = (d.a.as_ptr(), d.bt.as_ptr());
     let mut p = 0;
+    let mut step = next.map_or(0, |n| n.first);
     while p < full {
+        if let Some(next) = next
+            && p % 16 == 0
+        {
+            let col = step % N;
+            step += 1;
+            s.prefetch(b.wrapping_add(next.cols + col * d.ldb + p));
+        }
         let mut av = [s.splat(0.0); R];
         for (r, v) in av.iter_mut().enumerate() {
             // SAFETY: row i + r < m holds k floats from (i + r)·lda (the
@@ -120,13 +179,23 @@ fn tile<S: Simd, const R: usize, const N: usize>(s: S, d: &mut DotColumns<'_>, i
         }
     }
     let (ldc, alpha, beta) = (d.ldc, d.alpha, d.beta);
-    let c = d.c.as_mut_ptr();
     for (r, row) in acc.iter().enumerate() {
-        for (col, &lanes) in row.iter().enumerate() {
-            let dot = s.reduce_add(lanes);
-            // SAFETY: (i + r, j + col) is inside C (`fits`).
+        let mut dots = [0f32; N];
+        if let (Ok(&[v0, v1, v2, v3]), Ok(four)) = (
+            <&[S::F32; 4]>::try_from(&row[..]),
+            <&mut [f32; 4]>::try_from(&mut dots[..]),
+        ) {
+            *four = s.reduce_add4(v0, v1, v2, v3);
+        } else {
+            for (dot, &lanes) in dots.iter_mut().zip(row) {
+                *dot = s.reduce_add(lanes);
+            }
+        }
+        for (col, &dot) in dots.iter().enumerate() {
+            // SAFETY: (i + r, j + col) is inside C (`fits`), which this
+            // kernel alone accesses (the maker's promise).
             unsafe {
-                let out = c.add((i + r) * ldc + j + col);
+                let out = d.c.add((i + r) * ldc + j + col);
                 *out = if beta == 0.0 {
                     alpha * dot
                 } else {
@@ -158,6 +227,10 @@ mod tests {
                 (3, 9, 33),
                 (5, 4, 64),
                 (1, 13, 100),
+                // Several row blocks of each backend's tiles: the later
+                // ones prefetch the next columns.
+                (11, 10, 70),
+                (9, 8, 16),
             ] {
                 let (lda, ldb, ldc) = (k + 3, k + 1, n + 2);
                 let a: Vec<f32> = (0..m * lda).map(val).collect();
@@ -175,7 +248,8 @@ mod tests {
                         bt: &bt,
                         ldb,
                         beta,
-                        c: &mut c,
+                        c: c.as_mut_ptr(),
+                        c_len: c.len(),
                         ldc,
                     };
                     if dispatch_on(isa, kernel).is_err() {

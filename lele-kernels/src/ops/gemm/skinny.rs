@@ -1,12 +1,10 @@
 //! Products too thin to pack: a few rows against a B whose columns are
 //! contiguous, or a few columns of B copied contiguously (`dot_columns`),
 //! and one row (`gemv_row`). `sgemm` picks them before the blocked product.
-use super::Isa;
-use super::MatRef;
-#[cfg(all(target_arch = "x86_64", feature = "std"))]
-use super::PARALLEL_MIN_MACS;
 #[cfg(target_arch = "x86_64")]
-use super::{CPtr, best_isa, x86};
+use super::best_isa;
+use super::dot_lanes::DotColumns;
+use super::{CPtr, Isa, MatRef};
 /// Products with at most this many columns pack B's columns contiguously
 /// and run [`dot_columns`] on them (a wider register tile would be mostly
 /// padding: Silero VAD's STFT, 258 filters over 5 frames, ran the 32-wide
@@ -21,8 +19,9 @@ pub(super) const DOT_M_MAX: usize = 96;
 /// Few rows against columns of B that are contiguous in memory (`B[p, j]`
 /// at `bt[j·ldb + p]`, e.g. a transposed weight): dot products straight
 /// from B with no packing; each group of columns stays in L1 while the rows
-/// of A pass over it. Register tiles of `isa` (AVX2: 2 rows × 4 columns;
-/// AVX-512: see [`x86::dot_columns_avx512`]); the portable loop otherwise.
+/// of A pass over it. The kernel written once over the SIMD layer
+/// ([`super::dot_lanes`]) on every vector ISA, split by columns over
+/// threads when large; the portable loop otherwise.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn dot_columns(
     isa: Isa,
@@ -37,88 +36,54 @@ pub(super) fn dot_columns(
     c: &mut [f32],
     ldc: usize,
 ) {
-    // NEON and simd128: the kernel written once over the SIMD layer; the
-    // plain loops when the ISA is the portable one.
-    #[cfg(not(target_arch = "x86_64"))]
-    let c = {
-        let kernel = super::dot_lanes::DotColumns {
-            m,
-            n,
-            k,
-            alpha,
-            a: a.data,
-            lda: a.rs,
-            bt,
-            ldb,
-            beta,
-            c,
-            ldc,
-        };
-        if !kernel.fits() {
-            kernel.c
-        } else {
-            match crate::simd::dispatch_on(isa, kernel) {
-                Ok(()) => return,
-                Err(back) => back.c,
-            }
-        }
+    let whole = DotColumns {
+        m,
+        n,
+        k,
+        alpha,
+        a: a.data,
+        lda: a.rs,
+        bt,
+        ldb,
+        beta,
+        c: c.as_mut_ptr(),
+        c_len: c.len(),
+        ldc,
     };
-    #[cfg(target_arch = "x86_64")]
-    if matches!(isa, Isa::Avx2 | Isa::Avx512) {
-        let fits = |len: usize, count: usize, stride: usize, width: usize| {
-            (count - 1)
-                .checked_mul(stride)
-                .and_then(|x| x.checked_add(width))
-                .is_some_and(|end| end <= len)
-        };
-        if fits(a.data.len(), m, a.rs, k) && fits(bt.len(), n, ldb, k) && fits(c.len(), m, ldc, n) {
-            let (ap, bp, cp) = (
-                CPtr(a.data.as_ptr().cast_mut()),
-                CPtr(bt.as_ptr().cast_mut()),
-                CPtr(c.as_mut_ptr()),
-            );
-            // Columns j0..j0 + w. SAFETY (of the call): `isa` was detected
-            // (the caller's contract: AVX2 and FMA, and AVX-512F when
-            // `avx512`); the three checks above are the kernel's bounds
-            // contract and j0 + w <= n; A and B are only read.
-            let avx512 = isa == Isa::Avx512;
-            let part = |j0: usize, w: usize| unsafe {
-                (if avx512 {
-                    x86::dot_columns_avx512
-                } else {
-                    x86::dot_columns_avx2
-                })(
-                    m,
-                    w,
-                    k,
-                    alpha,
-                    ap.get(),
-                    a.rs,
-                    bp.add(j0 * ldb).get(),
-                    ldb,
-                    beta,
-                    cp.add(j0).get(),
-                    ldc,
-                )
+    if n > 0 && isa != Isa::Scalar && crate::simd::isa_runs(isa) && whole.fits() {
+        let (c_ptr, c_len) = (CPtr(whole.c), whole.c_len);
+        // Columns j0..j0 + w (j0 < n: B's slice from column j0 on holds
+        // them, and C's tile from element j0 on).
+        let part = |j0: usize, w: usize| {
+            let kernel = DotColumns {
+                n: w,
+                bt: &bt[j0 * ldb..],
+                // SAFETY: j0 < n <= ldc, inside C (`fits`); tasks write
+                // disjoint columns.
+                c: unsafe { c_ptr.add(j0) }.0,
+                c_len: c_len - j0,
+                ..whole
             };
-            #[cfg(feature = "std")]
-            {
-                let threads = crate::threads::num_threads();
-                if threads > 1 && m * n * k >= PARALLEL_MIN_MACS && n >= 16 {
-                    // Column ranges, a few per thread; tasks write disjoint
-                    // columns of C and `run` returns after all of them.
-                    let width = n.div_ceil(2 * threads).next_multiple_of(4);
-                    let tasks = n.div_ceil(width);
-                    crate::threads::run(tasks, &mut [], &|t, _| {
-                        let j0 = t * width;
-                        part(j0, width.min(n - j0));
-                    });
-                    return;
-                }
+            // `isa` runs here (checked above), so the kernel runs.
+            let _ = crate::simd::dispatch_on(isa, kernel);
+        };
+        #[cfg(feature = "std")]
+        {
+            let threads = crate::threads::num_threads();
+            if threads > 1 && m * n * k >= super::PARALLEL_MIN_MACS && n >= 16 {
+                // Column ranges, a few per thread; `run` returns after all
+                // of them.
+                let width = n.div_ceil(2 * threads).next_multiple_of(4);
+                let tasks = n.div_ceil(width);
+                crate::threads::run(tasks, &mut [], &|t, _| {
+                    let j0 = t * width;
+                    part(j0, width.min(n - j0));
+                });
+                return;
             }
-            part(0, n);
-            return;
         }
+        part(0, n);
+        return;
     }
     dot_columns_body(m, n, k, alpha, a, bt, ldb, beta, c, ldc)
 }

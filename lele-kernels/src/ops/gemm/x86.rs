@@ -1,9 +1,6 @@
 //! AVX2+FMA and AVX-512 micro-kernels.
 use core::arch::x86_64::*;
 
-mod dot;
-pub use dot::{dot_columns_avx2, dot_columns_avx512};
-
 pub const AVX2_MR: usize = 6;
 pub const AVX2_NR: usize = 16;
 pub const AVX512_MR: usize = 8;
