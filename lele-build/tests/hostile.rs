@@ -310,6 +310,24 @@ fn empty_tensors_with_a_huge_extent_finish_promptly() {
     );
 }
 
+/// A fuzzing finding (onnx_loader, case 355630): an opset-11 `Softmax`
+/// over a non-last axis with no outputs indexed its first output while
+/// lowering. Such a node computes nothing anyone reads and is dropped as
+/// dead (before the fix the compiler panicked on it).
+#[test]
+fn a_node_without_outputs_does_not_panic() {
+    let mut softmax = node("Softmax", &["x"], &["y"], vec![int_attr("axis", 0)]);
+    softmax.output.clear();
+    let mut m = model(
+        vec![softmax],
+        vec![],
+        vec![vi("x", F32, &[2, 3])],
+        vec![vi("x", F32, &[2, 3])],
+    );
+    m.opset_import[0].version = Some(11);
+    compile("softmax-no-outputs", &m, "").unwrap();
+}
+
 /// Class 1: `Tile` by 2^62 and `Expand` to 2^62 wrap in the op's own
 /// shape arithmetic.
 #[test]

@@ -409,8 +409,11 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
                 // Before opset 13 the input is coerced to 2-D at `axis`; that
                 // equals a single-axis softmax only over the last axis. The
                 // rank check happens during shape inference.
-                if ctx.opset < 13 && axis != -1 {
-                    ctx.graph.legacy_softmax.push((ctx.outputs[0], axis));
+                if ctx.opset < 13
+                    && axis != -1
+                    && let Some(&out) = ctx.outputs.first()
+                {
+                    ctx.graph.legacy_softmax.push((out, axis));
                 }
                 if op_type == "Softmax" {
                     Ok(Lowered::same(Softmax { axis }, 1))
