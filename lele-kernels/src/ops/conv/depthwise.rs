@@ -1,8 +1,8 @@
 //! Direct depthwise convolution (one input channel per group).
-use super::direct::Layout;
-#[cfg(target_arch = "x86_64")]
-use super::direct::stage;
+use super::direct::{Layout, stage};
+use super::row_kernels;
 use super::{Conv, ConvGeom, valid_range};
+use crate::simd::Isa;
 
 /// Longest run of staged positions [`plane_staged`] computes in one go
 /// (a stride-1 plane up to about 60×60; the scratch is sized with it on
@@ -30,72 +30,42 @@ fn flat_run(conv: &Conv, g: &ConvGeom, l: &Layout) -> Option<usize> {
 
 /// What [`plane_staged`] needs for every plane of one call, computed once:
 /// the staging layout and each tap's offset from the first input of an
-/// output row. (Only x86 builds one; elsewhere the fields go unread.)
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+/// output row, and the instruction set whose row kernel runs.
 pub(super) struct StagedPlan {
     layout: Layout,
     offs: [usize; STAGED_TAPS_MAX],
     taps: usize,
     len: usize,
-    /// The CPU has AVX-512 (sixteen-lane rows).
-    avx512: bool,
-}
-
-/// One run of outputs (a row, or a plane's rows back to back) with the
-/// row kernel of the CPU.
-///
-/// # Safety
-/// AVX2 and FMA (AVX-512F when `plan.avx512`) are available;
-/// `src[offs[t] + j]` is readable for every tap and every `j` below
-/// `out.len()` rounded up to 8.
-#[cfg(target_arch = "x86_64")]
-unsafe fn row(plan: &StagedPlan, src: *const f32, offs: &[usize], w: &[f32], out: &mut [f32]) {
-    // SAFETY: the caller's contract (the AVX-512 row reads no more than
-    // the AVX2 one).
-    unsafe {
-        if plan.avx512 {
-            super::x86::depthwise_row_avx512(src, offs, w, out)
-        } else {
-            super::x86::depthwise_row_avx2(src, offs, w, out)
-        }
-    }
+    isa: Isa,
 }
 
 /// The plan of [`plane_staged`] for these shapes, or `None` when it does
-/// not apply here (no AVX2, or shapes [`staged_len`] rejects); the caller
+/// not apply here (no vector ISA, or shapes [`staged_len`] rejects); the caller
 /// then runs [`depthwise_plane`].
 pub(super) fn staged_plan(conv: &Conv, g: &ConvGeom) -> Option<StagedPlan> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use crate::ops::gemm::{Isa, best_isa};
-        if !matches!(best_isa(), Isa::Avx2 | Isa::Avx512) {
-            return None;
-        }
-        let len = staged_len(conv, g)?;
-        let l = Layout::new(conv.strides, conv.dilations, g);
-        let taps = g.kh * g.kw;
-        let mut offs = [0usize; STAGED_TAPS_MAX];
-        for (t, o) in offs[..taps].iter_mut().enumerate() {
-            *o = l.tap(0, t / g.kw, t % g.kw, conv.dilations);
-        }
-        Some(StagedPlan {
-            layout: l,
-            offs,
-            taps,
-            len,
-            avx512: best_isa() == Isa::Avx512,
-        })
+    let isa = crate::simd::best_isa();
+    if isa == Isa::Scalar {
+        return None;
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (conv, g);
-        None
+    let len = staged_len(conv, g)?;
+    let l = Layout::new(conv.strides, conv.dilations, g);
+    let taps = g.kh * g.kw;
+    let mut offs = [0usize; STAGED_TAPS_MAX];
+    for (t, o) in offs[..taps].iter_mut().enumerate() {
+        *o = l.tap(0, t / g.kw, t % g.kw, conv.dilations);
     }
+    Some(StagedPlan {
+        layout: l,
+        offs,
+        taps,
+        len,
+        isa,
+    })
 }
 
 /// One channel from a staged copy of its plane (zero padded, columns split
 /// by the stride, as the direct convolution stages its input), each output
-/// row accumulated in AVX2 registers over every tap onto `out`, which
+/// row accumulated in vector registers over every tap onto `out`, which
 /// holds the channel's bias (or zero) in every element. Returns `false`,
 /// leaving `out` untouched, when a buffer is too small; the caller then
 /// runs [`depthwise_plane`].
@@ -108,59 +78,52 @@ pub(super) fn plane_staged(
     out: &mut [f32],
     buf: &mut [f32],
 ) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let (Some(buf), Some(wk), Some(out)) = (
-            buf.get_mut(..plan.len),
-            wk.get(..plan.taps),
-            out.get_mut(..g.ohw()),
-        ) else {
+    let (Some(buf), Some(wk), Some(out)) = (
+        buf.get_mut(..plan.len),
+        wk.get(..plan.taps),
+        out.get_mut(..g.ohw()),
+    ) else {
+        return false;
+    };
+    let l = &plan.layout;
+    if stage(conv.strides, g, l, xp, buf, 0).is_err() {
+        return false;
+    }
+    let offs = &plan.offs[..plan.taps];
+    let rs = l.phase_w;
+    // Stride 1 over a small plane: its output rows are computed as one
+    // run over the staged rows back to back (the `kw - 1` padding
+    // columns between them computed and dropped), not row by row: a
+    // 15-wide row costs a call and a partial chunk of its own. The run
+    // lives after the staged plane in `buf` and starts from the bias
+    // (`out` holds it in every element).
+    if let Some(flat) = flat_run(conv, g, l) {
+        let (staged, run) = buf.split_at_mut(l.staged_len(g));
+        let Some(run) = run.get_mut(..flat) else {
             return false;
         };
-        let l = &plan.layout;
-        if stage(conv.strides, g, l, xp, buf, 0).is_err() {
+        run.fill(out[0]);
+        // SAFETY: tap offsets reach `(kh - 1)·rs + kw - 1`, the run
+        // `flat`: together inside the plane (`rows·rs` floats) and
+        // its slack.
+        if !unsafe { row_kernels::depthwise_row(plan.isa, staged.as_ptr(), offs, wk, run) } {
             return false;
         }
-        let offs = &plan.offs[..plan.taps];
-        let rs = l.phase_w;
-        // Stride 1 over a small plane: its output rows are computed as one
-        // run over the staged rows back to back (the `kw - 1` padding
-        // columns between them computed and dropped), not row by row: a
-        // 15-wide row costs a call and a partial chunk of its own. The run
-        // lives after the staged plane in `buf` and starts from the bias
-        // (`out` holds it in every element).
-        if let Some(flat) = flat_run(conv, g, l) {
-            let (staged, run) = buf.split_at_mut(l.staged_len(g));
-            let Some(run) = run.get_mut(..flat) else {
-                return false;
-            };
-            run.fill(out[0]);
-            // SAFETY: AVX2 and FMA were detected (the plan exists). Tap
-            // offsets reach `(kh - 1)·rs + kw - 1`, the run (rounded up to
-            // 8) `flat + 7`: together the plane (`rows·rs` floats) plus 7,
-            // inside the staged slack.
-            unsafe { row(plan, staged.as_ptr(), offs, wk, run) };
-            for (oh, orow) in out.chunks_exact_mut(g.ow).enumerate() {
-                orow.copy_from_slice(&run[oh * rs..oh * rs + g.ow]);
-            }
-            return true;
-        }
         for (oh, orow) in out.chunks_exact_mut(g.ow).enumerate() {
-            let row0 = &buf[oh * rs..];
-            // SAFETY: AVX2 and FMA were detected (the plan exists). Each
-            // tap's offset plus an output column (rounded up to 8) stays
-            // inside the staged plane and its slack: the last valid input
-            // of the last output row is inside the plane, and the slack
-            // holds more than 7 floats.
-            unsafe { row(plan, row0.as_ptr(), offs, wk, orow) };
+            orow.copy_from_slice(&run[oh * rs..oh * rs + g.ow]);
         }
-        true
+        return true;
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (plan, conv, g, xp, wk, out, buf);
-        false
+    for (oh, orow) in out.chunks_exact_mut(g.ow).enumerate() {
+        let row0 = &buf[oh * rs..];
+        // SAFETY: each tap's offset plus an output column stays inside
+        // the staged plane and its slack: the last valid input of the
+        // last output row is inside the plane.
+        if !unsafe { row_kernels::depthwise_row(plan.isa, row0.as_ptr(), offs, wk, orow) } {
+            return false;
+        }
     }
+    true
 }
 
 /// One channel of a depthwise convolution, accumulated into `out` (which

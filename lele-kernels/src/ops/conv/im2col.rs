@@ -230,9 +230,9 @@ fn copy_inside(x: &[f32], first: isize, step: usize, out: &mut [f32]) {
 }
 
 /// `dst[t] = src[t·step]` (`src` holds at least `(dst.len() - 1)·step + 1`
-/// floats). Stride 2 takes one AVX-512 permute per 16 outputs where the
-/// CPU has it (`kernel_bench`: PP-OCRv6 det's 48→24 3×3 s2 at 240², whose
-/// staging was about 40% of its time); elsewhere the loops run over
+/// floats). Stride 2 takes the even lanes of two vectors at a time on
+/// every vector ISA (`kernel_bench`: PP-OCRv6 det's 48→24 3×3 s2 at 240²,
+/// whose staging was about 40% of its time); otherwise the loops run over
 /// fixed-size chunks, so the compiler turns stride 2 into vector shuffles
 /// instead of a scalar loop with a bounds check per element.
 pub(super) fn strided_copy(src: &[f32], step: usize, dst: &mut [f32]) {
@@ -241,17 +241,8 @@ pub(super) fn strided_copy(src: &[f32], step: usize, dst: &mut [f32]) {
         dst.copy_from_slice(&src[..n]);
         return;
     }
-    #[cfg(target_arch = "x86_64")]
-    if step == 2 {
-        use crate::ops::gemm::{Isa, best_isa};
-        match best_isa() {
-            // SAFETY: AVX-512F was detected; `src` holds the 2·len - 1
-            // floats the copy reads (the contract above).
-            Isa::Avx512 => return unsafe { super::x86::evens_avx512(src, dst) },
-            // SAFETY: AVX2 was detected; reads as above.
-            Isa::Avx2 => return unsafe { super::x86::evens_avx2(src, dst) },
-            _ => {}
-        }
+    if step == 2 && super::row_kernels::evens(crate::simd::best_isa(), src, dst) {
+        return;
     }
     let whole = (src.len() / step).min(dst.len());
     let (head, tail) = dst.split_at_mut(whole);
@@ -312,35 +303,6 @@ mod tests {
                     for (t, &d) in dst.iter().enumerate() {
                         assert_eq!(d, src[t * step], "step {step} n {n} offset {offset} t {t}");
                     }
-                }
-            }
-        }
-    }
-
-    /// Both SIMD even-lane copies (the ones this CPU has), whichever
-    /// `strided_copy` picks here, against the plain loop over the same
-    /// lengths and offsets, each from a source of exactly `2n - 1` floats.
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn simd_even_copies_match_the_loop() {
-        use crate::ops::gemm::{Isa, isa_available};
-        let pool: alloc::vec::Vec<f32> = (0..400).map(|i| i as f32 * 0.25 - 3.0).collect();
-        for n in 0..70 {
-            for offset in [0, 1, 5] {
-                let need = if n == 0 { 0 } else { 2 * n - 1 };
-                let src = &pool[offset..offset + need];
-                let want: alloc::vec::Vec<f32> = (0..n).map(|t| src[2 * t]).collect();
-                if isa_available(Isa::Avx2) {
-                    let mut dst = alloc::vec![f32::NAN; n];
-                    // SAFETY: AVX2 is available; `src` holds 2n - 1 floats.
-                    unsafe { super::super::x86::evens_avx2(src, &mut dst) };
-                    assert_eq!(dst, want, "AVX2 n {n} offset {offset}");
-                }
-                if isa_available(Isa::Avx512) {
-                    let mut dst = alloc::vec![f32::NAN; n];
-                    // SAFETY: AVX-512F is available; reads as above.
-                    unsafe { super::super::x86::evens_avx512(src, &mut dst) };
-                    assert_eq!(dst, want, "AVX-512 n {n} offset {offset}");
                 }
             }
         }

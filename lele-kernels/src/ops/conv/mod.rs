@@ -25,6 +25,7 @@ mod depthwise_interleaved;
 mod depthwise_rows;
 #[cfg(test)]
 mod depthwise_tests;
+mod row_kernels;
 // Only x86-64 runs it, but every target sizes its scratch (the compiler
 // sizes arenas on the build machine).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -42,8 +43,6 @@ mod transpose_tests;
 mod winograd;
 #[cfg(all(test, feature = "std"))]
 mod winograd_tests;
-#[cfg(target_arch = "x86_64")]
-mod x86;
 
 use crate::ops::unary::Activation;
 use depthwise::{depthwise_plane, plane_staged, staged_plan};
