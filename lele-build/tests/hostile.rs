@@ -328,6 +328,70 @@ fn a_node_without_outputs_does_not_panic() {
     compile("softmax-no-outputs", &m, "").unwrap();
 }
 
+fn ints(name: &str, v: &[i64]) -> proto::AttributeProto {
+    proto::AttributeProto {
+        name: s(name),
+        ints: v.to_vec(),
+        r#type: Some(proto::attribute_proto::AttributeType::Ints as i32),
+        ..Default::default()
+    }
+}
+
+/// Fuzzing findings of the compiler target (cases 2045094, 2831532,
+/// 3271294, 2469167, 3045191, 2526883): products of hostile attributes
+/// (pads of 2^40, strides of 2^62) in the convolutions' staging layout and
+/// output size, and empty constants of non-addressable shape (`[0, 2^62]`)
+/// folded into kernels that multiply their other dims. Each is an error
+/// now (the padded input and every folded value must be addressable).
+#[test]
+fn hostile_geometry_is_an_error() {
+    let x = builders::f32_ramp("x", &[1, 2, 4, 4], 0.5);
+    let w = builders::f32_ramp("w", &[2, 2, 1, 1], 0.25);
+    let conv = |attrs: Vec<proto::AttributeProto>| {
+        model(
+            vec![node("Conv", &["x", "w"], &["y"], attrs)],
+            vec![x.clone(), w.clone()],
+            vec![],
+            vec![vi("y", F32, &[])],
+        )
+    };
+    let big = 1i64 << 40;
+    for (case, m) in [
+        ("conv-pads", conv(vec![ints("pads", &[big, big, big, big])])),
+        ("conv-pads-w", conv(vec![ints("pads", &[0, big, 0, big])])),
+        (
+            "convtranspose-strides",
+            model(
+                vec![node(
+                    "ConvTranspose",
+                    &["x", "w"],
+                    &["y"],
+                    vec![ints("strides", &[1 << 62, 1 << 62])],
+                )],
+                vec![x.clone(), w.clone()],
+                vec![],
+                vec![vi("y", F32, &[])],
+            ),
+        ),
+    ] {
+        let e = compile(case, &m, "").unwrap_err();
+        assert!(!e.to_string().is_empty(), "{case}");
+    }
+    for op in ["Trilu", "Softmax", "Relu"] {
+        let m = model(
+            vec![
+                node("ConstantOfShape", &["shape"], &["big"], vec![]),
+                node(op, &["big"], &["y"], vec![]),
+            ],
+            vec![i64_init("shape", &[3, 0, 1 << 62])],
+            vec![],
+            vec![vi("y", F32, &[])],
+        );
+        let e = compile(&format!("empty-wide-{op}"), &m, "").unwrap_err();
+        assert!(!e.to_string().is_empty(), "{op}");
+    }
+}
+
 /// Class 1: `Tile` by 2^62 and `Expand` to 2^62 wrap in the op's own
 /// shape arithmetic.
 #[test]

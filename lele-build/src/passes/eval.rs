@@ -27,6 +27,11 @@ pub fn eval_kernel(
     k.infer(inputs, &mut shapes).map_err(|e| e.to_string())?;
     let mut total = 0usize;
     for (s, d) in shapes.iter().zip(out_dtypes) {
+        // The rule the sizing pass holds every value to, here for the
+        // values folded before it runs.
+        if !super::sizing::addressable(s, d.size()) {
+            return Err(too_large(&shapes));
+        }
         total = s
             .checked_bytes(d.size())
             .and_then(|b| total.checked_add(b))

@@ -103,10 +103,11 @@ enum ChannelAxis {
 
 impl ChannelAxis {
     /// Output channels of a weight of these dims.
-    fn count(self, dims: &[usize]) -> usize {
+    fn count(self, dims: &[usize]) -> Option<usize> {
         match self {
-            ChannelAxis::First => dims[0],
-            ChannelAxis::Second { group } => dims[1] * group,
+            ChannelAxis::First => dims.first().copied(),
+            // A hostile `group` can make this wrap: then nothing folds.
+            ChannelAxis::Second { group } => dims.get(1)?.checked_mul(group),
         }
     }
 
@@ -174,7 +175,10 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
             {
                 continue;
             }
-            let (m, rank) = (axis.count(&w.dims), w.dims.len());
+            let Some(m) = axis.count(&w.dims) else {
+                continue;
+            };
+            let rank = w.dims.len();
             let bias = conv.inputs.get(2).copied().flatten();
             if bias.is_some_and(|b| bias_vals(g, b, m).is_none()) {
                 continue;

@@ -101,13 +101,7 @@ pub fn size_graph(g: &Graph, points: &[Vec<Vec<usize>>]) -> Result<Sizes> {
 /// every shape before a kernel sees it.
 fn check_addressable(g: &Graph, v: ValueId, s: &Shape) -> Result<()> {
     let elem = g.values[v].dtype.unwrap_or(DType::F32).size();
-    let fits = s
-        .dims()
-        .iter()
-        .filter(|&&d| d != 0)
-        .try_fold(elem, |a, &d| a.checked_mul(d))
-        .is_some_and(|b| b <= isize::MAX as usize);
-    if fits {
+    if addressable(s, elem) {
         Ok(())
     } else {
         Err(BuildError::Limit(format!(
@@ -116,6 +110,18 @@ fn check_addressable(g: &Graph, v: ValueId, s: &Shape) -> Result<()> {
             s.dims()
         )))
     }
+}
+
+/// Whether the product of the non-zero dims of `s` times `elem` fits
+/// `isize`: then no product of some of its dims overflows in a kernel,
+/// even when the tensor is empty (`[0, 2^62]` holds nothing, but a
+/// kernel's `cols · 4` would wrap).
+pub(crate) fn addressable(s: &Shape, elem: usize) -> bool {
+    s.dims()
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(elem, |a, &d| a.checked_mul(d))
+        .is_some_and(|b| b <= isize::MAX as usize)
 }
 
 fn node_err(n: &Node, msg: impl Into<String>) -> BuildError {

@@ -276,8 +276,25 @@ impl Conv {
         let [sh, sw] = self.strides;
         let [dh, dw] = self.dilations;
         let [pt, pl, pb, pr] = self.pads;
-        let (oh, pt, _) = window_out(x.h, kh, sh, dh, pt, pb, self.auto_pad, false, OP)?;
-        let (ow, pl, _) = window_out(x.w, kw, sw, dw, pl, pr, self.auto_pad, false, OP)?;
+        let (oh, pt, pb) = window_out(x.h, kh, sh, dh, pt, pb, self.auto_pad, false, OP)?;
+        let (ow, pl, pr) = window_out(x.w, kw, sw, dw, pl, pr, self.auto_pad, false, OP)?;
+        // The staged input of one group (its padded planes, rounded up to
+        // the strides) must be addressable, so that no product of the
+        // staging layout wraps, whatever the pads and strides say.
+        let padded = |len: usize, a: usize, b: usize, s: usize| {
+            len.checked_add(a)?.checked_add(b)?.checked_add(s)
+        };
+        let staged_bytes = padded(x.h, pt, pb, sh)
+            .zip(padded(x.w, pl, pr, sw))
+            .and_then(|(h, w)| h.checked_mul(w))
+            .and_then(|p| p.checked_mul((x.c / g).max(1)))
+            .and_then(|p| p.checked_mul(4));
+        if staged_bytes.is_none_or(|b| b > isize::MAX as usize) {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "the padded input is larger than this machine can address",
+            });
+        }
         Ok(ConvGeom {
             x,
             m,

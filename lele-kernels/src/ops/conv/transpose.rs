@@ -67,10 +67,21 @@ fn transpose_out(
             msg: "kernel, strides, dilations and input size must be positive",
         });
     }
-    let full = s * (len - 1) + out_pad + (k - 1) * d + 1;
+    let overflow = || KernelError::Invalid {
+        op: OP,
+        msg: "output size overflows",
+    };
+    let full = s
+        .checked_mul(len - 1)
+        .and_then(|f| f.checked_add(out_pad))
+        .and_then(|f| f.checked_add((k - 1).checked_mul(d)?))
+        .and_then(|f| f.checked_add(1))
+        .ok_or_else(overflow)?;
     let target = match (explicit, auto_pad) {
         (Some(o), _) => Some(o),
-        (None, AutoPad::SameUpper | AutoPad::SameLower) => Some(len * s),
+        (None, AutoPad::SameUpper | AutoPad::SameLower) => {
+            Some(len.checked_mul(s).ok_or_else(overflow)?)
+        }
         _ => None,
     };
     match target {
@@ -92,10 +103,13 @@ fn transpose_out(
             } else {
                 pads
             };
-            let out = full.checked_sub(b + e).ok_or(KernelError::Shape {
-                op: OP,
-                msg: "pads larger than the output",
-            })?;
+            let out =
+                b.checked_add(e)
+                    .and_then(|p| full.checked_sub(p))
+                    .ok_or(KernelError::Shape {
+                        op: OP,
+                        msg: "pads larger than the output",
+                    })?;
             Ok((out, b))
         }
     }
