@@ -126,6 +126,20 @@ fn detect_and_cache_isa() -> Isa {
     isa
 }
 
+/// Lanes of `isa`'s f32 vectors, or `None` when `isa` runs no vector
+/// backend here (the portable code, or an ISA this CPU lacks).
+pub(crate) fn vector_lanes(isa: Isa) -> Option<usize> {
+    struct Lanes;
+    impl SimdKernel for Lanes {
+        type Output = usize;
+        #[inline(always)]
+        fn run<S: Simd>(self, _: S) -> usize {
+            S::LANES
+        }
+    }
+    dispatch_on(isa, Lanes).ok()
+}
+
 /// What [`fma_probe`] measured the work of.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FmaProbe {

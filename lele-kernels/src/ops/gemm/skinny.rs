@@ -50,7 +50,7 @@ pub(super) fn dot_columns(
         c_len: c.len(),
         ldc,
     };
-    if n > 0 && isa != Isa::Scalar && crate::simd::isa_runs(isa) && whole.fits() {
+    if n > 0 && crate::simd::vector_lanes(isa).is_some() && whole.fits() {
         let (c_ptr, c_len) = (CPtr(whole.c), whole.c_len);
         // Columns j0..j0 + w (j0 < n: B's slice from column j0 on holds
         // them, and C's tile from element j0 on).

@@ -12,19 +12,6 @@ use super::{Block, MAX_RING_ROWS, MAX_TAPS, Ring, RowTail};
 use crate::ops::conv::{Conv, ConvGeom};
 use crate::simd::{Isa, Simd, SimdKernel, dispatch_on};
 
-/// Lanes of `isa`'s blocked kernel, or `None` without vectors.
-pub(super) fn lanes(isa: Isa) -> Option<usize> {
-    match isa {
-        Isa::Scalar => None,
-        Isa::Avx2 => Some(8),
-        Isa::Avx512 => Some(16),
-        #[cfg(target_arch = "aarch64")]
-        Isa::Neon => Some(4),
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Isa::Simd128 => Some(4),
-    }
-}
-
 /// Output rows `rows` of `block`, written to `y` (the whole output, planes
 /// of `oh · ow` floats), each row's fused tail applied once it is written,
 /// on `isa`.

@@ -95,8 +95,8 @@ impl Blocked {
         if let Some(forced) = FORCE_ISA.with(|f| f.get()) {
             isa = forced;
         }
-        let lanes = block::lanes(isa)?;
-        crate::simd::isa_runs(isa).then_some(Blocked { isa, lanes })
+        let lanes = crate::simd::vector_lanes(isa)?;
+        Some(Blocked { isa, lanes })
     }
 }
 
