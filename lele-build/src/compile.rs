@@ -183,10 +183,11 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
         fused + every(g, passes::fuse_conv_activation) + every(g, passes::fuse_conv_scalar_affine);
     // Last: the residual joins after the activation and affine the
     // convolution took. Shapes must agree at every sizing point.
-    let shapes: Option<Vec<_>> = sizing_points(dims)
+    let point_shapes: Vec<Option<_>> = sizing_points(dims)
         .into_iter()
         .map(|p| passes::size_graph(g, &[p]).ok().map(|s| s.shapes))
         .collect();
+    let shapes: Option<Vec<_>> = point_shapes.iter().cloned().collect();
     if let Some(shapes) = &shapes {
         let same = |a: ValueId, b: ValueId| {
             shapes.iter().all(|s| match (s.get(&a), s.get(&b)) {
@@ -207,6 +208,11 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     fused += passes::in_every_block(g, &mut |g| passes::fuse_packed_matmul_softmax(g, shapes));
     // Winograd's tile size by the output planes at the sizing points.
     fused += passes::in_every_block(g, &mut |g| passes::prepack_conv_weights(g, shapes));
+    // The FFT plans of lengths known at build time, as constants. A point
+    // where sizing fails (a feature extractor given fewer samples than one
+    // frame) has no valid input, so the points that size decide.
+    let sized: Vec<_> = point_shapes.into_iter().flatten().collect();
+    passes::in_every_block(g, &mut |g| passes::add_fft_plans(g, &sized));
     if fused > 0 {
         passes::eliminate_dead_code(g);
     }

@@ -26,7 +26,8 @@ pub struct Opts {
     /// Print one JSON object with the totals.
     #[arg(long)]
     pub json: bool,
-    /// Only cases whose `suite/name` contains this.
+    /// Only cases whose `suite/name` contains this (or one of several,
+    /// separated by commas).
     #[arg(long)]
     pub filter: Option<String>,
     /// Build the runner under its own name (`runner-NAME`, binary
@@ -107,7 +108,7 @@ fn discover(root: &Path, filter: Option<&str>) -> anyhow::Result<Vec<Case>> {
             let info: CaseInfo = serde_json::from_str(&std::fs::read_to_string(&json)?)
                 .with_context(|| json.display().to_string())?;
             let id = format!("{}/{}", info.suite, info.name);
-            if filter.is_some_and(|f| !id.contains(f)) {
+            if filter.is_some_and(|f| !f.split(',').any(|part| id.contains(part))) {
                 continue;
             }
             out.push(Case { id, dir, info });

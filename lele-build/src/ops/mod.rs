@@ -7,6 +7,7 @@ mod math;
 mod nn;
 mod pool_norm;
 mod quant;
+mod signal;
 mod spatial;
 
 use std::fmt::Debug;
@@ -112,6 +113,7 @@ pub fn lower(ctx: &mut LowerCtx<'_>) -> Lowered {
             .or_else(|| data::lower(&op_type, ctx))
             .or_else(|| quant::lower(&op_type, ctx))
             .or_else(|| spatial::lower(&op_type, ctx))
+            .or_else(|| signal::lower(&op_type, ctx))
             .unwrap_or_else(|| Err("no kernel for this operator".to_string()))
     } else {
         Err(format!("operators of domain `{domain}` are not supported"))
@@ -132,6 +134,7 @@ pub fn is_known(op_type: &str) -> bool {
         || data::OPS.contains(&op_type)
         || quant::OPS.contains(&op_type)
         || spatial::OPS.contains(&op_type)
+        || signal::OPS.contains(&op_type)
         || op_type == "If"
         || op_type == "Constant"
 }

@@ -2,6 +2,7 @@
 //! and sizing (shape inference at the input bounds).
 pub mod dtypes;
 pub mod eval;
+pub mod fft_plan;
 pub mod fold;
 pub mod fold_conv;
 pub mod fuse;
@@ -12,6 +13,7 @@ pub mod subnormal;
 pub mod widen;
 
 pub use dtypes::infer_dtypes;
+pub use fft_plan::add_fft_plans;
 pub use fold::{bypass_identities, eliminate_dead_code, fold_constants, identities_from_noops};
 pub use fold_conv::{fold_conv_affine, fuse_conv_activation, fuse_conv_scalar_affine};
 pub use fuse::{

@@ -35,6 +35,8 @@ const F32_ONLY: &[&str] = &[
     "GroupNormalization",
     "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss",
+    "DFT",
+    "STFT",
 ];
 
 fn is_half(d: Option<DType>) -> bool {

@@ -5,3 +5,4 @@ mod hostile;
 mod loading;
 mod pieces;
 mod real_models;
+mod signal;

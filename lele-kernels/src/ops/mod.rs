@@ -30,6 +30,7 @@ pub mod reverse_sequence;
 pub mod rnn;
 pub mod rotary;
 pub mod select;
+pub mod signal;
 pub mod slice;
 pub mod softmax;
 pub mod spatial;

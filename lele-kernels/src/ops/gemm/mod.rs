@@ -15,7 +15,7 @@ mod few_rows;
 mod micro;
 #[cfg(target_arch = "aarch64")]
 mod neon;
-mod operands;
+pub(crate) mod operands;
 mod pack_a;
 pub mod prepacked;
 pub(crate) mod rows;

@@ -187,11 +187,18 @@ impl Kernel for Reduce {
             .iter()
             .skip_while(|&&m| !m)
             .all(|&m| m);
-        if x.dtype == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Mean) && trailing {
+        let run_sum = match op {
+            ReduceOp::Sum => Some(RunSum::Sum),
+            ReduceOp::Mean => Some(RunSum::Mean),
+            ReduceOp::SumSquare => Some(RunSum::SumSquare),
+            ReduceOp::L2 => Some(RunSum::L2),
+            _ => None,
+        };
+        if let Some(kind) = run_sum.filter(|_| x.dtype == DType::F32 && trailing) {
             // Every output sums a contiguous run of x (a global average
-            // pool, a squeeze-and-excitation block's mean).
+            // pool, a squeeze-and-excitation block's mean, the power of
+            // each complex bin of a spectrogram).
             let (xv, y) = (x.typed::<f32>(OP)?, out.typed::<f32>(OP)?);
-            let mean = op == ReduceOp::Mean;
             #[cfg(feature = "std")]
             {
                 let threads = crate::threads::num_threads();
@@ -210,12 +217,12 @@ impl Kernel for Reduce {
                         // SAFETY: task t alone writes outputs first..first
                         // + n, and `run` returns after every task.
                         let part = unsafe { shared.range(first, n) };
-                        sum_runs_f32(&xv[first * count..(first + n) * count], count, mean, part);
+                        sum_runs_f32(&xv[first * count..(first + n) * count], count, kind, part);
                     });
                     return Ok(());
                 }
             }
-            sum_runs_f32(xv, count, mean, y);
+            sum_runs_f32(xv, count, kind, y);
             return Ok(());
         }
         dispatch_num!(x.dtype, OP, |T| {
@@ -370,24 +377,36 @@ fn min_nan<A: Acc>(a: A, b: A) -> A {
 /// four chains of adds overlap.
 const PARTIAL_SUMS: usize = 64;
 
-/// `y[i]` = the sum (or, with `mean`, the mean) of run `i` of `x`, runs of
-/// `count` elements back to back (0, or NaN for the mean, when `count` is
-/// 0).
-fn sum_runs_f32(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
+/// What [`sum_runs_f32`] computes of each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunSum {
+    /// `Σ v`.
+    Sum,
+    /// `Σ v / count`.
+    Mean,
+    /// `Σ v²`.
+    SumSquare,
+    /// `√(Σ v²)`.
+    L2,
+}
+
+/// `y[i]` = the [`RunSum`] of run `i` of `x`, runs of `count` elements back
+/// to back (an empty run sums to 0; its mean divides 0 by 0).
+fn sum_runs_f32(x: &[f32], count: usize, kind: RunSum, y: &mut [f32]) {
     if count == 0 {
         // The mean of nothing divides zero by zero, as the general path.
-        y.fill(if mean { f32::NAN } else { 0.0 });
+        y.fill(if kind == RunSum::Mean { f32::NAN } else { 0.0 });
         return;
     }
     #[cfg(target_arch = "x86_64")]
     match crate::ops::gemm::best_isa() {
         // SAFETY: AVX-512F (with AVX2 and FMA) was detected.
-        crate::ops::gemm::Isa::Avx512 => return unsafe { sum_runs_avx512(x, count, mean, y) },
+        crate::ops::gemm::Isa::Avx512 => return unsafe { sum_runs_avx512(x, count, kind, y) },
         // SAFETY: AVX2 and FMA were detected.
-        crate::ops::gemm::Isa::Avx2 => return unsafe { sum_runs_avx2(x, count, mean, y) },
+        crate::ops::gemm::Isa::Avx2 => return unsafe { sum_runs_avx2(x, count, kind, y) },
         crate::ops::gemm::Isa::Scalar => {}
     }
-    sum_runs(x, count, mean, y)
+    sum_runs(x, count, kind, y)
 }
 
 /// [`sum_runs`] compiled with AVX-512F.
@@ -396,8 +415,8 @@ fn sum_runs_f32(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
 /// The CPU supports AVX-512F, AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn sum_runs_avx512(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
-    sum_runs(x, count, mean, y)
+unsafe fn sum_runs_avx512(x: &[f32], count: usize, kind: RunSum, y: &mut [f32]) {
+    sum_runs(x, count, kind, y)
 }
 
 /// [`sum_runs`] compiled with AVX2+FMA.
@@ -406,42 +425,54 @@ unsafe fn sum_runs_avx512(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
 /// The CPU supports AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn sum_runs_avx2(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
-    sum_runs(x, count, mean, y)
+unsafe fn sum_runs_avx2(x: &[f32], count: usize, kind: RunSum, y: &mut [f32]) {
+    sum_runs(x, count, kind, y)
 }
 
 /// The loop of [`sum_runs_f32`] (`count` > 0): the same operations in the
 /// same order at every vector width, so every CPU gets the same sums.
 #[inline(always)]
-fn sum_runs(x: &[f32], count: usize, mean: bool, y: &mut [f32]) {
+fn sum_runs(x: &[f32], count: usize, kind: RunSum, y: &mut [f32]) {
+    match kind {
+        RunSum::Sum => sum_each(x, count, y, sum_f32::<false>),
+        RunSum::Mean => sum_each(x, count, y, |run| {
+            (f64::from(sum_f32::<false>(run)) / count as f64) as f32
+        }),
+        RunSum::SumSquare => sum_each(x, count, y, sum_f32::<true>),
+        RunSum::L2 => sum_each(x, count, y, |run| sum_f32::<true>(run).sqrt()),
+    }
+}
+
+#[inline(always)]
+fn sum_each(x: &[f32], count: usize, y: &mut [f32], f: impl Fn(&[f32]) -> f32) {
     for (yo, run) in y.iter_mut().zip(x.chunks_exact(count)) {
-        let s = sum_f32(run);
-        *yo = if mean {
-            (f64::from(s) / count as f64) as f32
-        } else {
-            s
-        };
+        *yo = f(run);
     }
 }
 
 /// The sum of `x` in [`PARTIAL_SUMS`] partial sums (element `i` of each
 /// whole group of them into partial `i`, then of each whole group of 16
 /// left into partial `i`), added pairwise, then the last few elements in
-/// order.
+/// order; of the squares with `SQUARE`. A run shorter than 16 is that
+/// last part alone (the same sums without adding the zero partials).
 #[inline(always)]
-fn sum_f32(x: &[f32]) -> f32 {
+fn sum_f32<const SQUARE: bool>(x: &[f32]) -> f32 {
+    let term = |v: f32| if SQUARE { v * v } else { v };
+    if x.len() < 16 {
+        return x.iter().fold(0.0, |a, &v| a + term(v));
+    }
     let mut part = [0f32; PARTIAL_SUMS];
     let chunks = x.chunks_exact(PARTIAL_SUMS);
     let sixteens = chunks.remainder().chunks_exact(16);
     let rest = sixteens.remainder();
     for c in chunks {
         for (p, &v) in part.iter_mut().zip(c) {
-            *p += v;
+            *p += term(v);
         }
     }
     for c in sixteens {
         for (p, &v) in part.iter_mut().zip(c) {
-            *p += v;
+            *p += term(v);
         }
     }
     let mut width = PARTIAL_SUMS;
@@ -452,7 +483,7 @@ fn sum_f32(x: &[f32]) -> f32 {
             *a += b;
         }
     }
-    rest.iter().fold(part[0], |a, &v| a + v)
+    rest.iter().fold(part[0], |a, &v| a + term(v))
 }
 
 /// Folds every element of `x` into `acc[offset]` with `f`.

@@ -144,21 +144,21 @@ fn f32_sums_of_runs() {
             xs[count + 7] = f32::NAN;
             xs[2 * count + 3] = f32::INFINITY;
         }
-        for mean in [false, true] {
+        for kind in [RunSum::Sum, RunSum::Mean, RunSum::SumSquare, RunSum::L2] {
             let mut want = vec![0f32; runs];
-            sum_runs(&xs, count, mean, &mut want);
+            sum_runs(&xs, count, kind, &mut want);
             #[cfg(target_arch = "x86_64")]
             {
                 let isa = crate::ops::gemm::best_isa();
                 let mut got = vec![0f32; runs];
                 if isa == crate::ops::gemm::Isa::Avx512 {
                     // SAFETY: AVX-512F was detected.
-                    unsafe { sum_runs_avx512(&xs, count, mean, &mut got) };
+                    unsafe { sum_runs_avx512(&xs, count, kind, &mut got) };
                     assert_eq!(bits(&got), bits(&want), "avx512 {count}");
                 }
                 if isa != crate::ops::gemm::Isa::Scalar {
                     // SAFETY: AVX2 and FMA were detected.
-                    unsafe { sum_runs_avx2(&xs, count, mean, &mut got) };
+                    unsafe { sum_runs_avx2(&xs, count, kind, &mut got) };
                     assert_eq!(bits(&got), bits(&want), "avx2 {count}");
                 }
             }
@@ -168,20 +168,36 @@ fn f32_sums_of_runs() {
                     assert!(!w.is_finite(), "{count} run {r}: {w}");
                     continue;
                 }
-                let exact: f64 = run.iter().map(|&v| f64::from(v)).sum();
-                let magnitude: f64 = run.iter().map(|&v| f64::from(v).abs()).sum();
+                let square = matches!(kind, RunSum::SumSquare | RunSum::L2);
+                let term = |v: f32| {
+                    let v = f64::from(v);
+                    if square { v * v } else { v }
+                };
+                let exact: f64 = run.iter().map(|&v| term(v)).sum();
+                let magnitude: f64 = run.iter().map(|&v| term(v).abs()).sum();
                 // Each addition rounds once: at most count / 64 + 3
-                // into a partial sum, six pairwise levels, 15 leftovers.
-                let adds = (count / PARTIAL_SUMS + 3 + 6 + 15) as f64;
+                // into a partial sum, six pairwise levels, 15 leftovers
+                // (and one more rounding for each square).
+                let adds = (count / PARTIAL_SUMS + 3 + 6 + 15 + square as usize) as f64;
                 let mut bound = adds * f64::from(f32::EPSILON) * magnitude;
                 let mut exact = exact;
-                if mean {
-                    exact /= count as f64;
-                    bound = bound / count as f64 + f64::from(f32::EPSILON) * exact.abs();
+                match kind {
+                    RunSum::Mean => {
+                        exact /= count as f64;
+                        bound = bound / count as f64 + f64::from(f32::EPSILON) * exact.abs();
+                    }
+                    RunSum::L2 => {
+                        // √ halves the relative error, then rounds once.
+                        let root = exact.sqrt();
+                        bound = bound / (2.0 * root.max(f64::MIN_POSITIVE))
+                            + f64::from(f32::EPSILON) * root;
+                        exact = root;
+                    }
+                    RunSum::Sum | RunSum::SumSquare => {}
                 }
                 assert!(
                     (f64::from(w) - exact).abs() <= bound,
-                    "{count} {mean}: {w} vs {exact}"
+                    "{count} {kind:?}: {w} vs {exact}"
                 );
             }
         }
