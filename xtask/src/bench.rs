@@ -38,6 +38,12 @@ const SET: &[(&str, &str)] = &[
     ("DeepFilterNet3 enc, 100 frames", "dfn3_enc_100"),
     ("DeepFilterNet3 erb_dec, 100 frames", "dfn3_erb_dec_100"),
     ("DeepFilterNet3 df_dec, 100 frames", "dfn3_df_dec_100"),
+    ("Whisper log-mel 80 (STFT), 30 s", "asr_whisper80_10s"),
+    ("Whisper log-mel 80 (Conv), 30 s", "asr_whisper80_conv_10s"),
+    ("Kaldi fbank 80 (STFT), 10 s", "asr_kaldi_10s"),
+    ("Kaldi fbank 80 (Conv), 10 s", "asr_kaldi_conv_10s"),
+    ("NeMo log-mel 80 (STFT), 10 s", "asr_nemo80_10s"),
+    ("NeMo log-mel 80 (Conv), 10 s", "asr_nemo80_conv_10s"),
 ];
 
 /// Options of `cargo xtask bench`.

@@ -664,6 +664,61 @@ impl Gen<'_> {
                     }
                 }
             }
+            "DFT" => {
+                // Lengths and axes mostly small, sometimes hostile.
+                let len = self.ints(None, true, |rng| {
+                    if rng.chance(2, 3) {
+                        rng.range(-1, 40)
+                    } else {
+                        hostile_i64(rng)
+                    }
+                });
+                let axis = self.ints(None, true, |rng| rng.range(-4, 4));
+                ins = vec![x.name.clone(), self.opt(len), self.opt(axis)];
+                attrs.push(attr_i("inverse", self.rng.range(0, 1)));
+                attrs.push(attr_i("onesided", self.rng.range(0, 1)));
+                out_rank = x.rank;
+            }
+            "STFT" => {
+                let step = self.ints(None, true, |rng| {
+                    if rng.chance(2, 3) {
+                        rng.range(-1, 9)
+                    } else {
+                        hostile_i64(rng)
+                    }
+                });
+                let window = self.data();
+                let frame = self.ints(None, true, |rng| {
+                    if rng.chance(2, 3) {
+                        rng.range(-1, 40)
+                    } else {
+                        hostile_i64(rng)
+                    }
+                });
+                ins = vec![x.name.clone(), step, self.opt(window.name), self.opt(frame)];
+                attrs.push(attr_i("onesided", self.rng.range(0, 1)));
+                out_rank = Some(4);
+            }
+            "HannWindow" | "MelWeightMatrix" => {
+                let int = |rng: &mut Rng| {
+                    if rng.chance(2, 3) {
+                        rng.range(-1, 600)
+                    } else {
+                        hostile_i64(rng)
+                    }
+                };
+                ins = vec![self.ints(None, true, int)];
+                if op == "MelWeightMatrix" {
+                    ins.push(self.ints(None, true, int));
+                    ins.push(self.ints(None, true, int));
+                    ins.push(self.float_scalar());
+                    ins.push(self.float_scalar());
+                    out_rank = Some(2);
+                } else {
+                    attrs.push(attr_i("periodic", self.rng.range(0, 1)));
+                    out_rank = Some(1);
+                }
+            }
             "Softmax" | "LogSoftmax" | "Hardmax" | "Flatten" | "ArgMax" | "ArgMin" | "CumSum" => {
                 ins = vec![x.name.clone()];
                 if op == "CumSum" {
@@ -1051,6 +1106,10 @@ pub const OPS: &[&str] = &[
     "Trilu",
     "ScatterND",
     "ScatterElements",
+    "DFT",
+    "STFT",
+    "HannWindow",
+    "MelWeightMatrix",
     "Constant",
 ];
 
