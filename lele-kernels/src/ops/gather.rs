@@ -311,16 +311,16 @@ fn nd_plan(data: &Shape, idx: &Shape, b: usize, op: &'static str) -> Result<NdPl
 fn nd_offset(
     idx: &Indices<'_>,
     data: &Shape,
+    strides: &[usize; MAX_RANK],
     b: usize,
     p: &NdPlan,
     tuple: usize,
     op: &'static str,
 ) -> Result<usize, KernelError> {
-    let st = data.strides();
     let mut off = 0;
     for k in 0..p.m {
         let v = index_at(idx, tuple * p.m + k, data.dims()[b + k], op)?;
-        off += v * st[b + k];
+        off += v * strides[b + k];
     }
     Ok(off)
 }
@@ -371,9 +371,10 @@ impl Kernel for GatherNd {
         let p = nd_plan(&x.shape, &idx_t.shape, b, OP)?;
         let es = x.dtype.size();
         let w = p.slice * es;
+        let strides = x.shape.strides();
         for batch in 0..p.batches {
             for t in 0..p.tuples {
-                let off = nd_offset(&idx, &x.shape, b, &p, batch * p.tuples + t, OP)?;
+                let off = nd_offset(&idx, &x.shape, &strides, b, &p, batch * p.tuples + t, OP)?;
                 let src = (batch * p.batch_elems + off) * es;
                 let dst = (batch * p.tuples + t) * w;
                 out.data[dst..dst + w].copy_from_slice(&x.data[src..src + w]);
@@ -479,8 +480,21 @@ impl Kernel for ScatterNd {
         out.data.copy_from_slice(x.data);
         let es = x.dtype.size();
         let w = p.slice * es;
+        let strides = x.shape.strides();
+        if self.reduction == ScatterReduction::None && p.slice == 1 {
+            // One element per index tuple (a streaming model's cache
+            // updates): a typed store each, without a copy call.
+            return dispatch_size!(x.dtype, OP, |T| {
+                let src = raw::<T>(upd, OP)?;
+                let dst = raw_mut::<T>(out, OP)?;
+                for (t, &v) in src.iter().enumerate().take(p.tuples) {
+                    dst[nd_offset(&idx, &x.shape, &strides, 0, &p, t, OP)?] = v;
+                }
+                Ok(())
+            });
+        }
         for t in 0..p.tuples {
-            let off = nd_offset(&idx, &x.shape, 0, &p, t, OP)? * es;
+            let off = nd_offset(&idx, &x.shape, &strides, 0, &p, t, OP)? * es;
             scatter_slice(
                 self.reduction,
                 x.dtype,
