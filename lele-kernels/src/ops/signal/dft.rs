@@ -156,7 +156,7 @@ impl Kernel for Dft {
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
         let given = opt_input(inputs, DFT_PLAN_INPUT).is_some();
-        transform_scratch_bytes(self.n_max(inputs, outputs), given)
+        transform_scratch_bytes(self.n_max(inputs, outputs), given, false)
     }
 
     fn flops(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> u64 {
@@ -181,8 +181,16 @@ impl Kernel for Dft {
             return Err(KernelError::Buffer { op: OP });
         }
         let y = out.typed::<f32>(OP)?;
-        let (plan, line, work) =
-            transform_buffers(g.n, n_max, opt_input(inputs, DFT_PLAN_INPUT), scratch, OP)?;
+        let super::Buffers {
+            plan, line, work, ..
+        } = transform_buffers(
+            g.n,
+            n_max,
+            opt_input(inputs, DFT_PLAN_INPUT),
+            false,
+            scratch,
+            OP,
+        )?;
         let dims = g.dims.dims();
         let len = dims[g.axis];
         let outer: usize = dims[..g.axis].iter().product();

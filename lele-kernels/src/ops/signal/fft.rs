@@ -15,6 +15,8 @@ use core::ops::{Add, Mul, Sub};
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::simd::Simd;
+
 /// Largest prime factor transformed directly; larger ones use Bluestein.
 pub const MAX_RADIX: usize = 23;
 
@@ -53,7 +55,7 @@ impl Complex {
 
     /// `self · (-i)`.
     #[inline(always)]
-    fn times_minus_i(self) -> Complex {
+    pub fn times_minus_i(self) -> Complex {
         Complex::new(self.im, -self.re)
     }
 
@@ -216,10 +218,8 @@ pub fn build_plan(n: usize, out: &mut [f32], work: &mut [Complex]) -> Option<()>
         filter[j] = chirp[j].conj();
         filter[m - j] = chirp[j].conj();
     }
-    let inner = Plan::Smooth { n: m, roots };
-    let spectrum = work.get_mut(..m)?;
-    inner.smooth_transform(filter, spectrum);
-    filter.copy_from_slice(spectrum);
+    let work = work.get_mut(..m)?;
+    smooth_transform(Scalar, filter, work, m, roots, 1);
     Some(())
 }
 
@@ -273,6 +273,14 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// The roots of a mixed-radix plan.
+    pub(crate) fn smooth_roots(&self) -> Option<&'a [Complex]> {
+        match *self {
+            Plan::Smooth { roots, .. } => Some(roots),
+            Plan::Bluestein { .. } => None,
+        }
+    }
+
     /// Whether the length is zero.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -282,11 +290,7 @@ impl<'a> Plan<'a> {
     /// e^{-2πi·jk/n}`. `work` holds at least [`work_len`]`(n)` values.
     pub fn forward(&self, data: &mut [Complex], work: &mut [Complex]) {
         match *self {
-            Plan::Smooth { n, .. } => {
-                let n = n.min(data.len()).min(work.len());
-                work[..n].copy_from_slice(&data[..n]);
-                self.smooth_transform(&work[..n], &mut data[..n]);
-            }
+            Plan::Smooth { n, roots } => smooth_transform(Scalar, data, work, n, roots, 1),
             Plan::Bluestein {
                 n,
                 chirp,
@@ -300,17 +304,13 @@ impl<'a> Plan<'a> {
                     *a = x * c;
                 }
                 a[n..].fill(Complex::ZERO);
-                let inner = Plan::Smooth { n: m, roots };
-                let inner_work = &mut inner_work[..m];
-                inner_work.copy_from_slice(a);
-                inner.smooth_transform(inner_work, a);
+                smooth_transform(Scalar, a, inner_work, m, roots, 1);
                 // Pointwise product, then the inverse transform as the
                 // conjugate of the forward transform of the conjugate.
                 for (v, &f) in a.iter_mut().zip(filter) {
                     *v = (*v * f).conj();
                 }
-                inner_work.copy_from_slice(a);
-                inner.smooth_transform(inner_work, a);
+                smooth_transform(Scalar, a, inner_work, m, roots, 1);
                 let s = 1.0 / m as f32;
                 for ((x, &v), &c) in data[..n].iter_mut().zip(a.iter()).zip(chirp) {
                     *x = v.conj().scale(s) * c;
@@ -331,12 +331,17 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// Whether [`Plan::forward_real`] takes the half-length path (an even
+    /// mixed-radix length), which the STFT also runs on vectors of frames.
+    pub fn halves_real_input(&self) -> bool {
+        matches!(*self, Plan::Smooth { n, .. } if n >= 2 && n % 2 == 0)
+    }
+
     /// The first `n/2 + 1` bins of the DFT of the real signal `x(j)`,
     /// `j < n`, into `out` (the rest are their conjugates). An even length
     /// of a mixed-radix plan takes half the work: the `n/2`-point transform
-    /// of `x(2j) + i·x(2j+1)` (whose roots are every other root of this
-    /// plan), separated into the even and odd samples' spectra. `out`
-    /// holds at least `n` values, `work` at least [`work_len`]`(n)`.
+    /// of `x(2j) + i·x(2j+1)`, then a split step. `out` holds at least `n` values, `work` at
+    /// least [`work_len`]`(n)`.
     pub fn forward_real(
         &self,
         x: impl Fn(usize) -> f32,
@@ -344,100 +349,350 @@ impl<'a> Plan<'a> {
         work: &mut [Complex],
     ) {
         let n = self.len();
-        let Plan::Smooth { roots, .. } = *self else {
-            for (j, v) in out[..n].iter_mut().enumerate() {
-                *v = Complex::new(x(j), 0.0);
+        match *self {
+            Plan::Smooth { roots, .. } if self.halves_real_input() => {
+                let h = n / 2;
+                for (j, v) in out[..h].iter_mut().enumerate() {
+                    *v = Complex::new(x(2 * j), x(2 * j + 1));
+                }
+                real_half_transform(Scalar, out, work, n, roots);
             }
-            self.forward(out, work);
-            return;
-        };
-        if n % 2 == 1 || n < 2 {
-            for (j, v) in out[..n].iter_mut().enumerate() {
-                *v = Complex::new(x(j), 0.0);
-            }
-            self.forward(out, work);
-            return;
-        }
-        let h = n / 2;
-        for (j, v) in work[..h].iter_mut().enumerate() {
-            *v = Complex::new(x(2 * j), x(2 * j + 1));
-        }
-        let (factors, count) = radices(h);
-        step(&work[..h], 0, 1, &mut out[..h], &factors[..count], roots, 2);
-        // Z = E + i·O with E, O the spectra of the even and odd samples:
-        // E[k] = (Z[k] + conj Z[h-k]) / 2, O[k] = -i (Z[k] - conj Z[h-k]) / 2
-        // and X[k] = E[k] + w^k O[k], X[h-k] = conj E[k] + w^(h-k) conj O[k].
-        let z0 = out[0];
-        out[0] = Complex::new(z0.re + z0.im, 0.0);
-        out[h] = Complex::new(z0.re - z0.im, 0.0);
-        for k in 1..=h / 2 {
-            let (a, b) = (out[k], out[h - k]);
-            let e = (a + b.conj()).scale(0.5);
-            let o = (a - b.conj()).times_minus_i().scale(0.5);
-            out[k] = e + root(roots, k) * o;
-            if h - k != k {
-                out[h - k] = e.conj() + root(roots, h - k) * o.conj();
+            _ => {
+                for (j, v) in out[..n].iter_mut().enumerate() {
+                    *v = Complex::new(x(j), 0.0);
+                }
+                self.forward(out, work);
             }
         }
-    }
-
-    /// Mixed-radix transform of `src` into `dst` (both of length `n`).
-    fn smooth_transform(&self, src: &[Complex], dst: &mut [Complex]) {
-        let Plan::Smooth { n, roots } = *self else {
-            return;
-        };
-        if n == 0 {
-            return;
-        }
-        let (factors, count) = radices(n);
-        step(src, 0, 1, dst, &factors[..count], roots, 1);
     }
 }
 
-/// One decimation-in-time level: the length-`dst.len()` DFT of
-/// `src[offset + j·stride]`, whose roots are `roots[k·root_stride]`.
-fn step(
-    src: &[Complex],
-    offset: usize,
-    stride: usize,
-    dst: &mut [Complex],
-    factors: &[u8],
+/// Complex arithmetic on points of some kind, and how they are stored: one
+/// complex number ([`Scalar`]), or one per lane of a SIMD vector
+/// ([`Lanes`], one transform per lane). The transforms are written once
+/// over this.
+pub(crate) trait Points: Copy {
+    /// A point.
+    type P: Copy;
+    /// The buffer element points are stored in.
+    type Store: Copy;
+    /// Point `i` of `buf`.
+    fn get(self, buf: &[Self::Store], i: usize) -> Self::P;
+    /// Stores point `i` of `buf`.
+    fn put(self, buf: &mut [Self::Store], i: usize, v: Self::P);
+    /// `a + b`.
+    fn add(self, a: Self::P, b: Self::P) -> Self::P;
+    /// `a - b`.
+    fn sub(self, a: Self::P, b: Self::P) -> Self::P;
+    /// `a · w` for a root `w` shared by every lane.
+    fn mul_root(self, a: Self::P, w: Complex) -> Self::P;
+    /// `a · (-i)`.
+    fn times_minus_i(self, a: Self::P) -> Self::P;
+    /// `a · s`.
+    fn scale(self, a: Self::P, s: f32) -> Self::P;
+    /// The conjugate.
+    fn conj(self, a: Self::P) -> Self::P;
+    /// `(re(a) + im(a), 0)` and `(re(a) - im(a), 0)`: the DC and Nyquist
+    /// bins of a real signal from its packed half-length transform's bin 0.
+    fn split_dc(self, a: Self::P) -> (Self::P, Self::P);
+}
+
+/// One complex number per point.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scalar;
+
+impl Points for Scalar {
+    type P = Complex;
+    type Store = Complex;
+    #[inline(always)]
+    fn get(self, buf: &[Complex], i: usize) -> Complex {
+        buf[i]
+    }
+    #[inline(always)]
+    fn put(self, buf: &mut [Complex], i: usize, v: Complex) {
+        buf[i] = v;
+    }
+    #[inline(always)]
+    fn add(self, a: Complex, b: Complex) -> Complex {
+        a + b
+    }
+    #[inline(always)]
+    fn sub(self, a: Complex, b: Complex) -> Complex {
+        a - b
+    }
+    #[inline(always)]
+    fn mul_root(self, a: Complex, w: Complex) -> Complex {
+        a * w
+    }
+    #[inline(always)]
+    fn times_minus_i(self, a: Complex) -> Complex {
+        a.times_minus_i()
+    }
+    #[inline(always)]
+    fn scale(self, a: Complex, s: f32) -> Complex {
+        a.scale(s)
+    }
+    #[inline(always)]
+    fn conj(self, a: Complex) -> Complex {
+        a.conj()
+    }
+    #[inline(always)]
+    fn split_dc(self, a: Complex) -> (Complex, Complex) {
+        (
+            Complex::new(a.re + a.im, 0.0),
+            Complex::new(a.re - a.im, 0.0),
+        )
+    }
+}
+
+/// One complex number per lane of a vector of backend `S`: `LANES`
+/// transforms at once. A point is stored as `LANES` real parts, then
+/// `LANES` imaginary parts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lanes<S>(pub S);
+
+/// A point of [`Lanes`]: real and imaginary parts of every lane.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LanePoint<V> {
+    re: V,
+    im: V,
+}
+
+impl<S: Simd> Points for Lanes<S> {
+    type P = LanePoint<S::F32>;
+    type Store = f32;
+    #[inline(always)]
+    fn get(self, buf: &[f32], i: usize) -> Self::P {
+        let w = S::LANES;
+        let p = &buf[i * 2 * w..(i + 1) * 2 * w];
+        // SAFETY: `p` holds 2·LANES floats (the slice above is bounds
+        // checked).
+        unsafe {
+            LanePoint {
+                re: self.0.load(p.as_ptr()),
+                im: self.0.load(p.as_ptr().add(w)),
+            }
+        }
+    }
+    #[inline(always)]
+    fn put(self, buf: &mut [f32], i: usize, v: Self::P) {
+        let w = S::LANES;
+        let p = &mut buf[i * 2 * w..(i + 1) * 2 * w];
+        // SAFETY: as in `get`.
+        unsafe {
+            self.0.store(p.as_mut_ptr(), v.re);
+            self.0.store(p.as_mut_ptr().add(w), v.im);
+        }
+    }
+    #[inline(always)]
+    fn add(self, a: Self::P, b: Self::P) -> Self::P {
+        LanePoint {
+            re: self.0.add(a.re, b.re),
+            im: self.0.add(a.im, b.im),
+        }
+    }
+    #[inline(always)]
+    fn sub(self, a: Self::P, b: Self::P) -> Self::P {
+        LanePoint {
+            re: self.0.sub(a.re, b.re),
+            im: self.0.sub(a.im, b.im),
+        }
+    }
+    #[inline(always)]
+    fn mul_root(self, a: Self::P, w: Complex) -> Self::P {
+        let s = self.0;
+        let (wr, wi) = (s.splat(w.re), s.splat(w.im));
+        LanePoint {
+            re: s.neg_mul_add(a.im, wi, s.mul(a.re, wr)),
+            im: s.mul_add(a.im, wr, s.mul(a.re, wi)),
+        }
+    }
+    #[inline(always)]
+    fn times_minus_i(self, a: Self::P) -> Self::P {
+        LanePoint {
+            re: a.im,
+            im: self.0.sub(self.0.splat(0.0), a.re),
+        }
+    }
+    #[inline(always)]
+    fn scale(self, a: Self::P, v: f32) -> Self::P {
+        let v = self.0.splat(v);
+        LanePoint {
+            re: self.0.mul(a.re, v),
+            im: self.0.mul(a.im, v),
+        }
+    }
+    #[inline(always)]
+    fn conj(self, a: Self::P) -> Self::P {
+        LanePoint {
+            re: a.re,
+            im: self.0.sub(self.0.splat(0.0), a.im),
+        }
+    }
+    #[inline(always)]
+    fn split_dc(self, a: Self::P) -> (Self::P, Self::P) {
+        let zero = self.0.splat(0.0);
+        (
+            LanePoint {
+                re: self.0.add(a.re, a.im),
+                im: zero,
+            },
+            LanePoint {
+                re: self.0.sub(a.re, a.im),
+                im: zero,
+            },
+        )
+    }
+}
+
+/// The mixed-radix DFT of the `n` points of `data` in place (Stockham's
+/// self-sorting order: each pass reads one buffer and writes the other),
+/// whose roots are `roots[k·root_stride]`. `work` holds `n` points.
+#[inline(always)]
+pub(crate) fn smooth_transform<K: Points>(
+    k: K,
+    data: &mut [K::Store],
+    work: &mut [K::Store],
+    n: usize,
     roots: &[Complex],
     root_stride: usize,
 ) {
-    let n = dst.len();
-    let Some((&p, rest)) = factors.split_first() else {
-        // Length 1.
-        if let (Some(d), Some(&s)) = (dst.first_mut(), src.get(offset)) {
-            *d = s;
-        }
+    if n <= 1 {
         return;
-    };
-    let p = p as usize;
-    let m = n / p;
-    if rest.is_empty() {
-        for (q, d) in dst.iter_mut().enumerate() {
-            *d = src.get(offset + q * stride).copied().unwrap_or_default();
-        }
-    } else {
-        for (q, sub) in dst.chunks_exact_mut(m).enumerate() {
-            step(
-                src,
-                offset + q * stride,
-                stride * p,
-                sub,
-                rest,
-                roots,
-                root_stride * p,
-            );
-        }
     }
-    match p {
-        2 => butterflies_2(dst, m, roots, root_stride),
-        4 => butterflies_4(dst, m, roots, root_stride),
-        3 => butterflies_3(dst, m, roots, root_stride),
-        5 => butterflies_5(dst, m, roots, root_stride),
-        _ => butterflies_any(dst, p, m, roots, root_stride),
+    let (factors, count) = radices(n);
+    // Pass with radix p turns transforms of length l into ones of length
+    // l·p; point (f, k) of the result, f < l·p, k < n/(l·p), sits at
+    // f·n/(l·p) + k.
+    let mut l = 1;
+    let mut in_data = true;
+    for &p in &factors[..count] {
+        let p = p as usize;
+        let r = n / (l * p);
+        if in_data {
+            pass(k, data, work, p, l, r, roots, root_stride);
+        } else {
+            pass(k, work, data, p, l, r, roots, root_stride);
+        }
+        in_data = !in_data;
+        l *= p;
+    }
+    if !in_data {
+        let len = data.len().min(work.len());
+        data[..len].copy_from_slice(&work[..len]);
+    }
+}
+
+/// Input `q` of a butterfly: `src[at + q·r]` times `roots[q·step]`
+/// (`step` 0 for the first column, whose roots are all 1).
+#[inline(always)]
+fn input<K: Points>(
+    k: K,
+    src: &[K::Store],
+    at: usize,
+    q: usize,
+    r: usize,
+    step: usize,
+    roots: &[Complex],
+) -> K::P {
+    let v = k.get(src, at + q * r);
+    if step == 0 || q == 0 {
+        v
+    } else {
+        k.mul_root(v, root(roots, q * step))
+    }
+}
+
+/// One radix-`p` pass: for each `f < l` and `j < r`, the `p` points
+/// `src[(f·p + q)·r + j]` times `w^{q·f·r}` go through a `p`-point DFT into
+/// `dst[(f + l·s)·r + j]`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn pass<K: Points>(
+    k: K,
+    src: &[K::Store],
+    dst: &mut [K::Store],
+    p: usize,
+    l: usize,
+    r: usize,
+    roots: &[Complex],
+    root_stride: usize,
+) {
+    // Output s of a butterfly goes to dst[base + s·lr].
+    let lr = l * r;
+    for f in 0..l {
+        let step = f * r * root_stride;
+        for j in 0..r {
+            let at = f * p * r + j;
+            let base = f * r + j;
+            let x = |q: usize| input(k, src, at, q, r, step, roots);
+            match p {
+                2 => {
+                    let (x0, x1) = (x(0), x(1));
+                    k.put(dst, base, k.add(x0, x1));
+                    k.put(dst, base + lr, k.sub(x0, x1));
+                }
+                4 => {
+                    let (x0, x1, x2, x3) = (x(0), x(1), x(2), x(3));
+                    let (s02, d02) = (k.add(x0, x2), k.sub(x0, x2));
+                    let s13 = k.add(x1, x3);
+                    let d13 = k.times_minus_i(k.sub(x1, x3));
+                    k.put(dst, base, k.add(s02, s13));
+                    k.put(dst, base + lr, k.add(d02, d13));
+                    k.put(dst, base + 2 * lr, k.sub(s02, s13));
+                    k.put(dst, base + 3 * lr, k.sub(d02, d13));
+                }
+                3 => {
+                    // e^{-2πi/3} = -1/2 - i·√3/2.
+                    const S: f32 = 0.866_025_4;
+                    let (x0, x1, x2) = (x(0), x(1), x(2));
+                    let s = k.add(x1, x2);
+                    let t = k.sub(x0, k.scale(s, 0.5));
+                    let u = k.scale(k.times_minus_i(k.sub(x1, x2)), S);
+                    k.put(dst, base, k.add(x0, s));
+                    k.put(dst, base + lr, k.add(t, u));
+                    k.put(dst, base + 2 * lr, k.sub(t, u));
+                }
+                5 => {
+                    // cos and sin of 2π/5 and 4π/5.
+                    const C1: f32 = 0.309_017;
+                    const C2: f32 = -0.809_017;
+                    const S1: f32 = 0.951_056_5;
+                    const S2: f32 = 0.587_785_24;
+                    let (x0, x1, x2, x3, x4) = (x(0), x(1), x(2), x(3), x(4));
+                    let s14 = k.add(x1, x4);
+                    let d14 = k.times_minus_i(k.sub(x1, x4));
+                    let s23 = k.add(x2, x3);
+                    let d23 = k.times_minus_i(k.sub(x2, x3));
+                    let t1 = k.add(x0, k.add(k.scale(s14, C1), k.scale(s23, C2)));
+                    let t2 = k.add(x0, k.add(k.scale(s14, C2), k.scale(s23, C1)));
+                    let u1 = k.add(k.scale(d14, S1), k.scale(d23, S2));
+                    let u2 = k.sub(k.scale(d14, S2), k.scale(d23, S1));
+                    k.put(dst, base, k.add(x0, k.add(s14, s23)));
+                    k.put(dst, base + lr, k.add(t1, u1));
+                    k.put(dst, base + 4 * lr, k.sub(t1, u1));
+                    k.put(dst, base + 2 * lr, k.add(t2, u2));
+                    k.put(dst, base + 3 * lr, k.sub(t2, u2));
+                }
+                _ => {
+                    // A prime up to MAX_RADIX as a direct p-point DFT; its
+                    // roots e^{-2πi·m/p} are roots[m·l·r·root_stride].
+                    let x0 = x(0);
+                    let mut xs = [x0; MAX_RADIX];
+                    for (q, v) in xs.iter_mut().enumerate().take(p).skip(1) {
+                        *v = x(q);
+                    }
+                    for s in 0..p {
+                        let mut acc = x0;
+                        for (q, &v) in xs.iter().enumerate().take(p).skip(1) {
+                            let w = root(roots, ((s * q) % p) * lr * root_stride);
+                            acc = k.add(acc, k.mul_root(v, w));
+                        }
+                        k.put(dst, base + s * lr, acc);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -447,101 +702,34 @@ fn root(roots: &[Complex], i: usize) -> Complex {
     roots.get(i).copied().unwrap_or_default()
 }
 
-fn butterflies_2(d: &mut [Complex], m: usize, roots: &[Complex], rs: usize) {
-    let (a, b) = d.split_at_mut(m);
-    for (k, (a, b)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
-        let t = *b * root(roots, k * rs);
-        let u = *a;
-        *a = u + t;
-        *b = u - t;
-    }
-}
-
-fn butterflies_4(d: &mut [Complex], m: usize, roots: &[Complex], rs: usize) {
-    let (a, rest) = d.split_at_mut(m);
-    let (b, rest) = rest.split_at_mut(m);
-    let (c, e) = rest.split_at_mut(m);
-    for k in 0..m {
-        let x0 = a[k];
-        let x1 = b[k] * root(roots, k * rs);
-        let x2 = c[k] * root(roots, 2 * k * rs);
-        let x3 = e[k] * root(roots, 3 * k * rs);
-        let s02 = x0 + x2;
-        let d02 = x0 - x2;
-        let s13 = x1 + x3;
-        let d13 = (x1 - x3).times_minus_i();
-        a[k] = s02 + s13;
-        b[k] = d02 + d13;
-        c[k] = s02 - s13;
-        e[k] = d02 - d13;
-    }
-}
-
-fn butterflies_3(d: &mut [Complex], m: usize, roots: &[Complex], rs: usize) {
-    // e^{-2πi/3} = -1/2 - i·√3/2.
-    const S: f32 = 0.866_025_4;
-    let (a, rest) = d.split_at_mut(m);
-    let (b, c) = rest.split_at_mut(m);
-    for k in 0..m {
-        let x0 = a[k];
-        let x1 = b[k] * root(roots, k * rs);
-        let x2 = c[k] * root(roots, 2 * k * rs);
-        let s = x1 + x2;
-        let t = x0 - s.scale(0.5);
-        let r = (x1 - x2).times_minus_i().scale(S);
-        a[k] = x0 + s;
-        b[k] = t + r;
-        c[k] = t - r;
-    }
-}
-
-fn butterflies_5(d: &mut [Complex], m: usize, roots: &[Complex], rs: usize) {
-    // cos and sin of 2π/5 and 4π/5.
-    const C1: f32 = 0.309_017;
-    const C2: f32 = -0.809_017;
-    const S1: f32 = 0.951_056_5;
-    const S2: f32 = 0.587_785_24;
-    let (a, rest) = d.split_at_mut(m);
-    let (b, rest) = rest.split_at_mut(m);
-    let (c, rest) = rest.split_at_mut(m);
-    let (e, f) = rest.split_at_mut(m);
-    for k in 0..m {
-        let x0 = a[k];
-        let x1 = b[k] * root(roots, k * rs);
-        let x2 = c[k] * root(roots, 2 * k * rs);
-        let x3 = e[k] * root(roots, 3 * k * rs);
-        let x4 = f[k] * root(roots, 4 * k * rs);
-        let s14 = x1 + x4;
-        let d14 = (x1 - x4).times_minus_i();
-        let s23 = x2 + x3;
-        let d23 = (x2 - x3).times_minus_i();
-        let t1 = x0 + s14.scale(C1) + s23.scale(C2);
-        let t2 = x0 + s14.scale(C2) + s23.scale(C1);
-        let u1 = d14.scale(S1) + d23.scale(S2);
-        let u2 = d14.scale(S2) - d23.scale(S1);
-        a[k] = x0 + s14 + s23;
-        b[k] = t1 + u1;
-        f[k] = t1 - u1;
-        c[k] = t2 + u2;
-        e[k] = t2 - u2;
-    }
-}
-
-/// A prime factor `p <= MAX_RADIX` as a direct `p`-point DFT.
-fn butterflies_any(d: &mut [Complex], p: usize, m: usize, roots: &[Complex], rs: usize) {
-    let mut x = [Complex::ZERO; MAX_RADIX];
-    let x = &mut x[..p.min(MAX_RADIX)];
-    for k in 0..m {
-        for (q, v) in x.iter_mut().enumerate() {
-            *v = d[q * m + k] * root(roots, q * k * rs);
-        }
-        for r in 0..x.len() {
-            let mut acc = Complex::ZERO;
-            for (q, &v) in x.iter().enumerate() {
-                // e^{-2πi·rq/p} is root (rq mod p)·m of this level.
-                acc = acc + v * root(roots, ((r * q) % p) * m * rs);
-            }
-            d[r * m + k] = acc;
+/// The real-input DFT of even length `n` from `h = n/2` packed points
+/// `z[j] = x[2j] + i·x[2j+1]` in `data[..h]`: the `h`-point transform
+/// (whose roots are every other root of the length-`n` plan `roots`),
+/// then the split into the even and odd samples' spectra: with
+/// `E[k] = (Z[k] + conj Z[h-k]) / 2`, `O[k] = -i (Z[k] - conj Z[h-k]) / 2`,
+/// `X[k] = E[k] + w^k O[k]` and `X[h-k] = conj E[k] + w^(h-k) conj O[k]`.
+/// Leaves bins `0..=h` in `data` (which holds `h + 1` points; `work` `h`).
+#[inline(always)]
+pub(crate) fn real_half_transform<K: Points>(
+    k: K,
+    data: &mut [K::Store],
+    work: &mut [K::Store],
+    n: usize,
+    roots: &[Complex],
+) {
+    let h = n / 2;
+    smooth_transform(k, data, work, h, roots, 2);
+    let (dc, nyquist) = k.split_dc(k.get(data, 0));
+    k.put(data, 0, dc);
+    k.put(data, h, nyquist);
+    for j in 1..=h / 2 {
+        let (a, b) = (k.get(data, j), k.get(data, h - j));
+        let e = k.scale(k.add(a, k.conj(b)), 0.5);
+        let o = k.scale(k.times_minus_i(k.sub(a, k.conj(b))), 0.5);
+        k.put(data, j, k.add(e, k.mul_root(o, root(roots, j))));
+        if h - j != j {
+            let lo = k.mul_root(k.conj(o), root(roots, h - j));
+            k.put(data, h - j, k.add(k.conj(e), lo));
         }
     }
 }

@@ -13,32 +13,64 @@ use crate::error::KernelError;
 use crate::tensor::TensorRef;
 use fft::{Complex, Plan};
 
+/// Lanes of the widest vector the frames of a transform may be spread
+/// over (AVX-512: 16 floats).
+pub(crate) const MAX_LANES: usize = 16;
+
+/// `f32`s of scratch for transforms of length `n` run one per vector lane:
+/// `n/2 + 1` points of data and `n/2` of work, each `2 · MAX_LANES`
+/// floats.
+fn lanes_floats(n: usize) -> Option<usize> {
+    n.checked_add(1)?.checked_mul(2 * MAX_LANES)
+}
+
 /// Scratch of a transform of length at most `n_max`: the plan (unless the
 /// compiler supplies it as a constant input), one line of `n_max` complex
-/// values and the transform's work memory, in bytes.
-pub(crate) fn transform_scratch_bytes(n_max: usize, plan_given: bool) -> usize {
+/// values and the transform's work memory, and with `lanes` the buffers
+/// of transforms run one per vector lane, in bytes.
+pub(crate) fn transform_scratch_bytes(n_max: usize, plan_given: bool, lanes: bool) -> usize {
     let plan = if plan_given {
         Some(0)
     } else {
         fft::plan_len_bound(n_max)
     };
+    let lanes = if lanes { lanes_floats(n_max) } else { Some(0) };
     let complex = fft::work_len_bound(n_max).and_then(|w| w.checked_add(n_max));
     plan.zip(complex)
-        .and_then(|(p, c)| p.checked_add(c.checked_mul(2)?)?.checked_mul(4))
+        .zip(lanes)
+        .and_then(|((p, c), l)| {
+            p.checked_add(c.checked_mul(2)?)?
+                .checked_add(l)?
+                .checked_mul(4)
+        })
         // An impossible size: planning reports it as too large.
         .unwrap_or(usize::MAX)
 }
 
-/// The plan, line and work memory of one call: the plan comes from the
-/// constant input `given` (computed by the compiler for this length) or is
-/// built in `scratch`.
+/// The memory of one call.
+pub(crate) struct Buffers<'a> {
+    /// The transform's plan.
+    pub plan: Plan<'a>,
+    /// One line of `n` complex values.
+    pub line: &'a mut [Complex],
+    /// The transform's work memory.
+    pub work: &'a mut [Complex],
+    /// Buffers of transforms run one per vector lane (empty unless asked
+    /// for).
+    pub lanes: &'a mut [f32],
+}
+
+/// The plan, line, work and lane memory of one call: the plan comes from
+/// the constant input `given` (computed by the compiler for this length)
+/// or is built in `scratch`.
 pub(crate) fn transform_buffers<'a>(
     n: usize,
     n_max: usize,
     given: Option<&TensorRef<'a>>,
+    lanes: bool,
     scratch: &'a mut [u8],
     op: &'static str,
-) -> Result<(Plan<'a>, &'a mut [Complex], &'a mut [Complex]), KernelError> {
+) -> Result<Buffers<'a>, KernelError> {
     let too_small = KernelError::Buffer { op };
     if n > n_max {
         return Err(too_small);
@@ -46,9 +78,18 @@ pub(crate) fn transform_buffers<'a>(
     let plan_len = fft::plan_len(n).ok_or(KernelError::Buffer { op })?;
     let work_len = fft::work_len(n).ok_or(KernelError::Buffer { op })?;
     let plan_space = if given.is_some() { 0 } else { plan_len };
-    let floats =
-        crate::ops::gemm::operands::scratch_f32(scratch, plan_space + 2 * (n + work_len), op)?;
+    let lane_space = if lanes {
+        lanes_floats(n).ok_or(KernelError::Buffer { op })?
+    } else {
+        0
+    };
+    let floats = crate::ops::gemm::operands::scratch_f32(
+        scratch,
+        plan_space + 2 * (n + work_len) + lane_space,
+        op,
+    )?;
     let (plan_floats, rest) = floats.split_at_mut(plan_space);
+    let (lanes, rest) = rest.split_at_mut(lane_space);
     let rest: &mut [Complex] = bytemuck::try_cast_slice_mut(rest).map_err(|_| too_small)?;
     let (line, work) = rest.split_at_mut(n);
     let plan = match given {
@@ -68,7 +109,12 @@ pub(crate) fn transform_buffers<'a>(
         }
     }
     .ok_or(KernelError::Buffer { op })?;
-    Ok((plan, line, work))
+    Ok(Buffers {
+        plan,
+        line,
+        work,
+        lanes,
+    })
 }
 
 /// A scalar length input (`frame_length`, `dft_length`, a window size) as a
