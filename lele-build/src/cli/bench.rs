@@ -29,6 +29,11 @@ pub struct BenchArgs {
     /// Print one JSON object instead of a summary line.
     #[arg(long)]
     pub json: bool,
+    /// Latency of a real-time caller: at least 10,000 timed runs (and 100
+    /// warm-up runs), reported as p50, p99, p99.9 and max per call, with
+    /// the model's init time and the time to the first output.
+    #[arg(long)]
+    pub latency: bool,
     /// After the timed runs, as many profiled runs: prints the mean time
     /// of each node (fused nodes count once), slowest first.
     #[arg(long)]
@@ -51,6 +56,9 @@ pub struct RunnerReport {
     pub engine: String,
     /// Threads the engine actually used.
     pub threads: usize,
+    /// `Model::new` and its workspace (lele's runner only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_ms: Option<f64>,
     /// From the start of the process's `main` to the end of the first run.
     pub first_output_ms: f64,
     /// Each timed run.
@@ -148,6 +156,17 @@ pub fn summary(times: &[f64]) -> Option<(f64, f64, f64)> {
     Some((median, t[0], t[n - 1]))
 }
 
+/// The `q`-quantile (`0 < q <= 1`) of a sorted sample by the nearest-rank
+/// rule: the smallest value with at least `q` of the sample at or below it.
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+    Some(sorted[rank - 1])
+}
+
 /// Builds the timing runner of `model` (release) and writes its inputs
 /// into `dir`; returns the executable and the input files in order.
 pub fn bench_runner(
@@ -207,19 +226,32 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     }
     let dir = crate::fetch::cache_root().join("bench").join("inputs");
     let (exe, inputs) = bench_runner(&args.model, &args.io, &dir, args.target)?;
+    let (warmup, runs) = if args.latency {
+        (args.warmup.max(100), args.runs.max(10_000))
+    } else {
+        (args.warmup, args.runs)
+    };
     let r = run_bench_runner(
         &exe,
         &inputs,
-        args.warmup,
-        args.runs,
+        warmup,
+        runs,
         args.profile,
         args.threads,
         args.target,
     )?;
     let (median, min, max) = summary(&r.times_ms)
         .ok_or_else(|| BuildError::Other("the runner reported no timings".into()))?;
+    let mut sorted: Vec<f64> = r
+        .times_ms
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    sorted.sort_by(f64::total_cmp);
+    let q = |p: f64| quantile(&sorted, p).unwrap_or(f64::NAN);
     if args.json {
-        let obj = serde_json::json!({
+        let mut obj = serde_json::json!({
             "model": args.model.to_string_lossy(),
             "engine": "lele",
             "threads": r.threads,
@@ -230,10 +262,30 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             "first_output_ms": r.first_output_ms,
             "peak_rss_kb": r.peak_rss_kb,
         });
+        if args.latency {
+            obj["p99_ms"] = q(0.99).into();
+            obj["p999_ms"] = q(0.999).into();
+            obj["init_ms"] = r.init_ms.into();
+        }
         outln!("{}", json_terminal_safe(&obj.to_string()));
         for row in &r.profile {
             outln!("{}", node_time_json(row));
         }
+    } else if args.latency {
+        outln!(
+            "{}: per call p50 {median:.4} ms, p99 {:.4}, p99.9 {:.4}, max {max:.4} \
+             (p99.9 / p50 {:.2}) over {} calls, {} thread(s); init {} ms; first output {:.1} ms \
+             after start; peak RSS {:.1} MiB",
+            esc(&args.model.display().to_string()),
+            q(0.99),
+            q(0.999),
+            q(0.999) / median,
+            r.times_ms.len(),
+            r.threads,
+            r.init_ms.map_or("?".to_string(), |v| format!("{v:.3}")),
+            r.first_output_ms,
+            r.peak_rss_kb as f64 / 1024.0
+        );
     } else {
         outln!(
             "{}: median {median:.3} ms (min {min:.3}, max {max:.3}) over {} runs, {} thread(s); \
@@ -304,7 +356,7 @@ fn print_profile(rows: &[NodeTimeReport], top: usize) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{NodeTimeReport, node_time_json, summary};
+    use super::{NodeTimeReport, node_time_json, quantile, summary};
 
     #[test]
     fn json_rows_escape_what_a_terminal_would_act_on() {
@@ -324,6 +376,17 @@ mod tests {
         // 3 MFLOP in 1.5 ms: 2 GFLOP/s; no bytes, no GB/s.
         assert_eq!(back.rate(), "2.0 GFLOP/s");
         assert_eq!(back.gbps(), None);
+    }
+
+    #[test]
+    fn quantiles_take_the_nearest_rank() {
+        let t: Vec<f64> = (1..=1000).map(f64::from).collect();
+        assert_eq!(quantile(&t, 0.5), Some(500.0));
+        assert_eq!(quantile(&t, 0.99), Some(990.0));
+        assert_eq!(quantile(&t, 0.999), Some(999.0));
+        assert_eq!(quantile(&t, 1.0), Some(1000.0));
+        assert_eq!(quantile(&[7.0], 0.999), Some(7.0));
+        assert_eq!(quantile(&[], 0.5), None);
     }
 
     #[test]

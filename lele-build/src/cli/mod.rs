@@ -59,7 +59,8 @@ enum Cmd {
     /// Compiles the model through generated code, runs it and writes outputs.
     Run(run::RunArgs),
     /// Times the model through generated code (release build): median, min
-    /// and max of `--runs` runs after `--warmup`, time to first output, peak RSS.
+    /// and max of `--runs` runs after `--warmup`, time to first output, peak RSS
+    /// (`--latency`: p50/p99/p99.9/max over at least 10,000 calls and init time).
     Bench(bench::BenchArgs),
     /// Downloads (and verifies) the model and extra files of a model.toml,
     /// and prints their paths and sha256.

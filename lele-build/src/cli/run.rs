@@ -590,7 +590,8 @@ fn run_main(
 }
 
 /// `main` of a `lele bench` crate: `argv` = warm-up runs, timed runs,
-/// `time` or `profile`, threads, input files. Prints one JSON line: time from `main`
+/// `time` or `profile`, threads, input files. Prints one JSON line: the
+/// time `Model::new` and its workspace take, time from `main`
 /// to the first output (reading inputs, loading weights, first `forward`),
 /// each timed run, the peak resident set size and, with `profile`, the mean
 /// time of every node over as many extra (profiled) runs, slowest first.
@@ -616,8 +617,10 @@ fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
             let runs: usize = argv[2].parse()?;
             let threads = ::lele::kernels::threads::set_num_threads(argv[4].parse()?);
             #(#reads)*
+            let init_start = ::std::time::Instant::now();
             let model = Model::new()?;
             let mut ws = model.workspace();
+            let init = init_start.elapsed().as_secs_f64() * 1e3;
             ::std::hint::black_box(model.forward(&mut ws, #(#args),*)?);
             let first = start.elapsed().as_secs_f64() * 1e3;
             for _ in 0..warmup {
@@ -644,7 +647,7 @@ fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
             }
             let times: Vec<String> = times.iter().map(|t| format!("{t:.4}")).collect();
             println!(
-                "{{\"engine\":\"lele\",\"threads\":{threads},\"first_output_ms\":{first:.4},\"times_ms\":[{}],\"peak_rss_kb\":{}{profile}}}",
+                "{{\"engine\":\"lele\",\"threads\":{threads},\"init_ms\":{init:.4},\"first_output_ms\":{first:.4},\"times_ms\":[{}],\"peak_rss_kb\":{}{profile}}}",
                 times.join(","),
                 peak_rss_kb()
             );
