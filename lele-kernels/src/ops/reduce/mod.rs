@@ -225,6 +225,15 @@ impl Kernel for Reduce {
             sum_runs_f32(xv, count, kind, y);
             return Ok(());
         }
+        if let Some(kind) = run_sum.filter(|_| x.dtype == DType::F32) {
+            if let Some((outer, count, inner)) = middle_block(&x.shape, &mask) {
+                // One block of axes inside: rows of `inner` accumulate
+                // (the two parts of a complex axis, a channel sum).
+                let (xv, y) = (x.typed::<f32>(OP)?, out.typed::<f32>(OP)?);
+                sum_rows_f32(xv, outer, count, inner, kind, y);
+                return Ok(());
+            }
+        }
         dispatch_num!(x.dtype, OP, |T| {
             let xv = x.typed::<T>(OP)?;
             let y = out.typed::<T>(OP)?;
@@ -376,6 +385,62 @@ fn min_nan<A: Acc>(a: A, b: A) -> A {
 /// Independent partial sums [`sum_f32`] keeps: four 16-lane vectors, so
 /// four chains of adds overlap.
 const PARTIAL_SUMS: usize = 64;
+
+/// `(outer, count, inner)` when the reduced axes of `x` are one
+/// contiguous block followed by at least one kept axis (a trailing block
+/// is a run sum).
+fn middle_block(x: &Shape, mask: &[bool]) -> Option<(usize, usize, usize)> {
+    let dims = x.dims();
+    let mask = &mask[..dims.len()];
+    let first = mask.iter().position(|&m| m)?;
+    let last = mask.iter().rposition(|&m| m)?;
+    if last + 1 == dims.len() || !mask[first..=last].iter().all(|&m| m) {
+        return None;
+    }
+    let product = |d: &[usize]| d.iter().product::<usize>();
+    Some((
+        product(&dims[..first]),
+        product(&dims[first..=last]),
+        product(&dims[last + 1..]),
+    ))
+}
+
+/// `y[o][i]` = the [`RunSum`] over `k < count` of `x[o][k][i]`, adding
+/// whole rows of `inner` in order of `k` (rows the compiler vectorizes).
+fn sum_rows_f32(x: &[f32], outer: usize, count: usize, inner: usize, kind: RunSum, y: &mut [f32]) {
+    if inner == 0 {
+        return;
+    }
+    let square = matches!(kind, RunSum::SumSquare | RunSum::L2);
+    for (o, yr) in y.chunks_exact_mut(inner).enumerate().take(outer) {
+        yr.fill(0.0);
+        for k in 0..count {
+            let row = &x[(o * count + k) * inner..(o * count + k + 1) * inner];
+            if square {
+                for (a, &v) in yr.iter_mut().zip(row) {
+                    *a += v * v;
+                }
+            } else {
+                for (a, &v) in yr.iter_mut().zip(row) {
+                    *a += v;
+                }
+            }
+        }
+        match kind {
+            RunSum::Mean => {
+                for a in yr.iter_mut() {
+                    *a = (f64::from(*a) / count as f64) as f32;
+                }
+            }
+            RunSum::L2 => {
+                for a in yr.iter_mut() {
+                    *a = a.sqrt();
+                }
+            }
+            RunSum::Sum | RunSum::SumSquare => {}
+        }
+    }
+}
 
 /// What [`sum_runs_f32`] computes of each run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

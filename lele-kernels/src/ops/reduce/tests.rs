@@ -202,7 +202,7 @@ fn f32_sums_of_runs() {
             }
         }
     }
-    // Through the kernel: [2, 3, 5, 7] reduced over (2, 3) and (1, 2, 3)
+    // Through the kernel: [2, 3, 5, 7] reduced over several axis sets
     // against the f64 kernel path on the same values.
     let data: Vec<f32> = (0..210)
         .map(|i| ((i * 11) % 23) as f32 * 0.37 - 4.0)
@@ -210,8 +210,25 @@ fn f32_sums_of_runs() {
     let x32 = Owned::new(&[2, 3, 5, 7], &data);
     let wide: Vec<f64> = data.iter().map(|&v| f64::from(v)).collect();
     let x64 = Owned::new(&[2, 3, 5, 7], &wide);
-    for op in [ReduceOp::Sum, ReduceOp::Mean] {
-        for axes in [&[2i64, 3][..], &[1, 2, -1], &[3]] {
+    // Trailing blocks (runs), blocks inside (rows), and a split set (the
+    // general path).
+    let ops = [
+        ReduceOp::Sum,
+        ReduceOp::Mean,
+        ReduceOp::SumSquare,
+        ReduceOp::L2,
+    ];
+    for op in ops {
+        for axes in [
+            &[2i64, 3][..],
+            &[1, 2, -1],
+            &[3],
+            &[1],
+            &[0],
+            &[1, 2],
+            &[0, 1],
+            &[0, 2],
+        ] {
             let got = reduce(&x32, op, Some(axes), false).to::<f32>();
             let want = reduce(&x64, op, Some(axes), false).to::<f64>();
             assert_eq!(got.len(), want.len());
