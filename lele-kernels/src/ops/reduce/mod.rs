@@ -225,14 +225,14 @@ impl Kernel for Reduce {
             sum_runs_f32(xv, count, kind, y);
             return Ok(());
         }
-        if let Some(kind) = run_sum.filter(|_| x.dtype == DType::F32) {
-            if let Some((outer, count, inner)) = middle_block(&x.shape, &mask) {
-                // One block of axes inside: rows of `inner` accumulate
-                // (the two parts of a complex axis, a channel sum).
-                let (xv, y) = (x.typed::<f32>(OP)?, out.typed::<f32>(OP)?);
-                sum_rows_f32(xv, outer, count, inner, kind, y);
-                return Ok(());
-            }
+        if let Some(kind) = run_sum.filter(|_| x.dtype == DType::F32)
+            && let Some((outer, count, inner)) = middle_block(&x.shape, &mask)
+        {
+            // One block of axes inside: rows of `inner` accumulate (the
+            // two parts of a complex axis, a channel sum).
+            let (xv, y) = (x.typed::<f32>(OP)?, out.typed::<f32>(OP)?);
+            sum_rows_f32(xv, outer, count, inner, kind, y);
+            return Ok(());
         }
         dispatch_num!(x.dtype, OP, |T| {
             let xv = x.typed::<T>(OP)?;
