@@ -666,13 +666,7 @@ impl Gen<'_> {
             }
             "DFT" => {
                 // Lengths and axes mostly small, sometimes hostile.
-                let len = self.ints(None, true, |rng| {
-                    if rng.chance(2, 3) {
-                        rng.range(-1, 40)
-                    } else {
-                        hostile_i64(rng)
-                    }
-                });
+                let len = self.ints(None, true, length_like);
                 let axis = self.ints(None, true, |rng| rng.range(-4, 4));
                 ins = vec![x.name.clone(), self.opt(len), self.opt(axis)];
                 attrs.push(attr_i("inverse", self.rng.range(0, 1)));
@@ -688,13 +682,7 @@ impl Gen<'_> {
                     }
                 });
                 let window = self.data();
-                let frame = self.ints(None, true, |rng| {
-                    if rng.chance(2, 3) {
-                        rng.range(-1, 40)
-                    } else {
-                        hostile_i64(rng)
-                    }
-                });
+                let frame = self.ints(None, true, length_like);
                 ins = vec![x.name.clone(), step, self.opt(window.name), self.opt(frame)];
                 attrs.push(attr_i("onesided", self.rng.range(0, 1)));
                 out_rank = Some(4);
@@ -1016,6 +1004,16 @@ impl Gen<'_> {
             attribute: attrs,
             ..Default::default()
         });
+    }
+}
+
+/// A transform or frame length: mostly small (0 and -1 included),
+/// sometimes hostile.
+fn length_like(rng: &mut Rng) -> i64 {
+    if rng.chance(2, 3) {
+        rng.range(-1, 40)
+    } else {
+        hostile_i64(rng)
     }
 }
 
