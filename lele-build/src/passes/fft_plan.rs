@@ -86,6 +86,11 @@ pub fn add_fft_plans(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -> usize
         if lens.iter().any(|&l| l != len) || n.inputs.len() > plan_input {
             continue;
         }
+        // Bounded before planning: factoring a hostile length near 2^62
+        // would take seconds.
+        if len > MAX_PLAN_FLOATS {
+            continue;
+        }
         let Some(floats) = fft::plan_len(len).filter(|&f| f <= MAX_PLAN_FLOATS) else {
             continue;
         };
