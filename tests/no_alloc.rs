@@ -59,6 +59,9 @@ struct Yolo;
 #[lele::model("tests/models/minilm_l3.toml")]
 struct MiniLm;
 
+#[lele::model("tests/models/asr_whisper80.toml")]
+struct Whisper80;
+
 /// Allocations made by `f`.
 fn allocations(mut f: impl FnMut()) -> usize {
     let before = ALLOCS.load(Ordering::SeqCst);
@@ -139,6 +142,21 @@ fn forward_does_not_allocate() {
         allocations(|| {
             for _ in 0..3 {
                 lm.forward(&mut ws, view(&ids), view(&mask)).unwrap();
+            }
+        }),
+    ));
+
+    // The STFT with its build-time plan, the vectors of frames in scratch.
+    let mel = Whisper80::new().unwrap();
+    let mut ws = mel.workspace();
+    let wave = load("asr_whisper80_10s", 0, "in", 0);
+    let lens = load("asr_whisper80_10s", 0, "in", 1);
+    mel.forward(&mut ws, view(&wave), view(&lens)).unwrap();
+    counts.push((
+        "whisper80 features",
+        allocations(|| {
+            for _ in 0..3 {
+                mel.forward(&mut ws, view(&wave), view(&lens)).unwrap();
             }
         }),
     ));
