@@ -93,6 +93,31 @@ def silero(sr, context, chunk, steps=6):
     return gen
 
 
+def gtcrn(steps):
+    """Streaming GTCRN: speech-like audio mixed with white noise at 5 dB SNR,
+    one STFT frame per step (n_fft 512, hop 256, sqrt-Hann window), the
+    three caches carried over from the previous step's outputs."""
+
+    def gen(rng):
+        hop, n_fft = 256, 512
+        n = hop * (steps + 1)
+        clean = speech_like(rng, 16000, n, 16000, []).astype(np.float64)
+        noise = rng.standard_normal(n)
+        noise *= np.sqrt(np.mean(clean**2) / np.mean(noise**2) / 10 ** (5 / 10))
+        x = clean + noise
+        window = np.sqrt(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n_fft) / n_fft))
+        conv = np.zeros((2, 1, 16, 16, 33), dtype=np.float32)
+        tra = np.zeros((2, 3, 1, 1, 16), dtype=np.float32)
+        inter = np.zeros((2, 1, 33, 16), dtype=np.float32)
+        for k in range(steps):
+            spec = np.fft.rfft(x[k * hop : k * hop + n_fft] * window)
+            mix = np.stack([spec.real, spec.imag], axis=-1).astype(np.float32)[None, :, None, :]
+            outs = yield {"mix": mix, "conv_cache": conv, "tra_cache": tra, "inter_cache": inter}
+            conv, tra, inter = outs["conv_cache_out"], outs["tra_cache_out"], outs["inter_cache_out"]
+
+    return gen
+
+
 def single(make):
     """A one-step case whose feeds are `make(rng)`."""
 
@@ -223,6 +248,11 @@ CASES = {
             }
         ),
         "emb uniform [-1,1), c0 uniform [0,1) (post-ReLU)",
+    ),
+    "gtcrn_200": (
+        "gtcrn_simple.onnx",
+        gtcrn(200),
+        "200 streaming hops of speech-like audio + white noise at 5 dB SNR; caches carried",
     ),
     # The audio feature graphs of onnx-asr over 10 s of speech-like audio
     # at 16 kHz (one near-silent second); each STFT form next to its Conv

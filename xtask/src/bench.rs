@@ -38,6 +38,7 @@ const SET: &[(&str, &str)] = &[
     ("DeepFilterNet3 enc, 100 frames", "dfn3_enc_100"),
     ("DeepFilterNet3 erb_dec, 100 frames", "dfn3_erb_dec_100"),
     ("DeepFilterNet3 df_dec, 100 frames", "dfn3_df_dec_100"),
+    ("GTCRN, one 16 ms hop", "gtcrn_200"),
     ("Whisper log-mel 80 (STFT), 30 s", "asr_whisper80_10s"),
     ("Whisper log-mel 80 (Conv), 30 s", "asr_whisper80_conv_10s"),
     ("Kaldi fbank 80 (STFT), 10 s", "asr_kaldi_10s"),
