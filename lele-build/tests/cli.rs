@@ -618,6 +618,40 @@ fn run_writes_every_output_to_its_own_file_with_its_computed_dtype() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `lele bench --latency` takes at least 10,000 calls and reports the
+/// tail of their distribution and the init time.
+#[test]
+fn bench_latency_reports_the_tail_over_ten_thousand_calls() {
+    let zoo = lele_build::config::zoo_dir();
+    let step = fixtures_dir().join("silero_vad_16k").join("step0");
+    let mut cmd = lele();
+    cmd.arg("bench").arg(zoo.join("silero_vad.onnx"));
+    for (i, name) in ["input", "state", "sr"].iter().enumerate() {
+        let file = step.join(format!("in_{i}.npy"));
+        cmd.arg("--input").arg(format!("{name}={}", file.display()));
+    }
+    let out = cmd
+        .args(["--latency", "--runs", "5", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let r: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(r["runs"].as_u64(), Some(10_000), "{r}");
+    let (p50, p99, p999, max) = (
+        r["median_ms"].as_f64().unwrap(),
+        r["p99_ms"].as_f64().unwrap(),
+        r["p999_ms"].as_f64().unwrap(),
+        r["max_ms"].as_f64().unwrap(),
+    );
+    assert!(0.0 < p50 && p50 <= p99 && p99 <= p999 && p999 <= max, "{r}");
+    assert!(r["init_ms"].as_f64().unwrap() > 0.0, "{r}");
+}
+
 /// `lele bench --profile` reports each node's arithmetic and bytes: every
 /// convolution of YOLOv8n has its products counted, and their sum at
 /// 640×640 is within 15% of the 8.7 GFLOPs its authors publish (which
