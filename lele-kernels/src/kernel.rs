@@ -115,6 +115,15 @@ pub fn opt_input<'a, 'b>(
     inputs.get(index).and_then(|t| t.as_ref())
 }
 
+/// Sets the shape of output 0 (for [`Kernel::infer`] of a one-output
+/// kernel).
+pub fn set_out(outputs: &mut [Shape], s: Shape, op: &'static str) -> Result<(), KernelError> {
+    *outputs
+        .first_mut()
+        .ok_or(KernelError::MissingInput { op, index: 0 })? = s;
+    Ok(())
+}
+
 /// Fetches output `index`.
 pub fn output<'a, 'b>(
     outputs: &'b mut [TensorMut<'a>],

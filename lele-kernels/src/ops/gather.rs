@@ -3,7 +3,7 @@
 //! the end; out-of-range indices are an error.
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::kernel::{Kernel, input, output};
+use crate::kernel::{Kernel, input, output, set_out};
 use crate::ops::broadcast::{
     Num, check_data, check_out, dispatch_num, dispatch_size, raw, raw_mut,
 };
@@ -41,13 +41,6 @@ fn indices<'a>(t: &TensorRef<'a>, op: &'static str) -> Result<Indices<'a>, Kerne
         DType::I32 => Ok(Indices::I32(t.typed::<i32>(op)?)),
         dtype => Err(KernelError::UnsupportedDType { op, dtype }),
     }
-}
-
-fn set_out(outputs: &mut [Shape], s: Shape, op: &'static str) -> Result<(), KernelError> {
-    *outputs
-        .first_mut()
-        .ok_or(KernelError::MissingInput { op, index: 0 })? = s;
-    Ok(())
 }
 
 /// ONNX `Gather`: inputs `data`, `indices`; output shape

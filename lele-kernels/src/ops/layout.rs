@@ -3,17 +3,10 @@
 //! their `run` copies the bytes.
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::kernel::{Kernel, input, opt_input, output};
+use crate::kernel::{Kernel, input, opt_input, output, set_out};
 use crate::ops::broadcast::{check_data, check_out, read_list};
 use crate::shape::{MAX_RANK, Shape, normalize_axis};
 use crate::tensor::{TensorMut, TensorRef};
-
-fn set_out(outputs: &mut [Shape], s: Shape, op: &'static str) -> Result<(), KernelError> {
-    *outputs
-        .first_mut()
-        .ok_or(KernelError::MissingInput { op, index: 0 })? = s;
-    Ok(())
-}
 
 /// Copies input 0 into output 0 after checking the element count.
 fn copy_run(

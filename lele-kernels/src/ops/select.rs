@@ -3,20 +3,13 @@ use core::cmp::Ordering;
 
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::kernel::{Kernel, input, output};
+use crate::kernel::{Kernel, input, output, set_out};
 use crate::ops::broadcast::{
     Num, Rows, broadcast_all, broadcast_copy, check_data, check_out, dispatch_num, dispatch_size,
     raw, raw_mut, read_list,
 };
 use crate::shape::{MAX_RANK, Shape, broadcast};
 use crate::tensor::{TensorMut, TensorRef};
-
-fn set_out(outputs: &mut [Shape], s: Shape, op: &'static str) -> Result<(), KernelError> {
-    *outputs
-        .first_mut()
-        .ok_or(KernelError::MissingInput { op, index: 0 })? = s;
-    Ok(())
-}
 
 /// ONNX `Where`: inputs `condition` (Bool), `X`, `Y` (same dtype), all
 /// broadcast together.

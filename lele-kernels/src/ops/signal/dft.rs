@@ -6,7 +6,7 @@ use super::{
 };
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::kernel::{Kernel, input, opt_input, output};
+use crate::kernel::{Kernel, input, opt_input, output, set_out};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -148,10 +148,7 @@ impl Kernel for Dft {
         outputs: &mut [Shape],
     ) -> Result<(), KernelError> {
         let g = self.geometry(inputs)?;
-        *outputs
-            .first_mut()
-            .ok_or(KernelError::MissingInput { op: OP, index: 0 })? = Self::out_shape(&g);
-        Ok(())
+        set_out(outputs, Self::out_shape(&g), OP)
     }
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {

@@ -1,8 +1,10 @@
 //! Fast Fourier transforms of any length.
 //!
 //! A length whose prime factors are all at most [`MAX_RADIX`] is transformed
-//! by mixed-radix decimation in time (radix 4, 2, 3 and 5 butterflies
-//! written out, other small primes as a direct DFT of the factor). A length
+//! by Stockham's self-sorting mixed-radix passes (radix 4, 2, 3 and 5
+//! butterflies written out, other small primes as a direct DFT of the
+//! factor), written once over `Points`: one complex number, or one per
+//! SIMD lane (a transform per lane). A length
 //! with a larger prime factor goes through Bluestein's algorithm: the DFT
 //! becomes a convolution with a chirp, computed by a power-of-two FFT.
 //!
@@ -340,8 +342,8 @@ impl<'a> Plan<'a> {
     /// The first `n/2 + 1` bins of the DFT of the real signal `x(j)`,
     /// `j < n`, into `out` (the rest are their conjugates). An even length
     /// of a mixed-radix plan takes half the work: the `n/2`-point transform
-    /// of `x(2j) + i·x(2j+1)`, then a split step. `out` holds at least `n` values, `work` at
-    /// least [`work_len`]`(n)`.
+    /// of `x(2j) + i·x(2j+1)`, then a split step. `out` holds at least `n`
+    /// values, `work` at least [`work_len`]`(n)`.
     pub fn forward_real(
         &self,
         x: impl Fn(usize) -> f32,
@@ -376,6 +378,8 @@ pub(crate) trait Points: Copy {
     type P: Copy;
     /// The buffer element points are stored in.
     type Store: Copy;
+    /// Buffer elements `n` points take.
+    fn stored_len(self, n: usize) -> usize;
     /// Point `i` of `buf`.
     fn get(self, buf: &[Self::Store], i: usize) -> Self::P;
     /// Stores point `i` of `buf`.
@@ -404,6 +408,10 @@ pub(crate) struct Scalar;
 impl Points for Scalar {
     type P = Complex;
     type Store = Complex;
+    #[inline(always)]
+    fn stored_len(self, n: usize) -> usize {
+        n
+    }
     #[inline(always)]
     fn get(self, buf: &[Complex], i: usize) -> Complex {
         buf[i]
@@ -461,6 +469,10 @@ pub(crate) struct LanePoint<V> {
 impl<S: Simd> Points for Lanes<S> {
     type P = LanePoint<S::F32>;
     type Store = f32;
+    #[inline(always)]
+    fn stored_len(self, n: usize) -> usize {
+        n * 2 * S::LANES
+    }
     #[inline(always)]
     fn get(self, buf: &[f32], i: usize) -> Self::P {
         let w = S::LANES;
@@ -562,8 +574,8 @@ pub(crate) fn smooth_transform<K: Points>(
     }
     let (factors, count) = radices(n);
     // Pass with radix p turns transforms of length l into ones of length
-    // l·p; point (f, k) of the result, f < l·p, k < n/(l·p), sits at
-    // f·n/(l·p) + k.
+    // l·p; point (f, j) of the result, f < l·p, j < n/(l·p), sits at
+    // f·n/(l·p) + j.
     let mut l = 1;
     let mut in_data = true;
     for &p in &factors[..count] {
@@ -578,7 +590,7 @@ pub(crate) fn smooth_transform<K: Points>(
         l *= p;
     }
     if !in_data {
-        let len = data.len().min(work.len());
+        let len = k.stored_len(n);
         data[..len].copy_from_slice(&work[..len]);
     }
 }

@@ -2,7 +2,7 @@
 use super::length_input;
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::kernel::{Kernel, input, output};
+use crate::kernel::{Kernel, input, output, set_out};
 use crate::ops::broadcast::{Num, dispatch_num};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
@@ -71,10 +71,7 @@ impl Kernel for MelWeightMatrix {
         outputs: &mut [Shape],
     ) -> Result<(), KernelError> {
         let p = Self::params(inputs)?;
-        *outputs
-            .first_mut()
-            .ok_or(KernelError::MissingInput { op: OP, index: 0 })? = Self::out_shape(&p)?;
-        Ok(())
+        set_out(outputs, Self::out_shape(&p)?, OP)
     }
 
     fn run(

@@ -5,7 +5,7 @@ use super::{
 };
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::kernel::{Kernel, input, opt_input, output};
+use crate::kernel::{Kernel, input, opt_input, output, set_out};
 use crate::shape::Shape;
 use crate::simd::{Simd, SimdKernel, dispatch};
 use crate::tensor::{TensorMut, TensorRef};
@@ -142,10 +142,7 @@ impl Kernel for Stft {
         outputs: &mut [Shape],
     ) -> Result<(), KernelError> {
         let g = self.geometry(inputs)?;
-        *outputs
-            .first_mut()
-            .ok_or(KernelError::MissingInput { op: OP, index: 0 })? = Self::out_shape(&g)?;
-        Ok(())
+        set_out(outputs, Self::out_shape(&g)?, OP)
     }
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
@@ -358,7 +355,10 @@ mod tests {
                     y: &mut y,
                     lanes: &mut lanes,
                 };
+                // Only the portable code has no vector form (it takes the
+                // frames one at a time, the reference here).
                 if dispatch_on(isa, frames_k).is_err() {
+                    assert_eq!(isa, crate::simd::Isa::Scalar);
                     continue;
                 }
                 for (i, (a, b)) in y.iter().zip(&want).enumerate() {

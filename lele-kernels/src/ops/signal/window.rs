@@ -2,7 +2,7 @@
 use super::length_input;
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::kernel::{Kernel, input, output};
+use crate::kernel::{Kernel, input, output, set_out};
 use crate::ops::broadcast::{Num, dispatch_num};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
@@ -85,11 +85,7 @@ impl Kernel for Window {
         outputs: &mut [Shape],
     ) -> Result<(), KernelError> {
         let n = self.size(inputs)?;
-        *outputs.first_mut().ok_or(KernelError::MissingInput {
-            op: self.kind.name(),
-            index: 0,
-        })? = Shape::new(&[n])?;
-        Ok(())
+        set_out(outputs, Shape::new(&[n])?, self.kind.name())
     }
 
     fn run(

@@ -2,9 +2,6 @@
 //! `Col2Im`, `CenterCropPad`, `SpaceToDepth` and `DepthToSpace`.
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
-use crate::error::KernelError;
-use crate::shape::Shape;
-
 pub mod affine_grid;
 pub mod center_crop_pad;
 pub mod col2im;
@@ -74,14 +71,4 @@ macro_rules! impl_coord {
 impl_coord!(f32);
 impl_coord!(f64);
 
-/// Writes the single output shape.
-pub(crate) fn set_out(
-    outputs: &mut [Shape],
-    s: Shape,
-    op: &'static str,
-) -> Result<(), KernelError> {
-    *outputs
-        .first_mut()
-        .ok_or(KernelError::MissingInput { op, index: 0 })? = s;
-    Ok(())
-}
+pub(crate) use crate::kernel::set_out;
