@@ -101,7 +101,7 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
     }
     for leg in cross::LEGS {
         step(&format!("{} (CI leg)", leg.describe()), || {
-            cross::run(leg, &zoo, &fixtures)
+            cross::run(leg, cross::CI_MODELS, &zoo, &fixtures)
         })?;
     }
     step("cargo xtask conformance --check", || {
