@@ -12,6 +12,7 @@
 //! See the README for `model.toml` and the generated API.
 #![warn(missing_docs)]
 
+pub mod audio;
 mod profile;
 mod weights;
 

@@ -62,6 +62,9 @@ struct MiniLm;
 #[lele::model("tests/models/asr_whisper80.toml")]
 struct Whisper80;
 
+#[lele::model("tests/models/gtcrn.toml")]
+struct Gtcrn;
+
 /// Allocations made by `f`.
 fn allocations(mut f: impl FnMut()) -> usize {
     let before = ALLOCS.load(Ordering::SeqCst);
@@ -160,6 +163,68 @@ fn forward_does_not_allocate() {
             }
         }),
     ));
+
+    // One streaming hop of the GTCRN enhancer.
+    let gtcrn = Gtcrn::new().unwrap();
+    let mut ws = gtcrn.workspace();
+    let hop: Vec<_> = (0..4).map(|i| load("gtcrn_200", 0, "in", i)).collect();
+    let run = |ws: &mut _| {
+        gtcrn
+            .forward(
+                ws,
+                view(&hop[0]),
+                view(&hop[1]),
+                view(&hop[2]),
+                view(&hop[3]),
+            )
+            .unwrap();
+    };
+    run(&mut ws);
+    counts.push((
+        "gtcrn hop",
+        allocations(|| {
+            for _ in 0..3 {
+                run(&mut ws);
+            }
+        }),
+    ));
+
+    // lele::audio: everything but the constructors.
+    {
+        use lele::audio::*;
+        let x: Vec<f32> = (0..16_000).map(|i| (i as f32 * 0.01).sin() * 0.3).collect();
+        let window = Window::SqrtHann.build(Symmetry::Periodic, 512);
+        let mut stft = StreamingStft::new(512, 256, &window).unwrap();
+        let mut istft = StreamingIstft::new(512, 256, &window, &window).unwrap();
+        let mut spec = vec![Complex::ZERO; 257];
+        let mut out = vec![0.0; 256];
+        let mut resampler = Resampler::new(44_100, 16_000).unwrap();
+        let mut resampled = vec![0.0; resampler.max_output(x.len())];
+        let mut whisper = WhisperLogMel::new(80).unwrap();
+        let mut whisper_out = vec![0.0; 80 * WhisperLogMel::FRAMES];
+        let mut kaldi = KaldiFbank::new(KaldiOptions::default()).unwrap();
+        let mut kaldi_out = vec![0.0; kaldi.frames(x.len()) * 80];
+        let mut nemo = NemoLogMel::new(80).unwrap();
+        let mut nemo_out = vec![0.0; nemo.frames(x.len()) * 80];
+        let mut stacked = vec![0.0; lfr_frames(kaldi.frames(x.len()), 6) * 7 * 80];
+        let cmvn = Cmvn::new(vec![0.5; 560], vec![2.0; 560]).unwrap();
+        counts.push((
+            "lele::audio",
+            allocations(|| {
+                for hop in x.chunks_exact(256) {
+                    stft.push(hop, &mut spec).unwrap();
+                    istft.push(&spec, &mut out).unwrap();
+                }
+                resampler.process(&x, &mut resampled).unwrap();
+                resampler.flush(&mut resampled).unwrap();
+                whisper.compute(&x, &mut whisper_out).unwrap();
+                kaldi.compute(&x, &mut kaldi_out).unwrap();
+                nemo.compute(&x, &mut nemo_out).unwrap();
+                lfr_stack(&kaldi_out, 80, 7, 6, &mut stacked).unwrap();
+                cmvn.apply(&mut stacked).unwrap();
+            }),
+        ));
+    }
 
     // With the thread pool: the workers and their buffers start here, so a
     // parallel forward allocates nothing either, and every output element

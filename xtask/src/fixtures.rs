@@ -63,7 +63,29 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
     if opts.list || !opts.cases.is_empty() {
         return Ok(());
     }
-    app_references(&py, &zoo, &out.join("apps"))
+    app_references(&py, &zoo, &out.join("apps"))?;
+    audio_references(&py, &zoo, &out.join("audio"))
+}
+
+/// NumPy references of `lele::audio` (`xtask/python/audio_reference.py`)
+/// into `out`.
+fn audio_references(
+    py: &std::path::Path,
+    zoo: &std::path::Path,
+    out: &std::path::Path,
+) -> anyhow::Result<()> {
+    let mut cmd = Command::new(py);
+    cmd.arg(
+        repo_root()
+            .join("xtask")
+            .join("python")
+            .join("audio_reference.py"),
+    )
+    .arg("--zoo")
+    .arg(zoo)
+    .arg("--out")
+    .arg(out);
+    run_inherited(&mut cmd).context("computing the NumPy references of lele::audio")
 }
 
 /// ONNX Runtime runs of the example apps' pipelines

@@ -323,6 +323,19 @@ pub const MODELS: &[Model] = &[
         sha256: "1566e840c72d032dfb31166b924d96fe2a6c8a6c29393da8e83c19d99de0eb76",
         extra: false,
     },
+    // The mel filterbanks onnx-asr computed with librosa/torchaudio: the
+    // reference of `lele::audio`'s filters (tests/audio_library.rs).
+    Model {
+        file: "asr_fbanks.npz",
+        parts: &[pip(
+            ONNX_ASR.0,
+            ONNX_ASR.1,
+            "onnx_asr/preprocessors/data/fbanks.npz",
+        )],
+        bytes: 19_576,
+        sha256: "7f3e3bd26f90946c5f91a3f60af6f4c5c2b07a94f2fb2da91bb325b9d26feb73",
+        extra: false,
+    },
     Model {
         file: "gtcrn_simple.onnx",
         parts: &[pip(
