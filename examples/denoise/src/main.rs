@@ -1,0 +1,86 @@
+//! `denoise IN.wav -o OUT.wav [--model gtcrn] [--timings]`: speech
+//! enhancement of a WAV file (any rate; mixed down to mono), streaming
+//! through GTCRN one 16 ms hop at a time.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use lele::audio::{read_wav, write_wav};
+use lele_example_denoise::denoise;
+
+const USAGE: &str = "usage: denoise IN.wav -o OUT.wav [--model gtcrn] [--timings]";
+
+struct Args {
+    input: PathBuf,
+    output: PathBuf,
+    timings: bool,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut input, mut output, mut timings) = (None, None, false);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "-o" | "--output" => output = Some(args.next().ok_or("-o needs a file")?.into()),
+            "--model" => match args.next().as_deref() {
+                Some("gtcrn") => {}
+                Some(other) => return Err(format!("unknown model `{other}` (available: gtcrn)")),
+                None => return Err("--model needs a name".into()),
+            },
+            "--timings" => timings = true,
+            "-h" | "--help" => return Err(USAGE.into()),
+            s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}")),
+            _ if input.is_none() => input = Some(a.into()),
+            _ => return Err(format!("one input file only\n{USAGE}")),
+        }
+    }
+    Ok(Args {
+        input: input.ok_or(USAGE)?,
+        output: output.ok_or(USAGE)?,
+        timings,
+    })
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let (noisy, rate) = read_wav(&args.input)?;
+    let (clean, t) = denoise(&noisy, rate)?;
+    write_wav(&args.output, &clean, rate)?;
+    let seconds = noisy.len() as f64 / f64::from(rate);
+    eprintln!(
+        "{}: {seconds:.2} s at {rate} Hz, {} hops of 16 ms -> {}",
+        args.input.display(),
+        t.hop_ms.len(),
+        args.output.display()
+    );
+    if args.timings {
+        let total: f64 = t.hop_ms.iter().sum();
+        println!(
+            "{{\"init_ms\":{:.3},\"first_output_ms\":{:.3},\"hops\":{},\"hop_p50_ms\":{:.4},\"hop_p99_ms\":{:.4},\"hop_p999_ms\":{:.4},\"hop_max_ms\":{:.4},\"real_time_factor\":{:.5}}}",
+            t.init_ms,
+            t.first_output_ms,
+            t.hop_ms.len(),
+            t.hop_quantile(0.5),
+            t.hop_quantile(0.99),
+            t.hop_quantile(0.999),
+            t.hop_quantile(1.0),
+            total / 1e3 / seconds,
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("denoise: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
