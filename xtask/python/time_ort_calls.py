@@ -19,7 +19,8 @@ Inputs: the first input gets the shape from CALLS. Silero VAD gets a
 speech-like signal, a zero state and `sr` = 16000 for 576 samples
 (64 context + 512) or 8000 for 288; MiniLM gets [CLS] random word ids [SEP]
 and an all-ones mask; image models get uniform random values in [0, 1]
-(numpy default_rng seed 0). These networks do the same arithmetic whatever
+(numpy default_rng seed 0); GTCRN gets a standard normal `mix` frame and
+zero caches. These networks do the same arithmetic whatever
 the values, so random data times them fairly.
 """
 
@@ -54,6 +55,11 @@ def feeds_for(model, sess, shape, rng):
         ids[0, 0], ids[0, -1] = 101, 102
         feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
         return {k: v for k, v in feeds.items() if k in {i.name for i in inputs}}
+    if model.startswith("gtcrn"):
+        # One STFT frame of noise and zero caches (the declared shapes).
+        feeds = {i.name: np.zeros(i.shape, np.float32) for i in inputs}
+        feeds["mix"] = rng.standard_normal(shape).astype(np.float32)
+        return feeds
     if len(inputs) != 1:
         raise SystemExit(f"time_ort_calls: {model} has {len(inputs)} inputs")
     return {inputs[0].name: rng.uniform(0, 1, size=shape).astype(np.float32)}

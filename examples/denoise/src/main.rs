@@ -1,23 +1,28 @@
-//! `denoise IN.wav -o OUT.wav [--model gtcrn] [--timings]`: speech
-//! enhancement of a WAV file (any rate; mixed down to mono), streaming
-//! through GTCRN one 16 ms hop at a time.
+//! `denoise IN.wav -o OUT.wav [--model gtcrn] [--timings] [--calls FILE]`:
+//! speech enhancement of a WAV file (any rate; mixed down to mono),
+//! streaming through GTCRN one 16 ms hop at a time. `--timings` prints one
+//! JSON line: init time, time to the first output, per-hop quantiles and
+//! the real-time factor; `--calls FILE` appends one JSON line per hop
+//! (what `cargo xtask demo` compares with ONNX Runtime).
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use lele::audio::{read_wav, write_wav};
 use lele_example_denoise::denoise;
 
-const USAGE: &str = "usage: denoise IN.wav -o OUT.wav [--model gtcrn] [--timings]";
+const USAGE: &str = "usage: denoise IN.wav -o OUT.wav [--model gtcrn] [--timings] [--calls FILE]";
 
 struct Args {
     input: PathBuf,
     output: PathBuf,
     timings: bool,
+    calls: Option<PathBuf>,
 }
 
 fn parse() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
-    let (mut input, mut output, mut timings) = (None, None, false);
+    let (mut input, mut output, mut timings, mut calls) = (None, None, false, None);
     while let Some(a) = args.next() {
         match a.as_str() {
             "-o" | "--output" => output = Some(args.next().ok_or("-o needs a file")?.into()),
@@ -27,6 +32,7 @@ fn parse() -> Result<Args, String> {
                 None => return Err("--model needs a name".into()),
             },
             "--timings" => timings = true,
+            "--calls" => calls = Some(args.next().ok_or("--calls needs a file")?.into()),
             "-h" | "--help" => return Err(USAGE.into()),
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}")),
             _ if input.is_none() => input = Some(a.into()),
@@ -37,6 +43,7 @@ fn parse() -> Result<Args, String> {
         input: input.ok_or(USAGE)?,
         output: output.ok_or(USAGE)?,
         timings,
+        calls,
     })
 }
 
@@ -51,6 +58,18 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         t.hop_ms.len(),
         args.output.display()
     );
+    if let Some(path) = &args.calls {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        for ms in &t.hop_ms {
+            writeln!(
+                f,
+                r#"{{"example":"denoise","model":"gtcrn_simple.onnx","what":"one 16 ms hop (lele: with STFT and ISTFT)","shape":[1,257,1,2],"ms":{ms:.4}}}"#
+            )?;
+        }
+    }
     if args.timings {
         let total: f64 = t.hop_ms.iter().sum();
         println!(
