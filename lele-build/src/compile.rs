@@ -213,6 +213,9 @@ pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) 
     // frame) has no valid input, so the points that size decide.
     let sized: Vec<_> = point_shapes.into_iter().flatten().collect();
     passes::in_every_block(g, &mut |g| passes::add_fft_plans(g, &sized));
+    // ScatterND with constant indices as block copies (the indices they
+    // replace become dead).
+    fused += passes::in_every_block(g, &mut |g| passes::add_scatter_runs(g, &sized));
     if fused > 0 {
         passes::eliminate_dead_code(g);
     }

@@ -8,12 +8,14 @@ pub mod fold_conv;
 pub mod fuse;
 pub mod fuse_attention;
 pub mod prepack;
+pub mod scatter_runs;
 pub mod sizing;
 pub mod subnormal;
 pub mod widen;
 
 pub use dtypes::infer_dtypes;
 pub use fft_plan::add_fft_plans;
+pub use scatter_runs::add_scatter_runs;
 pub use fold::{bypass_identities, eliminate_dead_code, fold_constants, identities_from_noops};
 pub use fold_conv::{fold_conv_affine, fuse_conv_activation, fuse_conv_scalar_affine};
 pub use fuse::{

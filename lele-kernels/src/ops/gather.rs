@@ -435,8 +435,90 @@ fn scatter_slice(
 pub struct ScatterNd {
     /// How updates combine.
     pub reduction: ScatterReduction,
+    /// Input 1 holds copy runs instead of ONNX indices: i64 `[R, 3]` rows
+    /// of (data offset, updates offset, length) in elements, applied in
+    /// order. The compiler computes them from constant indices
+    /// ([`ScatterNd::copy_runs`]) so that `forward` copies blocks instead
+    /// of reading an index tuple per element.
+    pub runs: bool,
 }
-crate::to_rust_struct!(ops::gather::ScatterNd { reduction });
+crate::to_rust_struct!(ops::gather::ScatterNd { reduction, runs });
+
+impl ScatterNd {
+    /// The copies a `ScatterND` without reduction makes, in index order,
+    /// merged where consecutive tuples are contiguous in both data and
+    /// updates: `emit(data_offset, updates_offset, len)` in elements.
+    /// `inputs` are the node's (`data` and `updates` may be shape-only;
+    /// the indices must hold values).
+    pub fn copy_runs(
+        inputs: &[Option<TensorRef<'_>>],
+        mut emit: impl FnMut(usize, usize, usize),
+    ) -> Result<(), KernelError> {
+        const OP: &str = "ScatterND";
+        let x = input(inputs, 0, OP)?;
+        let idx_t = input(inputs, 1, OP)?;
+        let upd = input(inputs, 2, OP)?;
+        let idx = indices(idx_t, OP)?;
+        let p = nd_plan(&x.shape, &idx_t.shape, 0, OP)?;
+        if upd.numel() != p.tuples * p.slice {
+            return Err(KernelError::Shape {
+                op: OP,
+                msg: "updates do not match indices and data",
+            });
+        }
+        let strides = x.shape.strides();
+        let mut run: Option<(usize, usize, usize)> = None;
+        for t in 0..p.tuples {
+            let dst = nd_offset(&idx, &x.shape, &strides, 0, &p, t, OP)?;
+            let src = t * p.slice;
+            match &mut run {
+                Some((d, s, len)) if *d + *len == dst && *s + *len == src => *len += p.slice,
+                _ => {
+                    if let Some((d, s, len)) = run {
+                        emit(d, s, len);
+                    }
+                    run = Some((dst, src, p.slice));
+                }
+            }
+        }
+        if let Some((d, s, len)) = run {
+            emit(d, s, len);
+        }
+        Ok(())
+    }
+
+    /// `out = data` with the copy runs of input 1 applied (see
+    /// [`ScatterNd::runs`]); every run is checked against both tensors.
+    fn run_copies(
+        x: &TensorRef<'_>,
+        runs: &TensorRef<'_>,
+        upd: &TensorRef<'_>,
+        out: &mut TensorMut<'_>,
+    ) -> Result<(), KernelError> {
+        const OP: &str = "ScatterND";
+        let bad = KernelError::Shape {
+            op: OP,
+            msg: "copy runs must be i64 [R, 3] within data and updates",
+        };
+        if runs.dtype != DType::I64 || runs.shape.rank() != 2 || runs.shape.dims()[1] != 3 {
+            return Err(bad);
+        }
+        let table = raw::<i64>(runs, OP)?;
+        let es = x.dtype.size();
+        for row in table.chunks_exact(3) {
+            let [d, s, len] = [row[0], row[1], row[2]].map(|v| usize::try_from(v).ok());
+            let (Some(d), Some(s), Some(len)) = (d, s, len) else {
+                return Err(bad);
+            };
+            let fits = |start: usize, total: usize| start.checked_add(len).is_some_and(|e| e <= total);
+            if !fits(d, x.numel()) || !fits(s, upd.numel()) {
+                return Err(bad);
+            }
+            out.data[d * es..(d + len) * es].copy_from_slice(&upd.data[s * es..(s + len) * es]);
+        }
+        Ok(())
+    }
+}
 
 impl Kernel for ScatterNd {
     fn infer(
@@ -460,6 +542,18 @@ impl Kernel for ScatterNd {
         let upd = input(inputs, 2, OP)?;
         check_data(x, OP)?;
         check_data(upd, OP)?;
+        if self.runs {
+            if upd.dtype != x.dtype {
+                return Err(KernelError::Shape {
+                    op: OP,
+                    msg: "updates do not match data",
+                });
+            }
+            let out = output(outputs, 0, OP)?;
+            check_out(out, x.dtype, &x.shape, OP)?;
+            out.data.copy_from_slice(x.data);
+            return Self::run_copies(&x, &idx_t, &upd, out);
+        }
         let idx = indices(idx_t, OP)?;
         let p = nd_plan(&x.shape, &idx_t.shape, 0, OP)?;
         if upd.dtype != x.dtype || upd.numel() != p.tuples * p.slice {
@@ -665,6 +759,56 @@ mod tests {
     }
 
     #[test]
+    fn copy_runs_do_what_the_indices_do() {
+        // data [2, 4, 3]; one index tuple per element of data[:, 1..3, :]
+        // (as streaming caches are written), then element (0, 0, 2) again
+        // and a repeat of (1, 2, 0): later tuples win.
+        let data: Vec<f32> = (0..24).map(|v| v as f32).collect();
+        let x = Owned::new(&[2, 4, 3], &data);
+        let mut tuples = Vec::new();
+        for a in 0..2i64 {
+            for b in 1..3i64 {
+                for c in 0..3i64 {
+                    tuples.extend([a, b, c]);
+                }
+            }
+        }
+        tuples.extend([0, 0, 2, 1, 2, 0]);
+        let n = tuples.len() / 3;
+        let idx = Owned::new(&[n, 3], &tuples);
+        let updates: Vec<f32> = (0..n).map(|v| 100.0 + v as f32).collect();
+        let upd = Owned::new(&[n], &updates);
+        let plain = ScatterNd {
+            reduction: ScatterReduction::None,
+            runs: false,
+        };
+        let want = run1(&plain, &[Some(&x), Some(&idx), Some(&upd)], DType::F32)
+            .unwrap()
+            .to::<f32>();
+        let mut table = Vec::new();
+        ScatterNd::copy_runs(&[Some(x.r()), Some(idx.r()), Some(upd.r())], |d, s, l| {
+            table.extend([d as i64, s as i64, l as i64]);
+        })
+        .unwrap();
+        // Two blocks of 6 (one per a), then the two single elements.
+        assert_eq!(table, [3, 0, 6, 15, 6, 6, 2, 12, 1, 18, 13, 1]);
+        let runs = Owned::new(&[table.len() / 3, 3], &table);
+        let with_runs = ScatterNd {
+            reduction: ScatterReduction::None,
+            runs: true,
+        };
+        let got = run1(&with_runs, &[Some(&x), Some(&runs), Some(&upd)], DType::F32)
+            .unwrap()
+            .to::<f32>();
+        assert_eq!(got, want);
+        // Runs outside either tensor are errors, not panics.
+        for bad in [[20i64, 0, 6], [0, 10, 6], [-1, 0, 1], [0, 0, i64::MAX]] {
+            let runs = Owned::new(&[1, 3], &bad);
+            assert!(run1(&with_runs, &[Some(&x), Some(&runs), Some(&upd)], DType::F32).is_err());
+        }
+    }
+
+    #[test]
     fn scatters() {
         // ONNX ScatterND example 2
         let data: Vec<f32> = (0..16).map(|v| v as f32).collect();
@@ -674,6 +818,7 @@ mod tests {
         let y = run1(
             &ScatterNd {
                 reduction: ScatterReduction::None,
+                runs: false,
             },
             &[Some(&x), Some(&idx), Some(&upd)],
             DType::F32,
@@ -687,6 +832,7 @@ mod tests {
         let y = run1(
             &ScatterNd {
                 reduction: ScatterReduction::Add,
+                runs: false,
             },
             &[Some(&x), Some(&idx), Some(&upd)],
             DType::F32,
