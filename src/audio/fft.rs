@@ -79,8 +79,7 @@ impl RealFft {
         // The full Hermitian spectrum, conjugated: the backward transform
         // is then a forward one whose real part is the signal.
         self.line[0] = Complex::new(bins[0].re, 0.0);
-        for k in 1..bins.len() {
-            let v = bins[k];
+        for (k, &v) in bins.iter().enumerate().skip(1) {
             self.line[k] = v.conj();
             if n - k != k {
                 self.line[n - k] = v;

@@ -25,7 +25,7 @@ pub fn lfr_stack(
             "LFR stacking needs positive dim, m and n".into(),
         ));
     }
-    if features.len() % dim != 0 {
+    if !features.len().is_multiple_of(dim) {
         return Err(AudioError::Invalid(format!(
             "{} features are not whole frames of {dim}",
             features.len()
@@ -75,7 +75,7 @@ impl Cmvn {
         dim: usize,
         variance: bool,
     ) -> Result<Cmvn, AudioError> {
-        if dim == 0 || features.is_empty() || features.len() % dim != 0 {
+        if dim == 0 || features.is_empty() || !features.len().is_multiple_of(dim) {
             return Err(AudioError::Invalid(format!(
                 "CMVN statistics of {} values in frames of {dim}",
                 features.len()
@@ -105,7 +105,7 @@ impl Cmvn {
 
     /// Normalizes whole frames of [`Cmvn::dim`] features in place.
     pub fn apply(&self, features: &mut [f32]) -> Result<(), AudioError> {
-        if features.len() % self.dim() != 0 {
+        if !features.len().is_multiple_of(self.dim()) {
             return Err(AudioError::Invalid(format!(
                 "{} features are not whole frames of {}",
                 features.len(),

@@ -114,7 +114,8 @@ impl MelBank {
         let bin_hz = sample_rate as f64 / n_fft as f64;
         match style {
             MelStyle::Htk | MelStyle::Slaney => {
-                let (to_mel, to_hz): (fn(f64) -> f64, fn(f64) -> f64) = match style {
+                type Scale = fn(f64) -> f64;
+                let (to_mel, to_hz): (Scale, Scale) = match style {
                     MelStyle::Htk => (htk_mel, htk_hz),
                     _ => (slaney_mel, slaney_hz),
                 };
@@ -188,11 +189,14 @@ impl MelBank {
         exact("mel bank input bins", self.bins, power.len())?;
         at_least("mel bank output", self.mels, out.len())?;
         for (m, (o, &(start, end))) in out.iter_mut().zip(&self.ranges).enumerate() {
-            let mut acc = 0.0f32;
-            for k in start..end {
-                acc += power[k] * self.weights[k * self.mels + m];
-            }
-            *o = acc;
+            let column = self.weights[start * self.mels + m..]
+                .iter()
+                .step_by(self.mels);
+            *o = power[start..end]
+                .iter()
+                .zip(column)
+                .map(|(p, w)| p * w)
+                .sum();
         }
         Ok(())
     }

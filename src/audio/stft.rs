@@ -109,7 +109,7 @@ impl StreamingIstft {
                 .step_by(hop)
                 .map(|i| analysis[i] as f64 * synthesis[i] as f64)
                 .sum();
-            if !(gain.abs() > 1e-6) {
+            if gain.is_nan() || gain.abs() <= 1e-6 {
                 return Err(AudioError::Invalid(format!(
                     "the windows do not overlap-add to a usable gain at hop {hop} (position {j}: {gain})"
                 )));

@@ -207,14 +207,15 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
             },
             1,
         )),
-        "ScatterND" => scatter_reduction(&a.string("reduction", "none"))
-            .map(|reduction| Lowered::same(
-                    ScatterNd {
-                        reduction,
-                        runs: false,
-                    },
-                    1,
-                )),
+        "ScatterND" => scatter_reduction(&a.string("reduction", "none")).map(|reduction| {
+            Lowered::same(
+                ScatterNd {
+                    reduction,
+                    runs: false,
+                },
+                1,
+            )
+        }),
         // `Scatter` (opsets 9-10) is `ScatterElements` without reduction.
         "Scatter" => Ok(Lowered::same(
             ScatterElements {

@@ -15,7 +15,6 @@ pub mod widen;
 
 pub use dtypes::infer_dtypes;
 pub use fft_plan::add_fft_plans;
-pub use scatter_runs::add_scatter_runs;
 pub use fold::{bypass_identities, eliminate_dead_code, fold_constants, identities_from_noops};
 pub use fold_conv::{fold_conv_affine, fuse_conv_activation, fuse_conv_scalar_affine};
 pub use fuse::{
@@ -26,6 +25,7 @@ pub use prepack::{
     fuse_packed_matmul_activation, fuse_packed_matmul_softmax, prepack_conv_weights,
     prepack_matmul_weights,
 };
+pub use scatter_runs::add_scatter_runs;
 pub use sizing::{Sizes, size_graph};
 pub use subnormal::flush_subnormal_weights;
 pub use widen::widen_half_precision;

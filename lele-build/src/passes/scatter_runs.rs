@@ -30,7 +30,9 @@ pub fn add_scatter_runs(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -> us
     let mut count = 0;
     for i in 0..g.main.nodes.len() {
         let n = &g.main.nodes[i];
-        let Some(k) = kernel_of::<ScatterNd>(n) else { continue };
+        let Some(k) = kernel_of::<ScatterNd>(n) else {
+            continue;
+        };
         if k.runs || k.reduction != ScatterReduction::None {
             continue;
         }
@@ -39,11 +41,15 @@ pub fn add_scatter_runs(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -> us
         else {
             continue;
         };
-        let Some(indices) = &g.values[idx].constant else { continue };
+        let Some(indices) = &g.values[idx].constant else {
+            continue;
+        };
         let (Some(ds), Some(us)) = (fixed_shape(shapes, data), fixed_shape(shapes, upd)) else {
             continue;
         };
-        let Ok(idx_view) = indices.view() else { continue };
+        let Ok(idx_view) = indices.view() else {
+            continue;
+        };
         let dtype = |v: ValueId| g.values[v].dtype.unwrap_or(DType::F32);
         let inputs = [
             Some(TensorRef::shape_only(dtype(data), ds)),

@@ -510,7 +510,8 @@ impl ScatterNd {
             let (Some(d), Some(s), Some(len)) = (d, s, len) else {
                 return Err(bad);
             };
-            let fits = |start: usize, total: usize| start.checked_add(len).is_some_and(|e| e <= total);
+            let fits =
+                |start: usize, total: usize| start.checked_add(len).is_some_and(|e| e <= total);
             if !fits(d, x.numel()) || !fits(s, upd.numel()) {
                 return Err(bad);
             }
@@ -552,7 +553,7 @@ impl Kernel for ScatterNd {
             let out = output(outputs, 0, OP)?;
             check_out(out, x.dtype, &x.shape, OP)?;
             out.data.copy_from_slice(x.data);
-            return Self::run_copies(&x, &idx_t, &upd, out);
+            return Self::run_copies(x, idx_t, upd, out);
         }
         let idx = indices(idx_t, OP)?;
         let p = nd_plan(&x.shape, &idx_t.shape, 0, OP)?;
