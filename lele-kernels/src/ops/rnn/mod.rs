@@ -307,6 +307,10 @@ fn alternates(step: usize, bytes: usize) -> bool {
     step % 2 == 1 && bytes > ALTERNATE_MIN_BYTES
 }
 
+/// `R` blocks of at most this many floats (`rows · hidden`) are multiplied
+/// by direct dot products.
+const SMALL_RECURRENCE: usize = 768;
+
 /// `c[i, j] = h[i, ..] · r[j, ..] + beta · c[i, j]` for `m` rows of the
 /// state `hs` (`k` floats each) and `n` rows of `r` (`k` floats each):
 /// the state times `rᵀ`, written to `c` at row stride `ldc`. With
@@ -330,6 +334,20 @@ fn state_times_rt(
     gs: &mut [f32],
 ) -> Result<(), KernelError> {
     use crate::ops::gemm::{MatRef, sgemm};
+    if n * k <= SMALL_RECURRENCE {
+        // A few dozen products per step (hidden sizes up to ~16): direct
+        // dot products cost less than setting up a product call, and
+        // the order of `r`'s rows does not matter at this size.
+        for i in 0..m {
+            let hi = &hs[i * k..(i + 1) * k];
+            for (j, rj) in r[..n * k].chunks_exact(k).enumerate() {
+                let dot: f32 = hi.iter().zip(rj).map(|(a, b)| a * b).sum();
+                let cij = &mut c[i * ldc + j];
+                *cij = if beta == 0.0 { dot } else { dot + beta * *cij };
+            }
+        }
+        return Ok(());
+    }
     let rows = (ALTERNATE_CHUNK_BYTES / (4 * k.max(1))).max(8) / 8 * 8;
     if !reverse || rows >= n {
         let (a, b) = (MatRef::row_major(hs, k), MatRef::transposed(r, k));
