@@ -1,7 +1,7 @@
 //! The audio feature graphs of onnx-asr (log-mel for Whisper and NeMo,
 //! Kaldi fbank) through the macro: each `STFT` form and its `Conv` twin on
 //! 10 s of speech-like audio, against ONNX Runtime (on a float64 copy of
-//! the STFT forms, see `xtask/python/fixtures.py`).
+//! the STFT forms, see `xtask/python/fixtures.py`); and its resamplers.
 mod common;
 
 use common::{assert_close, load, view};
@@ -67,4 +67,45 @@ feature_test!(
     Nemo80Conv,
     "tests/models/asr_nemo80_conv.toml",
     "asr_nemo80_conv_10s"
+);
+
+// onnx-asr's resamplers: a strided Conv whose windowed-sinc weights the
+// graph computes from initializers (folded into a constant at import).
+macro_rules! resample_test {
+    ($test:ident, $model:ident, $toml:literal, $case:literal) => {
+        #[lele::model($toml)]
+        struct $model;
+
+        #[test]
+        fn $test() {
+            let model = $model::new().unwrap();
+            let mut ws = model.workspace();
+            let wave = load($case, 0, "in", 0);
+            let lens = load($case, 0, "in", 1);
+            let out = model.forward(&mut ws, view(&wave), view(&lens)).unwrap();
+            assert_close(
+                concat!($case, " samples"),
+                out.resampled.as_untyped(),
+                &load($case, 0, "out", 0),
+            );
+            assert_close(
+                concat!($case, " lengths"),
+                out.resampled_lens.as_untyped(),
+                &load($case, 0, "out", 1),
+            );
+        }
+    };
+}
+
+resample_test!(
+    resample_44k_to_16k_matches_ort,
+    Resample44To16,
+    "tests/models/asr_resample_44_16.toml",
+    "asr_resample_44_16_1s"
+);
+resample_test!(
+    resample_48k_to_16k_matches_ort,
+    Resample48To16,
+    "tests/models/asr_resample_48_16.toml",
+    "asr_resample_48_16_1s"
 );

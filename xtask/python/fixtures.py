@@ -127,6 +127,16 @@ def single(make):
     return gen
 
 
+def waveforms_at(rate, n):
+    """One waveform of `n` samples at `rate` Hz and its length."""
+    return single(
+        lambda rng: {
+            "waveforms": speech_like(rng, rate, n, rate, [])[None, :],
+            "waveforms_lens": np.array([n], dtype=np.int64),
+        }
+    )
+
+
 def waveforms(n):
     """One waveform of `n` samples at 16 kHz and its length (onnx-asr's
     feature graphs)."""
@@ -263,6 +273,9 @@ CASES = {
     "asr_kaldi_conv_10s": ("asr_kaldi_conv.onnx", waveforms(160000), "speech-like, 10 s at 16 kHz, second 4 near-silent"),
     "asr_nemo80_10s": ("asr_nemo80.onnx", waveforms(160000), "speech-like, 10 s at 16 kHz, second 4 near-silent"),
     "asr_nemo80_conv_10s": ("asr_nemo80_conv.onnx", waveforms(160000), "speech-like, 10 s at 16 kHz, second 4 near-silent"),
+    # onnx-asr's resamplers to 16 kHz (weights computed in the graph).
+    "asr_resample_44_16_1s": ("asr_resample_44_16.onnx", waveforms_at(44100, 44100), "speech-like, 1 s at 44.1 kHz"),
+    "asr_resample_48_16_1s": ("asr_resample_48_16.onnx", waveforms_at(48000, 48000), "speech-like, 1 s at 48 kHz"),
 }
 
 

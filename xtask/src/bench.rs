@@ -45,6 +45,8 @@ const SET: &[(&str, &str)] = &[
     ("Kaldi fbank 80 (Conv), 10 s", "asr_kaldi_conv_10s"),
     ("NeMo log-mel 80 (STFT), 10 s", "asr_nemo80_10s"),
     ("NeMo log-mel 80 (Conv), 10 s", "asr_nemo80_conv_10s"),
+    ("Resample 44.1 -> 16 kHz, 1 s", "asr_resample_44_16_1s"),
+    ("Resample 48 -> 16 kHz, 1 s", "asr_resample_48_16_1s"),
 ];
 
 /// Options of `cargo xtask bench`.

@@ -323,6 +323,30 @@ pub const MODELS: &[Model] = &[
         sha256: "1566e840c72d032dfb31166b924d96fe2a6c8a6c29393da8e83c19d99de0eb76",
         extra: false,
     },
+    // onnx-asr's resamplers: a Conv whose windowed-sinc weights the graph
+    // computes from initializers (folded at import).
+    Model {
+        file: "asr_resample_44_16.onnx",
+        parts: &[pip(
+            ONNX_ASR.0,
+            ONNX_ASR.1,
+            "onnx_asr/preprocessors/data/resample_44_16.onnx",
+        )],
+        bytes: 8_200,
+        sha256: "edce58a900588cf95b0e853511fbfc32ad88264a2f32e0787b3d29d75987f0eb",
+        extra: false,
+    },
+    Model {
+        file: "asr_resample_48_16.onnx",
+        parts: &[pip(
+            ONNX_ASR.0,
+            ONNX_ASR.1,
+            "onnx_asr/preprocessors/data/resample_48_16.onnx",
+        )],
+        bytes: 3_758,
+        sha256: "25791c6e65504d7be9717dd814937d2e757b7b49a1ef51da32cfb1fa6627264d",
+        extra: false,
+    },
     // The mel filterbanks onnx-asr computed with librosa/torchaudio: the
     // reference of `lele::audio`'s filters (tests/audio_library.rs).
     Model {

@@ -291,6 +291,12 @@ impl Loader<'_> {
                 outputs.push(id);
                 out_names.push(o.clone());
             }
+            if needs_constant_weights(&op_type, &domain, &inputs, g) {
+                // Lowering a convolution needs its kernel size: weights
+                // computed from initializers (a resampler's windowed sinc)
+                // are folded into a constant first.
+                crate::passes::fold::fold_block(g, &mut block, None)?;
+            }
             let (op, out_dtypes) = if op_type == "If" && domain.is_empty() {
                 (self.if_op(g, np, depth)?, Vec::new())
             } else {
@@ -381,4 +387,21 @@ impl Loader<'_> {
 
 fn g_opset(g: &Graph) -> i64 {
     g.opset
+}
+
+/// Whether `op_type` is a convolution whose weights (input 1) are computed
+/// by earlier nodes rather than given as a constant.
+fn needs_constant_weights(
+    op_type: &str,
+    domain: &str,
+    inputs: &[Option<crate::ir::ValueId>],
+    g: &Graph,
+) -> bool {
+    matches!(op_type, "Conv" | "ConvTranspose" | "ConvInteger")
+        && domain.is_empty()
+        && inputs
+            .get(1)
+            .copied()
+            .flatten()
+            .is_some_and(|w| g.values[w].constant.is_none() && g.values[w].declared.is_none())
 }

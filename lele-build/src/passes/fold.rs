@@ -28,7 +28,9 @@ pub fn fold_constants(
     r
 }
 
-fn fold_block(
+/// [`fold_constants`] over one block (the importer folds the block it is
+/// building when a node needs a constant input; see `onnx::Importer`).
+pub(crate) fn fold_block(
     g: &mut Graph,
     b: &mut Block,
     static_shapes: Option<&HashMap<ValueId, Shape>>,
