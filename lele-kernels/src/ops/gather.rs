@@ -117,13 +117,21 @@ impl Kernel for Gather {
             }
             return Ok(());
         }
+        // Consecutive indices (sliding windows, slices written as
+        // gathers) are copied as one block each.
         let mut o = 0;
         for b in 0..outer {
-            for i in 0..n {
+            let mut i = 0;
+            while i < n {
                 let k = index_at(&idx, i, dim, OP)?;
-                let src = (b * dim + k) * inner;
-                out.data[o..o + inner].copy_from_slice(&x.data[src..src + inner]);
-                o += inner;
+                let mut len = 1;
+                while i + len < n && index_at(&idx, i + len, dim, OP)? == k + len {
+                    len += 1;
+                }
+                let (src, bytes) = ((b * dim + k) * inner, len * inner);
+                out.data[o..o + bytes].copy_from_slice(&x.data[src..src + bytes]);
+                o += bytes;
+                i += len;
             }
         }
         Ok(())
@@ -757,6 +765,28 @@ mod tests {
             (y.dims(), y.to::<i32>()),
             (&[2usize, 1][..], [1, 6].to_vec())
         );
+    }
+
+    #[test]
+    fn gather_runs_of_consecutive_indices_equal_element_copies() {
+        // Sliding windows along the last axis (negative indices inside a
+        // run), the layout streaming models unfold with.
+        let data: Vec<f32> = (0..30).map(|v| v as f32).collect();
+        let x = Owned::new(&[2, 3, 5], &data);
+        let windows = [0i64, 1, 2, 2, 3, -1, -2, -1, 0, 4, 4, 4];
+        let idx = Owned::new(&[4, 3], &windows);
+        let y = run1(&Gather { axis: -1 }, &[Some(&x), Some(&idx)], DType::F32)
+            .unwrap()
+            .to::<f32>();
+        let mut want = Vec::new();
+        for row in 0..6 {
+            for &k in &windows {
+                want.push(data[row * 5 + k.rem_euclid(5) as usize]);
+            }
+        }
+        assert_eq!(y, want);
+        let bad = Owned::new(&[2], &[3i64, 5]);
+        assert!(run1(&Gather { axis: -1 }, &[Some(&x), Some(&bad)], DType::F32).is_err());
     }
 
     #[test]
