@@ -9,7 +9,7 @@
 //! let out = model.forward(&mut ws, input, state, sr)?;
 //! ```
 //!
-//! See the README for `model.toml` and the generated API.
+//! See the README for the generated API and docs/model-toml.md for `model.toml`.
 #![warn(missing_docs)]
 
 pub mod audio;

@@ -40,7 +40,7 @@ enum Cmd {
     Fixtures(fixtures::Opts),
     /// The ONNX backend test suite through generated code, against the ledger.
     Conformance(conformance::Opts),
-    /// Regenerate the README's operator table from the conformance ledger.
+    /// Regenerate the operator table (docs/operators.md) from the conformance ledger.
     OpsTable,
     /// lele vs ONNX Runtime vs tract on the benchmark models (markdown + JSON lines).
     Bench(bench::Opts),
