@@ -17,6 +17,10 @@ pub enum Window {
     Blackman,
     /// Kaldi's default: the symmetric Hann window raised to 0.85.
     Povey,
+    /// `sin(π/2 · sin²(π(j + ½)/L))`, the power-complementary window of
+    /// DeepFilterNet and Vorbis: at half overlap its squares add to one
+    /// (defined on half-sample positions, so [`Symmetry`] does not apply).
+    Vorbis,
 }
 
 /// Whether a window of length `L` is one period of a periodic function
@@ -34,14 +38,18 @@ impl Window {
     /// The window's value at `j` of a period `n` (computed in f64).
     fn at(self, j: usize, n: f64) -> f64 {
         let x = 2.0 * PI * j as f64 / n;
-        let hann = 0.5 - 0.5 * x.cos();
+        let hann = || 0.5 - 0.5 * x.cos();
         match self {
             Window::Rectangular => 1.0,
-            Window::Hann => hann,
-            Window::SqrtHann => hann.max(0.0).sqrt(),
+            Window::Hann => hann(),
+            Window::SqrtHann => hann().max(0.0).sqrt(),
             Window::Hamming => 0.54 - 0.46 * x.cos(),
             Window::Blackman => 0.42 - 0.5 * x.cos() + 0.08 * (2.0 * x).cos(),
-            Window::Povey => hann.max(0.0).powf(0.85),
+            Window::Povey => hann().max(0.0).powf(0.85),
+            Window::Vorbis => {
+                let s = (PI * (j as f64 + 0.5) / n).sin();
+                (0.5 * PI * s * s).sin()
+            }
         }
     }
 
@@ -49,7 +57,8 @@ impl Window {
     /// is symmetric by definition and ignores `symmetry`.
     pub fn fill(self, symmetry: Symmetry, out: &mut [f32]) {
         let len = out.len();
-        let symmetric = symmetry == Symmetry::Symmetric || self == Window::Povey;
+        let symmetric =
+            (symmetry == Symmetry::Symmetric || self == Window::Povey) && self != Window::Vorbis;
         let n = if symmetric {
             len.saturating_sub(1)
         } else {

@@ -120,6 +120,25 @@ overlap-added w² at each position of a hop. The enhanced signal is the sum
 from sample N - H on, the length of the input (denoise_ort.npy).
 denoise.json: {"samples", "snr_noisy_db", "snr_ort_db"}, SNR =
 10 log10(sum clean² / sum (clean - x)²).
+
+DeepFilterNet3 (dfn3_{enc,erb_dec,df_dec}.onnx; denoise_dfn3.json, denoise_dfn3_{clean,noisy,ort}.npy)
+---------------------------------------------------------------------------------------------------
+Clean = DATA/speech_16k.wav taken to 48 kHz by zero-padding its spectrum (rfft, ×3, irfft of 3n
+points); noise = default_rng(52) standard normal at 5 dB SNR over the file. Frames: n_fft 960, hop
+480, Vorbis window w(j) = sin(π/2 sin²(π(j + ½)/960)), spectra × 1/960; the signal is followed by
+960 zeros and cut into floor(len/480) frames, frame k = rfft(w · stream[480k - 480 : 480k + 480])
+with zeros before the signal. ERB bands: 32 bands of equal steps on the scale 9.265 ln(1 + f/(24.7 ·
+9.265)) from 0 to 24 kHz, edges rounded to bins (f / 50 Hz), each band at least 2 bins (the excess
+taken from the next), one more bin on the last, trimmed to 481 bins. Features with alpha = 0.99:
+band power mean in dB, 10 log10(p + 1e-10), minus a running mean m = x(1 - alpha) + m·alpha
+(starting at linspace(-60, -90, 32)), / 40; the first 96 bins divided by the square root of a running
+mean magnitude (starting at linspace(0.001, 0.0001, 96)). The encoder gets both feature sequences
+two frames ahead (zeros past the end): feat_erb [1, 1, T, 32], feat_spec [1, 2, T, 96] (real,
+imaginary); erb_dec(emb, e3, e2, e1, e0) gives a gain per band and frame, applied to every bin of
+the band; df_dec(emb, c0) gives coefs [1, T, 96, 10] = five complex taps per bin, the output of bin
+f < 96 at frame t being Σ_i tap_i · noisy[t - 2 + i, f] (zeros outside the frames). Synthesis:
+irfft(960 · spectrum) · w overlap-added; the enhanced signal starts 480 samples in.
+denoise_dfn3.json: {"samples", "snr_noisy_db", "snr_ort_db"}.
 """
 
 import argparse
@@ -498,6 +517,98 @@ def run_denoise(model_path, wav_path, out_dir, hop=256, n_fft=512):
     }
 
 
+def dfn3_erb_widths(sr=48000, n_fft=960, bands=32, min_bins=2):
+    """Bins per ERB band (see the module docstring), computed in float32."""
+    f32 = np.float32
+    to_erb = lambda f: f32(9.265) * np.log1p(f32(f) / f32(24.7 * 9.265))  # noqa: E731
+    to_hz = lambda e: f32(24.7 * 9.265) * (np.exp(f32(e) / f32(9.265)) - f32(1))  # noqa: E731
+    bin_hz = f32(sr / n_fft)
+    lo, hi = to_erb(0.0), to_erb(sr // 2)
+    step = (hi - lo) / f32(bands)
+    widths, prev, over = [], 0, 0
+    for i in range(1, bands + 1):
+        edge = int(np.round(to_hz(lo + f32(i) * step) / bin_hz))
+        n = edge - prev - over
+        if n < min_bins:
+            over, n = min_bins - n, min_bins
+        else:
+            over = 0
+        widths.append(n)
+        prev = edge
+    widths[-1] += 1
+    widths[-1] -= max(0, sum(widths) - (n_fft // 2 + 1))
+    return np.array(widths)
+
+
+def run_denoise_dfn3(zoo, wav_path, out_dir, n_fft=960, hop=480, bands=32, df_bins=96, order=5, ahead=2):
+    """DeepFilterNet3 offline on our speech at 48 kHz plus white noise at
+    5 dB; see the module docstring."""
+    clean16, sr = read_wav_mono16(wav_path)
+    x16 = clean16.astype(np.float64)
+    n = len(x16)
+    spec16 = np.fft.rfft(x16)
+    up = np.zeros(3 * n // 2 + 1, complex)
+    up[: len(spec16)] = spec16 * 3
+    clean = np.fft.irfft(up, 3 * n)
+    rng = np.random.default_rng(52)
+    noise = rng.standard_normal(len(clean))
+    noise *= np.sqrt(np.mean(clean**2) / np.mean(noise**2) / 10 ** (5 / 10))
+    noisy = (clean + noise).astype(np.float32)
+    clean = clean.astype(np.float32)
+
+    j = np.arange(n_fft)
+    window = np.sin(0.5 * np.pi * np.sin(np.pi * (j + 0.5) / n_fft) ** 2)
+    scale = 1.0 / (n_fft * n_fft / (2 * hop))
+    stream = np.concatenate([noisy.astype(np.float64), np.zeros(n_fft)])
+    frames = len(stream) // hop
+    padded = np.concatenate([np.zeros(n_fft - hop), stream])
+    spec = np.array([np.fft.rfft(padded[t * hop : t * hop + n_fft] * window) * scale for t in range(frames)])
+
+    widths = dfn3_erb_widths()
+    edges = np.cumsum(np.concatenate([[0], widths]))
+    alpha = 0.99
+    power = spec.real**2 + spec.imag**2
+    db = 10 * np.log10(np.stack([power[:, edges[b] : edges[b + 1]].mean(axis=1) for b in range(bands)], axis=1) + 1e-10)
+    mean = np.linspace(-60, -90, bands)
+    feat_erb = np.zeros_like(db)
+    for t in range(frames):
+        mean = db[t] * (1 - alpha) + mean * alpha
+        feat_erb[t] = (db[t] - mean) / 40
+    unit = np.linspace(0.001, 0.0001, df_bins)
+    feat_spec = np.zeros((frames, df_bins), complex)
+    for t in range(frames):
+        unit = np.abs(spec[t, :df_bins]) * (1 - alpha) + unit * alpha
+        feat_spec[t] = spec[t, :df_bins] / np.sqrt(unit)
+    feat_erb = np.concatenate([feat_erb[ahead:], np.zeros((ahead, bands))])
+    feat_spec = np.concatenate([feat_spec[ahead:], np.zeros((ahead, df_bins))])
+
+    enc = session(os.path.join(zoo, "dfn3_enc.onnx"))
+    erb_dec = session(os.path.join(zoo, "dfn3_erb_dec.onnx"))
+    df_dec = session(os.path.join(zoo, "dfn3_df_dec.onnx"))
+    e0, e1, e2, e3, emb, c0, _ = enc.run(None, {
+        "feat_erb": feat_erb.astype(np.float32)[None, None],
+        "feat_spec": np.stack([feat_spec.real, feat_spec.imag]).astype(np.float32)[None],
+    })
+    gains = erb_dec.run(None, {"emb": emb, "e3": e3, "e2": e2, "e1": e1, "e0": e0})[0][0, 0]
+    coefs = df_dec.run(None, {"emb": emb, "c0": c0})[0][0].astype(np.float64)
+    out = spec * np.repeat(gains, widths, axis=1)
+    taps = (coefs[..., 0::2] + 1j * coefs[..., 1::2])  # [T, 96, order]
+    past = np.concatenate([np.zeros((order - 1 - ahead, df_bins)), spec[:, :df_bins], np.zeros((ahead, df_bins))])
+    out[:, :df_bins] = sum(past[i : i + frames] * taps[:, :, i] for i in range(order))
+    y = np.zeros(frames * hop + n_fft)
+    for t in range(frames):
+        y[t * hop : t * hop + n_fft] += np.fft.irfft(out[t] / scale, n_fft) * window
+    enhanced = y[n_fft - hop : n_fft - hop + len(noisy)]
+    for name, a in [("clean", clean), ("noisy", noisy), ("ort", enhanced.astype(np.float32))]:
+        np.save(os.path.join(out_dir, f"denoise_dfn3_{name}.npy"), a)
+    c = clean.astype(np.float64)
+    return {
+        "samples": len(noisy),
+        "snr_noisy_db": snr_db(c, noisy.astype(np.float64)),
+        "snr_ort_db": snr_db(c, enhanced),
+    }
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--zoo", required=True)
@@ -505,7 +616,8 @@ def main():
     p.add_argument("--out", required=True)
     a = p.parse_args()
     for f in ["silero_vad.onnx", "yolov8n_320n.onnx", "minilm_l3.onnx", "minilm_tokenizer.json",
-              "astronaut.png", "gtcrn_simple.onnx"]:
+              "astronaut.png", "gtcrn_simple.onnx", "dfn3_enc.onnx", "dfn3_erb_dec.onnx",
+              "dfn3_df_dec.onnx"]:
         need(os.path.join(a.zoo, f))
     for f in ["speech_16k.wav", "speech_8k.wav", "sentences.txt"]:
         need(os.path.join(a.data, f))
@@ -533,6 +645,9 @@ def main():
     denoise = run_denoise(os.path.join(a.zoo, "gtcrn_simple.onnx"), os.path.join(a.data, "speech_16k.wav"), a.out)
     log("denoise: SNR {:.2f} dB in, {:.2f} dB out".format(denoise["snr_noisy_db"], denoise["snr_ort_db"]))
     write_json(os.path.join(a.out, "denoise.json"), denoise)
+    dfn3 = run_denoise_dfn3(a.zoo, os.path.join(a.data, "speech_16k.wav"), a.out)
+    log("denoise dfn3: SNR {:.2f} dB in, {:.2f} dB out".format(dfn3["snr_noisy_db"], dfn3["snr_ort_db"]))
+    write_json(os.path.join(a.out, "denoise_dfn3.json"), dfn3)
 
     embed, emb = run_embed(a.zoo, a.data)
     log(f"embed: query {embed['query']!r}")

@@ -1,4 +1,5 @@
-//! Real-time speech enhancement with GTCRN compiled by lele.
+//! Speech enhancement compiled by lele: GTCRN in real time at 16 kHz, and
+//! DeepFilterNet3 at 48 kHz over blocks of frames ([`dfn3`]).
 //!
 //! [`Denoiser::process_hop`] is the real-time entry point: 256 new samples
 //! at 16 kHz in, 256 enhanced samples out, 16 ms later; it allocates
@@ -21,6 +22,8 @@ use lele::audio::{
     AudioError, Complex, Resampler, StreamingIstft, StreamingStft, Symmetry, Window,
 };
 
+pub mod dfn3;
+
 /// The model, compiled from `model.toml` at build time.
 #[lele::model("model.toml")]
 pub struct Gtcrn;
@@ -33,6 +36,18 @@ pub enum DenoiseError {
     Hop {
         /// [`Denoiser::HOP`].
         expected: usize,
+        /// Samples passed.
+        got: usize,
+    },
+    /// A DeepFilterNet3 block that is not whole hops or is too long.
+    #[error(
+        "a block is a whole number of {hop}-sample hops, at most {max_frames} of them, with an output as long; got {got} samples"
+    )]
+    Block {
+        /// Samples per hop.
+        hop: usize,
+        /// Most hops per block.
+        max_frames: usize,
         /// Samples passed.
         got: usize,
     },
@@ -149,20 +164,24 @@ impl Denoiser {
 pub struct Timings {
     /// Loading the model and allocating the buffers, in milliseconds.
     pub init_ms: f64,
-    /// Each [`Denoiser::process_hop`] call, in milliseconds.
-    pub hop_ms: Vec<f64>,
-    /// From the start of processing to the first output hop, in
-    /// milliseconds.
+    /// Each processing call ([`Denoiser::process_hop`], or
+    /// [`dfn3::Dfn3::process_block`]), in milliseconds.
+    pub call_ms: Vec<f64>,
+    /// Input samples (at the model's rate) per call.
+    pub samples_per_call: usize,
+    /// The model's sample rate.
+    pub model_rate: u32,
+    /// From the start of processing to the first output, in milliseconds.
     pub first_output_ms: f64,
 }
 
 impl Timings {
-    /// The `q`-quantile (0..=1) of the hop times (nearest rank).
-    pub fn hop_quantile(&self, q: f64) -> f64 {
-        if self.hop_ms.is_empty() {
+    /// The `q`-quantile (0..=1) of the call times (nearest rank).
+    pub fn call_quantile(&self, q: f64) -> f64 {
+        if self.call_ms.is_empty() {
             return 0.0;
         }
-        let mut v = self.hop_ms.clone();
+        let mut v = self.call_ms.clone();
         v.sort_by(f64::total_cmp);
         let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
         v[rank - 1]
@@ -173,7 +192,11 @@ impl Timings {
 /// 16 kHz and back when needed) and returns the enhanced signal, aligned
 /// with the input and of its length, and the timings.
 pub fn denoise(samples: &[f32], rate: u32) -> Result<(Vec<f32>, Timings), DenoiseError> {
-    let mut timings = Timings::default();
+    let mut timings = Timings {
+        samples_per_call: Denoiser::HOP,
+        model_rate: Denoiser::SAMPLE_RATE,
+        ..Timings::default()
+    };
     let start = Instant::now();
     let mut denoiser = Denoiser::new()?;
     timings.init_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -186,7 +209,7 @@ pub fn denoise(samples: &[f32], rate: u32) -> Result<(Vec<f32>, Timings), Denois
     let mut input = at_16k.clone();
     input.resize(hops * hop, 0.0);
     let mut output = vec![0.0; hops * hop];
-    timings.hop_ms.reserve(hops);
+    timings.call_ms.reserve(hops);
     let begin = Instant::now();
     for (i, (x, y)) in input
         .chunks_exact(hop)
@@ -195,13 +218,57 @@ pub fn denoise(samples: &[f32], rate: u32) -> Result<(Vec<f32>, Timings), Denois
     {
         let t = Instant::now();
         denoiser.process_hop(x, y)?;
-        timings.hop_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        timings.call_ms.push(t.elapsed().as_secs_f64() * 1e3);
         if i == 0 {
             timings.first_output_ms = begin.elapsed().as_secs_f64() * 1e3;
         }
     }
     let enhanced = &output[delay..delay + at_16k.len()];
     let mut back = resample(enhanced, Denoiser::SAMPLE_RATE, rate)?;
+    back.resize(samples.len(), 0.0);
+    Ok((back, timings))
+}
+
+/// Runs `samples` at `rate` Hz through a fresh [`dfn3::Dfn3`] at 48 kHz
+/// (resampled there and back when needed), in blocks of up to 30 s, and
+/// returns the enhanced signal, aligned with the input and of its length,
+/// and the timings (one call per block).
+pub fn denoise_dfn3(samples: &[f32], rate: u32) -> Result<(Vec<f32>, Timings), DenoiseError> {
+    use crate::dfn3::Dfn3;
+    let mut timings = Timings {
+        model_rate: Dfn3::SAMPLE_RATE,
+        ..Timings::default()
+    };
+    let start = Instant::now();
+    let mut model = Dfn3::new()?;
+    timings.init_ms = start.elapsed().as_secs_f64() * 1e3;
+
+    let at_48k = resample(samples, rate, Dfn3::SAMPLE_RATE)?;
+    let hop = Dfn3::HOP;
+    let delay = model.latency();
+    // Whole hops covering the signal, the STFT's delay and one more frame
+    // of silence, as DeepFilterNet pads a recording.
+    let hops = (at_48k.len() + 2 * delay) / hop;
+    let mut input = at_48k.clone();
+    input.resize(hops * hop, 0.0);
+    let mut output = vec![0.0; hops * hop];
+    let block = Dfn3::MAX_FRAMES * hop;
+    timings.samples_per_call = block.min(input.len());
+    let begin = Instant::now();
+    for (i, (x, y)) in input
+        .chunks(block)
+        .zip(output.chunks_mut(block))
+        .enumerate()
+    {
+        let t = Instant::now();
+        model.process_block(x, y)?;
+        timings.call_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        if i == 0 {
+            timings.first_output_ms = begin.elapsed().as_secs_f64() * 1e3;
+        }
+    }
+    let enhanced = &output[delay..delay + at_48k.len()];
+    let mut back = resample(enhanced, Dfn3::SAMPLE_RATE, rate)?;
     back.resize(samples.len(), 0.0);
     Ok((back, timings))
 }
