@@ -705,6 +705,24 @@ impl Kernel for Conv {
         if ohw == 0 {
             return Ok(());
         }
+        // Depthwise 1×1, stride 1, no padding: a scale per channel (the
+        // pathway convolutions of DeepFilterNet's decoders), one pass over
+        // each plane, then its bias and epilogue.
+        if self.is_depthwise(&g)
+            && k == 1
+            && self.strides == [1, 1]
+            && (g.oh, g.ow) == (g.x.h, g.x.w)
+        {
+            for (i, (plane, xp)) in y.chunks_exact_mut(ohw).zip(x.chunks_exact(ihw)).enumerate() {
+                let c = i % g.m;
+                let scale = w[c];
+                for (o, &v) in plane.iter_mut().zip(xp) {
+                    *o = v * scale;
+                }
+                self.finish_segment(plane, bias.map(|b| b[c]), residual, i * ohw);
+            }
+            return Ok(());
+        }
         // Depthwise 3×3, 5×5, 7×7 with AVX-512: bands of rows of a plane.
         if self.is_depthwise(&g)
             && let Some(plan) = depthwise_rows::plan(self, &g)
