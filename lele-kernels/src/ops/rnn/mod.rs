@@ -334,7 +334,7 @@ fn state_times_rt(
     gs: &mut [f32],
 ) -> Result<(), KernelError> {
     use crate::ops::gemm::{MatRef, sgemm};
-    if n * k <= SMALL_RECURRENCE {
+    if k > 0 && n * k <= SMALL_RECURRENCE {
         // A few dozen products per step (hidden sizes up to ~16): direct
         // dot products cost less than setting up a product call, and
         // the order of `r`'s rows does not matter at this size.

@@ -693,3 +693,52 @@ fn an_empty_batch_gives_empty_outputs() {
         }
     }
 }
+
+/// A hidden size of zero (found by the compiler fuzz target: a GRU with
+/// `R` of shape `[1, 0, 0]`) gives empty states, not a panic, in every cell.
+#[test]
+fn a_zero_hidden_size_gives_empty_states() {
+    let (seq, batch, inp) = (4, 3, 3);
+    let x = rand_vec(seq * batch * inp, 3);
+    let cells: [(&dyn Kernel, usize); 3] = [
+        (
+            &Lstm {
+                hidden_size: 0,
+                direction: Direction::Forward,
+                layout: 0,
+                clip: None,
+                input_forget: false,
+            },
+            3,
+        ),
+        (
+            &Gru {
+                hidden_size: 0,
+                direction: Direction::Forward,
+                linear_before_reset: false,
+                layout: 0,
+            },
+            2,
+        ),
+        (
+            &Rnn {
+                hidden_size: 0,
+                direction: Direction::Forward,
+                layout: 0,
+            },
+            2,
+        ),
+    ];
+    let empty: Vec<f32> = Vec::new();
+    for (cell, n_out) in cells {
+        let ins = [
+            Some(t(&x, &[seq, batch, inp])),
+            Some(t(&empty, &[1, 0, inp])),
+            Some(t(&empty, &[1, 0, 0])),
+        ];
+        let out = run(cell, &ins, n_out).expect("a zero hidden size runs");
+        for (shape, data) in &out {
+            assert!(data.is_empty(), "{shape:?}");
+        }
+    }
+}
