@@ -33,20 +33,21 @@ pub enum AudioError {
 
 /// `Ok` when `got == expected`.
 pub(crate) fn exact(what: &'static str, expected: usize, got: usize) -> Result<(), AudioError> {
-    if got == expected {
-        Ok(())
-    } else {
-        Err(AudioError::Length {
-            what,
-            expected,
-            got,
-        })
-    }
+    length_check(got == expected, what, expected, got)
 }
 
 /// `Ok` when `got >= expected`.
 pub(crate) fn at_least(what: &'static str, expected: usize, got: usize) -> Result<(), AudioError> {
-    if got >= expected {
+    length_check(got >= expected, what, expected, got)
+}
+
+fn length_check(
+    ok: bool,
+    what: &'static str,
+    expected: usize,
+    got: usize,
+) -> Result<(), AudioError> {
+    if ok {
         Ok(())
     } else {
         Err(AudioError::Length {

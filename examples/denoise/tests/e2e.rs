@@ -36,6 +36,13 @@ fn bytemuck_f32(bytes: &[u8]) -> Vec<f32> {
         .collect()
 }
 
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
 fn reference() -> Value {
     json("denoise.json")
 }
@@ -71,11 +78,7 @@ fn enhances_our_speech_as_onnx_runtime_does() {
     );
     // Sample by sample: the parity tolerance on the model's outputs, on a
     // signal of peak ~0.5.
-    let worst = enhanced
-        .iter()
-        .zip(&ort)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
+    let worst = max_abs_diff(&enhanced, &ort);
     assert!(
         worst <= 1e-3,
         "largest difference from ONNX Runtime's output: {worst}"
@@ -134,11 +137,7 @@ fn deepfilternet3_enhances_our_speech_at_48k_as_onnx_runtime_does() {
         (snr - snr_ort).abs() <= 0.1,
         "output SNR {snr:.3} dB, ONNX Runtime's pipeline {snr_ort:.3} dB"
     );
-    let worst = enhanced
-        .iter()
-        .zip(&ort)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
+    let worst = max_abs_diff(&enhanced, &ort);
     assert!(
         worst <= 1e-3,
         "largest difference from ONNX Runtime's output: {worst}"

@@ -42,13 +42,8 @@ pub enum VadError {
         max: usize,
     },
     /// The WAV file could not be read.
-    #[error("reading {path}: {source}")]
-    Wav {
-        /// The file.
-        path: String,
-        /// The decoder's error.
-        source: hound::Error,
-    },
+    #[error(transparent)]
+    Wav(#[from] lele::audio::AudioError),
     /// The model failed.
     #[error(transparent)]
     Model(#[from] lele::Error),
@@ -171,32 +166,8 @@ pub fn speech_segments(
     Ok(seg.finish(samples.len()))
 }
 
-/// Reads a WAV file as mono f32 in [-1, 1] (channels averaged) and its rate.
+/// Reads a WAV file as mono f32 in [-1, 1] (channels averaged) and its rate
+/// ([`lele::audio::read_wav`]).
 pub fn read_wav(path: &Path) -> Result<(Vec<f32>, u32), VadError> {
-    let err = |source| VadError::Wav {
-        path: path.display().to_string(),
-        source,
-    };
-    let mut reader = hound::WavReader::open(path).map_err(err)?;
-    let spec = reader.spec();
-    let channels = usize::from(spec.channels.max(1));
-    let interleaved: Vec<f32> = match spec.sample_format {
-        hound::SampleFormat::Float => reader
-            .samples::<f32>()
-            .collect::<Result<_, _>>()
-            .map_err(err)?,
-        hound::SampleFormat::Int => {
-            let scale = 1.0 / (1u64 << (spec.bits_per_sample.clamp(1, 32) - 1)) as f32;
-            reader
-                .samples::<i32>()
-                .map(|s| s.map(|v| v as f32 * scale))
-                .collect::<Result<_, _>>()
-                .map_err(err)?
-        }
-    };
-    let mono = interleaved
-        .chunks(channels)
-        .map(|frame| frame.iter().sum::<f32>() / frame.len() as f32)
-        .collect();
-    Ok((mono, spec.sample_rate))
+    Ok(lele::audio::read_wav(path)?)
 }
