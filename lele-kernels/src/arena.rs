@@ -25,12 +25,11 @@ impl Arena {
     /// fresh pages from the system for a large arena, first touched by the
     /// `forward` that uses them) and the buffer starts at the first aligned
     /// one. Asking the allocator for 64-byte alignment instead makes it
-    /// clear the whole allocation itself: PP-OCRv6 rec's 6 MB arena took
-    /// 2.7 ms to create, and its first output (process start to the end of
-    /// the first `forward`, medians of eight alternated runs) went 24.6 →
-    /// 23.5 ms without that. (Marking the arena for transparent huge pages
-    /// saved about 0.5 ms more, left out: the kernel may compact memory to
-    /// find them, a stall a server creating a workspace should not risk.)
+    /// clear the whole allocation itself, which made a multi-MB arena slow
+    /// to create and delayed the model's first output. (Marking the arena
+    /// for transparent huge pages saved a little more, left out: the kernel
+    /// may compact memory to find them, a stall a server creating a
+    /// workspace should not risk.)
     pub fn new(bytes: usize) -> Arena {
         let len = bytes.div_ceil(ALIGN) * ALIGN;
         let buf = alloc::vec![0u8; len + ALIGN];
@@ -64,8 +63,8 @@ pub fn carve_slices<'a>(
     write_out: &mut [&'a mut [u8]],
 ) -> Result<(), KernelError> {
     // Most nodes write an output or two and their scratch: small arrays
-    // (every call initializes its arrays; 32 regions' worth was 4% of
-    // Silero VAD's time).
+    // (every call initializes its arrays, and 32 regions' worth was a
+    // visible share of a small model's time).
     if writes.len() <= 4 {
         carve::<5>(buf, reads, writes, read_out, write_out)
     } else {

@@ -18,8 +18,8 @@ pub const MAX_NODE_OUTPUTS: usize = 16;
 /// Inputs of a node that the runtime's small stack arrays hold: nodes with
 /// at most this many inputs (and [`FEW_OUTPUTS`] outputs) are prepared in
 /// arrays of this size rather than of [`MAX_NODE_INPUTS`], whose 6 KiB of
-/// empty slots every node used to initialize and move (on Silero VAD, whose
-/// forward is 40 µs of small nodes, 15% of the time went to that).
+/// empty slots every node used to initialize and move (on a small model
+/// made only of small nodes, a large share of the time went to that).
 const FEW_INPUTS: usize = 4;
 /// Outputs of a node with the small arrays (see [`FEW_INPUTS`]).
 const FEW_OUTPUTS: usize = 3;

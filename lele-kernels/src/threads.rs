@@ -40,9 +40,9 @@ unsafe impl Send for ErasedJob {}
 /// reads the job after the region ends. No lock is contended on that path
 /// (`job`'s is taken once by each side); `sleep`, `work` and `done` only
 /// serve a worker idle long enough to sleep and a caller whose workers
-/// outlast its spin. Measured against the earlier handover under one state
-/// mutex (two threads, empty tasks): 1.3 → 0.6–0.8 µs per region back to
-/// back, 4–9 → 0.8–0.9 µs after 20 µs of serial work.
+/// outlast its spin. It replaced a handover under one state mutex, which
+/// made each region markedly slower to start, back to back and even more
+/// so after a stretch of serial work.
 struct Pool {
     /// The current job; set by the caller holding `region` before it opens
     /// the generation (see [`run_on_pool`]).
@@ -73,11 +73,11 @@ struct Pool {
 }
 
 /// How long an idle worker, and a caller waiting for the workers, spin
-/// before sleeping. Waking a sleeping thread takes tens of microseconds
-/// here (a VM), as long as a small kernel's whole parallel region (PP-OCRv6 rec's depthwise
-/// layers ran slower on two threads than on one); a model's kernels follow
-/// each other within microseconds, so a spinning worker catches the next
-/// one.
+/// before sleeping. Waking a sleeping thread can take tens of microseconds
+/// (on a VM), as long as a small kernel's whole parallel region (small
+/// depthwise layers ran slower on two threads than on one); a model's
+/// kernels follow each other within microseconds, so a spinning worker
+/// catches the next one.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(300);
 
 /// Spins until `done()` or [`SPIN`] has passed; returns whether `done()`

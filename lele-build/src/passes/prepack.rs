@@ -262,8 +262,8 @@ pub fn prepack_conv_weights(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -
         // Over at most 8 output positions at every sizing point that knows
         // the output (an SE block's 1×1 convolutions at 1×1), the GEMM's
         // dot products read a row-major weight in place; a packed one ran
-        // the blocked product, a 16-column tile for one column (PP-OCR
-        // cls's 50→200 at 1×1: 2.7 → 1.2 µs).
+        // the blocked product, a 16-column tile for one column, and was
+        // markedly slower.
         let few_positions = n.outputs.first().is_some_and(|&y| {
             let mut areas = shapes
                 .iter()

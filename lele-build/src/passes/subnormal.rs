@@ -3,9 +3,9 @@
 //! A subnormal float (nonzero, below 2^-126 in magnitude) costs a microcode
 //! assist per vector instruction that reads it on x86 cores, about a
 //! hundred times an ordinary multiply-add. A weight tensor full of them
-//! stalls its whole product: two 768→384 1×1 convolutions of PP-OCRv6 det,
-//! whose weights are 24% and 63% subnormal, took 140 of the model's 190 ms
-//! (ONNX Runtime's too). A product `w·x` by such a weight is below
+//! stalls its whole product: two 768→384 1×1 convolutions of a text
+//! detector, whose weights are largely subnormal, took most of the model's
+//! time (in ONNX Runtime too). A product `w·x` by such a weight is below
 //! `2^-126·|x|`, far under the rounding of any sum it joins unless the
 //! activations are near f32's overflow, so zero is the weight's value to
 //! every practical purpose. Only the multiplicands of products are

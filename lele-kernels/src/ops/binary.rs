@@ -122,13 +122,10 @@ crate::to_rust_struct!(ops::binary::Binary { op });
 const OP: &str = "Binary";
 
 /// Fewest output elements of a broadcast f32 operation split over the
-/// threads. On the 2-core Zen 4 machine a split of PP-OCRv6 rec's SE scale
-/// over 192×6×80 lost (0.011 → 0.018 ms, and the convolution after it
-/// 0.40 → 0.68), so the bound was 128K; on the Sapphire Rapids VM, with
-/// the depthwise layer before it split by channels the same way, the split
-/// wins (`lele bench --profile`, eight alternated runner runs, two
-/// threads: PP-OCRv6 rec's five SE scales 0.024–0.031 → 0.018–0.023 ms,
-/// the convolutions after them unchanged; PP-OCRv4 rec 7.31 → 7.27 ms).
+/// threads. A split of an SE scale over 192×6×80 used to lose, and slowed
+/// the convolution after it too, so the bound was 128K; with the depthwise
+/// layer before it split by channels the same way, the split wins (the SE
+/// scales gain and the convolutions after them do not lose).
 #[cfg(feature = "std")]
 const BROADCAST_PARALLEL_MIN: usize = 1 << 15;
 
@@ -479,8 +476,8 @@ fn pow_f32(
     let (x, y) = (a.typed::<f32>(OP)?, b.typed::<f32>(OP)?);
     let o = out.typed::<f32>(OP)?;
     // Common exponents of decomposed normalizations and activations, each
-    // its own loop (called through a function pointer, the square took 2
-    // ns an element: 1 µs of Silero VAD's 34).
+    // its own loop (called through a function pointer, the square was slow
+    // enough per element to show in a small model's profile).
     use crate::ops::unary::map_f32;
     let scalar = (y.len() == 1 && x.len() == o.len()).then(|| y[0]);
     match scalar {

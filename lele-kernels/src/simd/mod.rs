@@ -92,8 +92,8 @@ fn detect_isa() -> Isa {
 }
 
 /// The micro-kernel chosen for this CPU (detected once, then cached).
-/// Inlined: kernels ask per row or tile (1.6% of PP-OCR cls's samples were
-/// calls to it), while detection runs out of line once.
+/// Inlined: kernels ask per row or tile (often enough for the calls to show
+/// in a profile), while detection runs out of line once.
 #[inline]
 pub fn best_isa() -> Isa {
     match ISA.load(Ordering::Relaxed) {

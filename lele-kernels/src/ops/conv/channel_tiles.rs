@@ -25,12 +25,11 @@ use super::ConvGeom;
 use crate::ops::gemm::Epilogue;
 
 /// Fewest taps per output taken: below, the transposing store and the
-/// partial sums weigh too much (`kernel_bench`, 2-core Sapphire Rapids
-/// host: 16→32 3×3 s2 at 320², 144 taps, 1.55 → 1.70 ms against the
-/// direct path).
+/// partial sums weigh too much (16→32 3×3 s2 at 320², 144 taps, ran
+/// slower here than on the direct path).
 const MIN_TAPS: usize = 256;
 /// Narrowest output row taken: tiles of 8 over rows of 20 leave a quarter
-/// of their lanes idle (128→128 3×3 s2 at 40²: 0.83 → 0.99 ms against the
+/// of their lanes idle (128→128 3×3 s2 at 40² ran slower here than as the
 /// GEMM).
 const MIN_ROW: usize = 32;
 
@@ -42,7 +41,7 @@ const TILE_P: usize = 8;
 /// Output pixels per register tile of `vectors` channel vectors: 8, or 6
 /// for three vectors (24 accumulators left the compiler short of
 /// registers: it kept the broadcasts that neighbouring pixels share at
-/// stride 2 and spilled, 0.50 → 0.65 ms on PP-OCRv6 rec's 96→48 3×3 s2).
+/// stride 2 and spilled, slowing a 96→48 3×3 s2 layer markedly).
 const fn pixels_per_tile(vectors: usize) -> usize {
     if vectors >= 3 { 6 } else { TILE_P }
 }
@@ -119,9 +118,9 @@ const BLOCK: usize = 3 * LANES;
 /// Output channels the weight blocks hold for `m` channels: `m` rounded up
 /// to whole vectors (the channels past `m` have zero weights and are
 /// neither stored nor finished). [`eligible`] takes counts that fill at
-/// least three quarters of those lanes: PP-OCRv6 det's 48→24 3×3 s2 at
-/// 240² runs 24 channels in a 32-lane block (2.19 → 1.90 ms against the
-/// direct path, which stages the input as phase planes).
+/// least three quarters of those lanes: a 48→24 3×3 s2 layer at 240² runs
+/// 24 channels in a 32-lane block, still faster than the direct path,
+/// which stages the input as phase planes.
 pub(super) fn padded(m: usize) -> usize {
     m.next_multiple_of(LANES)
 }
@@ -130,11 +129,10 @@ pub(super) fn padded(m: usize) -> usize {
 /// of the output channels: two, except that an odd count starts with a
 /// block of three (and a lone vector stays one). A one-vector block runs
 /// 9 loads for 8 multiply-adds a tap, short of the multiply-add rate;
-/// three vectors by 6 pixels are 18 accumulators fed by 9 loads
-/// (`kernel_bench`, PP-OCRv6 rec's 96→48 3×3 s2 at 24×160, medians of
-/// ten alternated runs: 0.53 → 0.50 ms, a block of 32 and one of 16
-/// before). Even counts keep blocks of two: three-vector blocks measured
-/// no better on YOLOv8n's 128- and 256-channel layers.
+/// three vectors by 6 pixels are 18 accumulators fed by 9 loads (48
+/// channels ran faster as one block of three than as a block of 32 and
+/// one of 16). Even counts keep blocks of two: three-vector blocks
+/// measured no better on 128- and 256-channel layers.
 fn block_vectors(left: usize) -> usize {
     if left % 2 == 1 { left.min(3) } else { 2 }
 }
@@ -170,8 +168,8 @@ fn block_index(m: usize, k: usize, i: usize, t: usize) -> usize {
 /// channels (`dst` holds that many times `k`, the channels past `m` zero):
 /// with AVX-512, sixteen channels by sixteen taps at a
 /// time through a register transpose ([`x86::weights_from_rows`]; the
-/// per-element copy took 32 µs of PP-OCRv6 rec's 96→48 3×3 s2 layer,
-/// before its rows split over the threads), else [`weights_from_rows_copy`].
+/// per-element copy was a noticeable share of a 96→48 3×3 s2 layer, before
+/// its rows split over the threads), else [`weights_from_rows_copy`].
 pub(super) fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx512
@@ -188,8 +186,8 @@ pub(super) fn weights_from_rows(w: &[f32], m: usize, k: usize, dst: &mut [f32]) 
 /// [`weights_from_rows`] element by element: a transpose per block, done a
 /// run of taps at a time so that the run's part of the block stays in L1
 /// while every row of the block writes into it (row by row over the whole
-/// depth, each row's writes evicted the last row's lines: a tenth of
-/// PP-OCRv6 rec's 96→48 3×3 s2).
+/// depth, each row's writes evicted the last row's lines, a noticeable
+/// share of a 96→48 3×3 s2 layer).
 fn weights_from_rows_copy(w: &[f32], m: usize, k: usize, dst: &mut [f32]) {
     const TAPS: usize = 64;
     for (start, vectors) in blocks(m) {
@@ -271,15 +269,15 @@ pub(super) fn run(
     let ohw = g.oh * g.ow;
     // `out`: the start of `y`, whose length matches the geometry; `sums`:
     // the caller's buffer of partial sums (one per thread, zeroed once per
-    // layer rather than per row and block: 8 KiB cleared per call cost
-    // YOLOv8n's 64→128 3×3 s2 at 80² 2–4%).
+    // layer rather than per row and block: 8 KiB cleared per call was a
+    // measurable cost on large strided layers).
     let row = |(c0, vectors): (usize, usize), oy: usize, out: *mut f32, sums: &mut PartialSums| {
         // SAFETY: AVX-512F was detected ([`applies`]); the lengths of `x`,
         // `weights` and `y` match the geometry (checked by the caller), and
         // each (block, row) pair writes only its own channels' row `oy`.
         unsafe {
-            // Kernel widths 1 to 3 unrolled (64→64 3×3 s2 at 80²: 1.03 →
-            // 0.69 ms against a loop over the taps of a row), others looped.
+            // Kernel widths 1 to 3 unrolled (much faster than a loop over
+            // the taps of a row), others looped.
             macro_rules! widths {
                 ($v:literal, $sw:literal) => {{
                     const P: usize = pixels_per_tile($v);
@@ -325,9 +323,9 @@ pub(super) fn run(
         let threads = crate::threads::num_threads();
         if threads > 1 && g.oh >= 2 && g.mg * ohw * g.k() >= 1 << 18 {
             // One run of rows per thread, each over every block (four runs
-            // per thread, claimed as they came, left PP-OCRv6 rec's 96→48
-            // 3×3 stride-2 layer at 0.49 ms on two threads in the model,
-            // against 0.375 this way; YOLOv8n unchanged).
+            // per thread, claimed as they came, were markedly slower on a
+            // 96→48 3×3 stride-2 layer in the model, and no faster on
+            // larger ones).
             let per = g.oh.div_ceil(threads);
             let shared = crate::threads::SharedMut::new(y);
             crate::threads::run(g.oh.div_ceil(per), &mut [], &|t, _| {

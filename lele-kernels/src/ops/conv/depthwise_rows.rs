@@ -21,18 +21,12 @@
 //! The fused tail (activation, scalar affine, residual) runs on each band
 //! of rows right after it is written, while it is in L1. Stores are
 //! masked only in a row's last, partial step (masked stores are slow on
-//! AMD: plain ones took the AVX-512 3×3 layers from 0.17–0.19 to 0.14 ms
-//! at 120², the AVX2 kernel from slower than the interleaved one to
-//! faster).
+//! AMD: plain ones made the AVX-512 3×3 layers markedly faster, and turned
+//! the AVX2 kernel from slower than the interleaved one to faster).
 //!
-//! Measured on the 2-core Zen 4 machine (`kernel_bench --fastest`,
-//! alternated, interleaved kernel → this one), AVX-512: 48 channels 3×3
-//! at 120² 0.33 → 0.14 ms, 64 at 160² 0.86 → 0.38, 96 at 60² 0.17 →
-//! 0.073, 192 at 30² 0.092 → 0.045; 96 channels 7×7 at 120² 1.69 → 1.29;
-//! 240 channels 5×5 at 12×80 0.196 → 0.149; stride 2, 48 channels 3×3 at
-//! 120² 0.195 → 0.077, 96 at 60² 0.100 → 0.042. AVX2 (`LELE_ISA=avx2`):
-//! 3×3 at 120² 0.25 → 0.20, at 160² 0.67 → 0.42–0.45, 5×5 at 12×80 0.189
-//! → 0.138, 7×7 unchanged (1.53).
+//! Against the interleaved kernel, this one is faster with AVX-512 on the
+//! 3×3, 5×5 and 7×7 layers at stride 1 and the 3×3 ones at stride 2, from
+//! 48 to 240 channels, and with AVX2 on 3×3 and 5×5 (7×7 is unchanged).
 
 use super::{Conv, ConvGeom};
 
@@ -57,12 +51,10 @@ std::thread_local! {
 #[cfg(target_arch = "x86_64")]
 const MIN_OW: usize = 24;
 /// Fewest output rows this path takes. A band of four over three rows
-/// computes a row for nothing, yet PP-OCRv6 rec's depthwise layers at 6×80
-/// and 3×80 run faster here in the model on two threads (`lele bench
-/// --profile`, eight alternated runner runs: those layers with the
-/// convolutions and SE blocks around them 5.93 → 5.79 ms; one thread
-/// 10.24 → 10.23, PP-OCRv4 rec unchanged), though `kernel_bench` has the
-/// interleaved kernel ahead on them with warm caches.
+/// computes a row for nothing, yet a text recognizer's depthwise layers at
+/// 6×80 and 3×80 run faster here in the model on two threads (and no
+/// slower on one), though `kernel_bench` has the interleaved kernel ahead
+/// on them with warm caches.
 #[cfg(target_arch = "x86_64")]
 const MIN_OH: usize = 3;
 
@@ -322,9 +314,8 @@ unsafe fn plane_rows<const KH: usize, const KW: usize, const SH: usize>(
                 let valid = inside_row(start, iw, COLS as u32);
                 let (m0, m1) = (valid as u16, (valid >> 16) as u16);
                 // Plain loads where all 32 lanes are inside: they gain on
-                // the wider kernels (7×7 at 120², Zen 4: 1.36 → 1.29 ms),
-                // masked ones everywhere suit 3×3 better (0.141 → 0.149
-                // with the branch).
+                // the wider kernels, while masked ones everywhere suit 3×3
+                // better than the branch does.
                 let whole = KW > 3 && valid == (1u64 << COLS) - 1;
                 for (q, &row) in src.iter().enumerate().take(inputs) {
                     let p = row.wrapping_offset(start);

@@ -38,10 +38,9 @@ use stage::stage_channels;
 /// Rows per register tile for layout `l`, unless a test asked for another
 /// tile kind: with AVX-512, 8 (the wide tile, 8 × 32) over output rows and
 /// 16 (16 × 16) over flat tiles; else the CPU's (see
-/// [`crate::ops::gemm::rows::tile_rows`]). Measured (`kernel_bench
-/// --fastest`, 2-core Zen 4): rows of 80–240 outputs gain 2–20% with the
-/// wide tile (48→24 3×3 s2 at 240²: 62 → 72 GFLOP/s), while flat tiles over
-/// 20-wide rows lose 5% with it (mostly split between two rows).
+/// [`crate::ops::gemm::rows::tile_rows`]). Rows of 80 to 240 outputs gain
+/// with the wide tile, while flat tiles over 20-wide rows lose with it
+/// (they are mostly split between two rows).
 fn tile_rows(l: &Layout) -> usize {
     #[cfg(all(test, feature = "std"))]
     if let Some(tm) = TILE_ROWS.with(|f| f.get()) {
@@ -65,19 +64,13 @@ const DIRECT_1X1_DEEP: usize = 128;
 
 /// Most output channels per group the direct path takes for a `kh × kw`
 /// kernel over `cg` input channels per group. Above 64 channels a larger
-/// kernel runs faster as the im2col
-/// GEMM on the 2-core Sapphire Rapids machine (`kernel_bench`, fastest of
-/// interleaved runs, in cache / caches flushed): 64→128 3×3 s2 at 80²
-/// 3.89 → 2.92 / 4.62 → 3.20 ms, 128→128 3×3 s2 at 40² 1.84 → 1.48 /
-/// 2.07 → 1.64 ms, 128→128 3×3 at 40² 6.15 → 5.07 ms, 96→96 3×3 at 30²
-/// 2.67 → 1.79 ms. On the Zen 4 machine the direct path won the
-/// 128→128 3×3 case by 5% (6.3 → 6.0 ms). A 1×1 kernel keeps the direct
-/// path up to 128 channels over fewer than 128 input channels (YOLOv8n's
-/// 32→32 at 160² 0.52 against 0.60 ms, PP-OCRv4's 96→48 at 120² 0.88
-/// against 1.03 for the GEMM, 2-core Xeon host with AVX-512), and up to 64
-/// over more, where the GEMM, reading its right-hand side in place, wins
-/// (PP-OCRv6 rec's 192→96 at 12×80 0.197 → 0.181 ms, YOLOv8n's 256→128 at
-/// 40² 0.647 → 0.612, 128→128 at 40² 0.271 → 0.263).
+/// kernel runs faster as the im2col GEMM on Sapphire Rapids, in cache and
+/// with caches flushed (64→128 and 128→128 3×3 s2, 128→128 and 96→96
+/// 3×3), though on Zen 4 the direct path still won 128→128 3×3 narrowly.
+/// A 1×1 kernel keeps the direct path up to 128 channels over fewer than
+/// 128 input channels (32→32 at 160², 96→48 at 120²), and up to 64 over
+/// more, where the GEMM, reading its right-hand side in place, wins
+/// (192→96 at 12×80, 256→128 and 128→128 at 40²).
 pub(super) fn direct_m_max(kh: usize, kw: usize, cg: usize) -> usize {
     if kh * kw > 1 {
         DIRECT_KXK_M_MAX
@@ -89,17 +82,12 @@ pub(super) fn direct_m_max(kh: usize, kw: usize, cg: usize) -> usize {
 }
 
 /// Whether the shapes suit the direct path (on any machine): it can run
-/// them, and it is measured faster than the im2col GEMM for them
-/// (`kernel_bench`, 2-core EPYC): up to 128 output channels (32→32 3×3 at
-/// 160²: 8.8 → 6.3 ms; 64→64 at 80²: 7.0 → 5.4 ms; 96→24 at 120²: 12.1 →
-/// 8.5 ms; 96→48 1×1: 2.0 → 1.7 ms; strided: 48→24 3×3 s2 at 240²: 7.9 →
-/// 6.4 ms, 16→32 s2 at 320²: 4.6 → 4.2 ms, 3→16 s2 at 640²: 3.2 → 2.7
-/// ms; with banded staging 48→96 1×1 at 120²: 1.9 → 1.6 ms, 96→96 3×3 at
-/// 60²: 7.8 → 6.7 ms, 128→128 3×3 at 40²: 6.3 → 6.0 ms), while at 256
-/// channels the GEMM wins (3×3 at 20²: 6.2 vs 7.9 ms). (Shallow strided
-/// patches lost before the tile prefetched.) On the Sapphire Rapids
-/// machine the GEMM already wins above 64 channels for kernels larger than
-/// 1×1, so those stop at 64 ([`direct_m_max`]).
+/// them, and it is measured faster than the im2col GEMM for them: up to
+/// 128 output channels, 3×3 and 1×1, strided or not (with banded staging
+/// over large inputs), while at 256 channels the GEMM wins. (Shallow
+/// strided patches lost before the tile prefetched.) On Sapphire Rapids
+/// the GEMM already wins above 64 channels for kernels larger than 1×1, so
+/// those stop at 64 ([`direct_m_max`]).
 pub(super) fn eligible(strides: [usize; 2], dilations: [usize; 2], g: &ConvGeom) -> bool {
     if g.ohw() == 0 || g.k() == 0 {
         return false;
@@ -124,7 +112,7 @@ fn worthwhile(g: &ConvGeom, l: &Layout) -> bool {
         return forced;
     }
     // Rows of 16-column tiles: narrow output rows would be mostly padding
-    // (Silero VAD's 1-D convolutions over 4 frames: 0.20 → 0.24 ms), while
+    // (a voice detector's 1-D convolutions over 4 frames ran slower), while
     // the GEMM handles a few columns with dot products. A 1×1 stride-1
     // convolution read in place runs over the flat plane instead, and flat
     // tiles ([`Layout::flat`]) fill `ow` of every `phase_w` lanes.
@@ -571,8 +559,8 @@ impl Job<'_> {
     /// (channel) of `y` (`mg × ohw`): once over all of `y` when that is
     /// every column (the rows are then one run; the epilogue does not
     /// depend on the channel, the bias being in the tiles), else row by
-    /// row (a call per row cost PP-OCR cls, whose late planes are a few
-    /// dozen outputs, 5% of its time).
+    /// row (a call per row was a noticeable share of a small classifier
+    /// whose late planes are a few dozen outputs).
     ///
     /// # Safety
     /// Those columns of every row are finished and no one else touches

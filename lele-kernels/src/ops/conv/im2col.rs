@@ -38,9 +38,9 @@ impl Im2col<'_> {
     /// `dst[j·kc..]`, the taps `(c, ki, kj)` in order. Whole columns go
     /// through [`Im2col::one_row`] by output row; the rest run by run
     /// ([`Im2col::columns_in_runs`]). Row by row ([`Im2col::row`] and a
-    /// scatter) cost a range computation per row for a few floats: Silero
-    /// VAD's convolutions over four frames spent 31% of the model's time
-    /// packing.
+    /// scatter) cost a range computation per row for a few floats, and a
+    /// voice detector's convolutions over four frames spent a large share of
+    /// the model's time packing.
     fn columns(&self, p0: usize, kc: usize, j0: usize, nc: usize, dst: &mut [f32]) {
         let g = self.g;
         if p0 == 0 && kc == g.k() && kc > 0 && g.ow > 0 {
@@ -231,10 +231,11 @@ fn copy_inside(x: &[f32], first: isize, step: usize, out: &mut [f32]) {
 
 /// `dst[t] = src[t·step]` (`src` holds at least `(dst.len() - 1)·step + 1`
 /// floats). Stride 2 takes the even lanes of two vectors at a time on
-/// every vector ISA (`kernel_bench`: PP-OCRv6 det's 48→24 3×3 s2 at 240²,
-/// whose staging was about 40% of its time); otherwise the loops run over
-/// fixed-size chunks, so the compiler turns stride 2 into vector shuffles
-/// instead of a scalar loop with a bounds check per element.
+/// every vector ISA (staging was a large share of a wide strided
+/// convolution with few channels, such as 48→24 3×3 s2 at 240²); otherwise
+/// the loops run over fixed-size chunks, so the compiler turns stride 2
+/// into vector shuffles instead of a scalar loop with a bounds check per
+/// element.
 pub(super) fn strided_copy(src: &[f32], step: usize, dst: &mut [f32]) {
     if step == 1 {
         let n = dst.len();

@@ -792,7 +792,8 @@ impl Kernel for Conv {
         let groups = self.group;
         if direct {
             // A lone ReLU is clamped by the tiles as they store (a pass
-            // over each finished segment cost PP-OCRv6 det 3% of its time).
+            // over each finished segment was a measurable share of a
+            // detector's time).
             let relu = self.activation == Activation::Relu
                 && self.post_mul == 1.0
                 && self.post_add == 0.0

@@ -251,8 +251,8 @@ impl Kernel for ConvTranspose {
         if g.cg == 1 && g.mg == 1 && !tiles {
             // Depthwise: each output plane comes from one input plane and
             // its own kernel; the products go straight into it (a GEMM of
-            // one input channel per group, then a column buffer, cost
-            // DeepFilterNet's 64-channel 1×3 stride-2 upsamplings 1 GFLOP/s).
+            // one input channel per group, then a column buffer, left
+            // depthwise upsamplings running at a tiny fraction of peak).
             let plane = |first: usize, ys: &mut [f32]| {
                 for (i, yp) in ys.chunks_exact_mut(ohw).enumerate() {
                     let c = (first + i) % g.x.c;

@@ -51,24 +51,19 @@ use tiles::{
 /// Fewest input channels worth the transforms.
 pub const MIN_CHANNELS: usize = 32;
 /// Fewest input channels for 4×4 tiles ([`ConvWinograd::tile_for`]).
-/// `kernel_bench --fastest`, 2-core Zen 4, 2×2 → 4×4 tiles, one thread /
-/// two threads / AVX2 (`LELE_ISA=avx2`): 64→64 at 40² 0.89 → 0.67 / 0.51
-/// → 0.34 / 0.99 → 0.95 ms, 128→128 at 20² 0.87 → 0.57 / 0.45 → 0.32 /
-/// 1.07 → 0.81, 48→192 at 25² 0.93 → 0.74 / 0.50 → 0.40 / 1.12 → 1.01.
-/// With AVX-512 fewer channels gain too (32→32 at 80² 1.04 → 0.85), but
-/// with AVX2 they lose (1.14 → 1.23; 16 and 24 channels likewise), and
-/// the tile size is fixed when the weight is transformed, before the
+/// From 48 channels 4×4 tiles beat 2×2 ones on one thread, on two and with
+/// AVX2. With AVX-512 fewer channels gain too, but with AVX2 they lose,
+/// and the tile size is fixed when the weight is transformed, before the
 /// machine is known.
 pub const TILE4_MIN_CHANNELS: usize = 48;
 /// Fewest outputs per plane for 4×4 tiles. Their transformed weight is
 /// 36/16 of the 2×2 tiles' (four times the weight itself) and stays in the
 /// process's memory, while the time it saves grows with the tiles each
 /// weight serves: over small planes it costs more memory than it saves
-/// time. YOLOv8n at 640² with 4×4 tiles everywhere: 64.1 ms and 50.0 MiB
-/// peak RSS, against ORT's 136; the 20² convolutions (128→128, 256→64)
-/// held 7.8 MB of that for about 1.6 ms (128→128 at 20² 0.87 → 0.60 ms).
-/// ddddocr's 48→192 at 16×40 keeps them (0.70 → 0.62 ms, two threads 0.46
-/// → 0.33).
+/// time. With 4×4 tiles everywhere, a detector's 20² convolutions
+/// (128→128, 256→64) held several MB of its peak memory for a small share
+/// of its time; a 48→192 convolution at 16×40 still gains enough to keep
+/// them.
 pub const TILE4_MIN_AREA: usize = 512;
 /// Most input or output channels taken (a block of one run needs about
 /// `512·(C + M)` floats, which must fit a worker's scratch well before).
@@ -127,8 +122,8 @@ crate::to_rust_struct!(ops::conv::ConvWinograd { conv, m });
 /// `t × t`: a multiple of [`RUN`] whose working set fits [`BLOCK_FLOATS`],
 /// at least one run; with 4×4 tiles, whose 36 positions need more per
 /// tile, half a run (one panel) where a whole run's block would not fit a
-/// worker's scratch (128 input and output channels; with blocks of half a
-/// run where a run fits, 48→192 at 25² took 0.74 → 0.83 ms).
+/// worker's scratch (128 input and output channels; blocks of half a run
+/// where a run fits were slower).
 fn block_tiles(c: usize, m: usize, t: usize) -> usize {
     let per_tile = positions(t) * (c + m);
     let tiles = (BLOCK_FLOATS / per_tile.max(1) / RUN * RUN).clamp(RUN, MAX_BLOCK);
@@ -353,9 +348,7 @@ impl Plan {
             // Tiles the busiest thread takes with blocks of `b`.
             let busiest = |b: usize| tiles.div_ceil(b).div_ceil(threads) * b;
             // Blocks of whole runs when they load the busiest thread no
-            // more than the even split, whose blocks end in partial runs
-            // (two threads, `kernel_bench`: YOLOv8n's 16→16 at 160² 0.577
-            // → 0.522 ms, 64→64 at 80² 1.038 → 0.973).
+            // more than the even split, whose blocks end in partial runs.
             if let Some(b) = (1..=most / RUN)
                 .rev()
                 .map(|h| h * RUN)
@@ -482,7 +475,7 @@ fn input_body<const AVX512: bool, const T: usize>(
     // whose products it drops): zero them, as the layout requires, rather
     // than leave whatever the scratch held. Stale bits there can be
     // subnormal floats, and multiplying those stalls each vector for
-    // microcode (measured: ddddocr's Conv_36 0.8 -> 1.9 ms).
+    // microcode, which slowed a convolution severely.
     let (full, rem) = (tb / PANEL * PANEL, tb % PANEL);
     if rem > 0 {
         for k in 0..p {

@@ -61,9 +61,8 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
     let ready = b.prepacked();
     // A row-major B whose rows spread over L1's sets is read in place: the
     // micro-kernel steps through its rows at their own stride, and only a
-    // last, partial panel of each block is packed (`kernel_bench`, the
-    // packing was 4–7% of PP-OCRv6 rec's 1×1 convolutions: 384→192 at
-    // 6×80 0.331 → 0.313 ms, 768→384 at 3×80 0.651 → 0.633).
+    // last, partial panel of each block is packed (packing B was a
+    // measurable share of the small 1×1 convolutions of sequence models).
     let direct = match ready {
         None => b.as_mat().filter(|mat| reads_in_place(mat, nr, k.min(KC))),
         Some(_) => None,
@@ -198,11 +197,8 @@ pub(super) unsafe fn gemm_blocks<B: PackB>(
                         // comes from the last-level cache on the block's
                         // first column pass: fetch the next row tile's
                         // panel into L2 while this tile computes, so that
-                        // pass does not wait for it (one thread: PP-OCRv6
-                        // rec 17.55 → 17.37 ms, YOLOv8n 59.6 → 57.6,
-                        // ddddocr 13.1 → 12.7; two threads 10.72 → 10.40,
-                        // 35.5 → 34.3, 6.03 → 5.79; medians of 6–12
-                        // alternated runner runs).
+                        // pass does not wait for it (convolution-heavy
+                        // models gain on one thread and on two).
                         let next_a = match in_place {
                             Some(d) if jr == 0 && ir + mr < mc => {
                                 let next = (ic + ir + mr) * k + pc * A_PANEL;

@@ -34,15 +34,14 @@ std::thread_local! {
 /// Panels computed before the epilogue runs over their columns: 256
 /// columns, so the rows of them (at most 48 KiB) are still cached, where
 /// one epilogue pass after all the panels read a large output back from
-/// the last-level cache (PP-OCRv6 rec's head, 40 × 18710 with its bias,
-/// 3 MB: `lele bench --profile`, ten alternated runs, 1.539 → 1.501 ms).
+/// the last-level cache (a text recognizer's head, 40 × 18710 with its
+/// bias, is 3 MB).
 const EPILOGUE_PANELS: usize = 16;
 
 /// Rows of `B` the kernel prefetches ahead of the one it reads: 8 KiB, far
 /// enough to cover memory latency for a weight that streams from DRAM
-/// (ddddocr's 33.6 MB head: 1.85 → 1.70 ms with 128 instead of 32 rows,
-/// PP-OCRv6 rec's 9 MB head 1.20 → 1.13 ms; medians of ten alternated
-/// runner runs on the Zen 5 VM; 256 rows were no better).
+/// (heads of several MB gained from 128 rows instead of 32; 256 rows were
+/// no better).
 const AHEAD: usize = 128;
 
 /// Whether `c = alpha·a·B + beta·c` goes through [`few_rows`]: on a CPU
@@ -50,13 +49,11 @@ const AHEAD: usize = 128;
 /// of at most 128 (a panel's rows then stay in L1 for the second pass),
 /// with `scratch` floats to hold `A` (`m × k`) repacked.
 ///
-/// Measured against the blocked product (`kernel_bench`, fastest of eight
-/// alternations, weights packed ahead of time): ×4096×512 at 4, 8, 16 and
-/// 24 rows 10–23% faster; ddddocr's head 20×8210×1024 2.76 → 2.02 ms and
-/// its LSTM's input product 20×4096×512 0.66 → 0.48; the PP-OCR rec head
-/// 40×18710×120 1.07 → 0.99. Above 24 rows the blocked product is ahead
-/// once the depth grows (32×4096×256 0.40 against 0.44 here, 40×4096×512
-/// 0.93 against 1.03).
+/// Against the blocked product with weights packed ahead of time, this
+/// path wins up to 24 rows (×4096×512 at 4 to 24 rows, a 20×8210×1024
+/// head, an LSTM's 20×4096×512 input product, a 40×18710×120 head). Above
+/// 24 rows the blocked product is ahead once the depth grows (32×4096×256,
+/// 40×4096×512).
 pub(super) fn takes(isa: super::Isa, m: usize, k: usize, scratch: usize) -> bool {
     isa == super::Isa::Avx512
         && m >= 2

@@ -167,9 +167,8 @@ impl PackB for MatRef<'_> {
             // Columns stored contiguously (the dot products over a few
             // columns): column by column, each written front to back from
             // a strided read. Row by row, each row of a few floats paid a
-            // dispatch on the panel width and a loop setup (`kernel_bench`,
-            // Emerald Rapids VM: Silero-shaped products over 5 and 4
-            // columns spent 27% of their time packing them).
+            // dispatch on the panel width and a loop setup, and packing
+            // took a large share of products over a handful of columns.
             for (q, col) in dst.chunks_exact_mut(kc).take(nc).enumerate() {
                 let src = &self.data[p0 * self.rs + j0 + q..];
                 for (p, d) in col.iter_mut().enumerate() {
@@ -191,9 +190,7 @@ impl PackB for MatRef<'_> {
             // Panels a multiple of 4 KiB apart: row by row, the writes to
             // all panels would fall in the same L1 sets. So eight rows at a
             // time, panel by panel, each panel getting its eight rows in
-            // one run (`kernel_bench`, PP-OCRv6 rec's 384→192 1×1 at 6×80:
-            // packing 10% → 6% of the time; YOLOv8n's 64×6400×128 1×1:
-            // 0.678 → 0.620 ms).
+            // one run.
             const ROWS: usize = 8;
             let full = nc / nr;
             for p in (0..kc).step_by(ROWS) {
@@ -658,8 +655,9 @@ pub(crate) fn sgemm_core<B: PackB>(
         // B packed ahead of time (a Linear layer's weight) and at most a
         // block of columns per thread: one row range per thread, each
         // packing only its rows of A and reading B in place, so no work is
-        // repeated (a column split makes every task pack all of A: MiniLM's
-        // 128×384×384 products went only 1.3–1.4 times as fast on two).
+        // repeated (a column split makes every task pack all of A, and a
+        // transformer's 128×384×384 products gained little from a second
+        // thread).
         // Whole panels of the micro-kernel and of a left operand packed
         // ahead of time, so every tile is where one thread puts it (an
         // edge tile rounds `beta` differently); at least two ranges.
@@ -683,15 +681,10 @@ pub(crate) fn sgemm_core<B: PackB>(
             // Taller than wide (a 1×1 convolution with many channels at a
             // low resolution), or B read in place: row ranges, so each task
             // packs only its share of A (a column split makes every task
-            // pack all of it) and all of the narrower B, or none of it
-            // (two threads, `kernel_bench`: PP-OCRv6 rec's 192→384 1×1 at
-            // 6×80 0.242 → 0.210 ms, YOLOv8n's 256→256 at 20² 0.166 →
-            // 0.126 against column ranges). Row ranges start on whole panels
-            // of a left operand packed ahead of time. One range per thread:
-            // every task packs all of B, so more tasks pack it more often
-            // (two threads, `kernel_bench`, fastest of six alternations:
-            // ddddocr's 64→256 3×3 im2col at 13² 0.298 → 0.214 ms, the 1×1
-            // convolutions of PP-OCRv6 taller than wide 3–8% faster).
+            // pack all of it) and all of the narrower B, or none of it.
+            // Row ranges start on whole panels of a left operand packed
+            // ahead of time. One range per thread: every task packs all of
+            // B, so more tasks pack it more often.
             let height =
                 prepacked_height.unwrap_or_else(|| m.div_ceil(threads).next_multiple_of(unit));
             let tasks = m.div_ceil(height);
@@ -769,11 +762,9 @@ pub(crate) fn sgemm_core<B: PackB>(
 }
 
 /// Products smaller than this many multiply-adds stay on one thread. From
-/// 1M rather than 2M (two threads, alternated runner runs, medians): PP-OCR
-/// cls 0.600 → 0.583 ms, PP-OCRv4 rec 7.42 → 7.37, PP-OCRv6 rec 10.09 →
-/// 10.03 (its SVTR block's 40-row products and last 1×1 convolution, e.g.
-/// 0.053 → 0.034 ms); Silero VAD and ddddocr (one LSTM step, 1×2048×512,
-/// now at the bound) unchanged.
+/// 1M rather than 2M: products between the two (a transformer block's
+/// 40-row products, small 1×1 convolutions) gain from a second thread,
+/// while one LSTM step (1×2048×512, just at the bound) loses nothing.
 #[cfg(feature = "std")]
 const PARALLEL_MIN_MACS: usize = 1 << 20;
 

@@ -8,9 +8,9 @@ use super::{Isa, best_isa, x86};
 /// into an `MR`-interleaved panel (`panel[p·MR + ii]`): eight rows on x86
 /// with AVX take one register transpose per 8 × 8 block
 /// ([`x86::pack_a8_avx`]; the portable loop compiled to a scalar load and
-/// store per float: 4–5% of the GEMM's time on PP-OCRv6's 1×1
-/// convolutions and MiniLM's products in `kernel_bench`), other heights
-/// blocks of eight columns.
+/// store per float, a measurable share of the GEMM's time on 1×1
+/// convolutions and transformer products), other heights blocks of eight
+/// columns.
 pub(super) fn pack_a_rows<const MR: usize>(a: &[f32], rs: usize, kc: usize, panel: &mut [f32]) {
     let rows: [&[f32]; MR] = core::array::from_fn(|ii| &a[ii * rs..ii * rs + kc]);
     let full = kc - kc % 8;
@@ -64,9 +64,9 @@ pub(super) fn pack_a_rows<const MR: usize>(a: &[f32], rs: usize, kc: usize, pane
 /// rows past `m` zero: the direct convolution's weights, packed on every
 /// call. Each whole group of eight rows goes through the register
 /// transposes on x86 with AVX; the other rows (and the last `k % 8`
-/// columns) are copied row by row, reading each row in order (PP-OCRv4
-/// rec's 60×2880 1×3 convolution over 40 outputs spent half its time
-/// gathering the weight column by column).
+/// columns) are copied row by row, reading each row in order (gathering
+/// the weight column by column was a large share of a 60×2880 1×3
+/// convolution over 40 outputs).
 pub(crate) fn pack_row_panels(a: &[f32], m: usize, k: usize, tm: usize, panels: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     let full = k - k % 8;

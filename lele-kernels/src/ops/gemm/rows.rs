@@ -3,9 +3,9 @@
 //! The direct convolution (`ops/conv/direct.rs`) fills the table with its
 //! taps.
 //!
-//! Tried and measured for plain GEMM with few rows and a row-major `B`
-//! (`kernel_bench`): 40×18710×120 2.75 → 2.58 ms, but 32×25600×144 4.3 →
-//! 6.0 ms and 64×6400×128 1.40 → 1.50 ms, so GEMM keeps packing.
+//! Tried for plain GEMM with few rows and a row-major `B`: it won on
+//! 40×18710×120 but lost on 32×25600×144 and 64×6400×128, so GEMM keeps
+//! packing.
 
 /// Calls `$kernel::<H, PREFETCH> $args` with the tile height `$height`
 /// and `$prefetch` as constants: one match arm per height below `$full`,

@@ -7,8 +7,8 @@ use super::dot_lanes::DotColumns;
 use super::{CPtr, Isa, MatRef};
 /// Products with at most this many columns pack B's columns contiguously
 /// and run [`dot_columns`] on them (a wider register tile would be mostly
-/// padding: Silero VAD's STFT, 258 filters over 5 frames, ran the 32-wide
-/// AVX-512 micro-kernel at 11 GFLOP/s).
+/// padding: an STFT of 258 filters over 5 frames left most lanes of the
+/// 32-wide AVX-512 micro-kernel idle).
 pub(super) const NARROW_N: usize = 8;
 
 /// Products with at most this many rows and a B whose columns are

@@ -32,10 +32,9 @@ pub unsafe fn kernel_avx2(
 
 /// [`kernel_avx2`] for the first row tile over a micro-panel of a weight
 /// packed ahead of time, which comes from memory: B is prefetched 48 rows
-/// ahead (as [`kernel_avx512_stream`]). `kernel_bench`, Zen 1, fastest of
-/// three alternations, weights packed ahead of time: ddddocr's head
-/// 20×8210×1024 12.0–12.6 → 10.8–10.9 ms, its LSTM's input product
-/// 20×4096×512 3.0 → 2.7.
+/// ahead (as [`kernel_avx512_stream`]), far enough to hide memory latency
+/// on a large weight read once per product, such as a sequence model's
+/// output layer or its LSTM's input product.
 ///
 /// # Safety
 /// As [`kernel_avx2`].
@@ -83,9 +82,8 @@ pub unsafe fn kernel_avx2_next_b(
 /// [`kernel_avx2`] for the first `h < 6` rows of the panel only: a last
 /// row tile of a block computes and writes just its rows, instead of a
 /// whole tile of which the rest is padding (a sequence model's 20-row
-/// output layer is 6 + 6 + 6 + 2 rows, not 24: `kernel_bench`, Zen 1,
-/// ddddocr's head 20×8210×1024 against its weight packed ahead of time
-/// 13.5–13.9 → 12.0–12.6 ms).
+/// output layer is 6 + 6 + 6 + 2 rows, not 24, and the padding rows
+/// cost it a noticeable share of its time).
 ///
 /// # Safety
 /// As [`kernel_avx2`], with the `h × 16` tile at `c` valid.
@@ -215,8 +213,9 @@ pub unsafe fn kernel_avx512(
 }
 
 /// [`kernel_avx512`] without prefetching, for the row tiles after the
-/// first over a micro-panel, which is in L1 by then: the kernel alone over
-/// an L1-resident panel (`kc` = 256) runs at 232 instead of 214 GFLOP/s.
+/// first over a micro-panel, which is in L1 by then: over an L1-resident
+/// panel the prefetches only take issue slots, and the kernel runs
+/// measurably faster without them.
 ///
 /// # Safety
 /// As [`kernel_avx512`].
@@ -286,9 +285,8 @@ pub unsafe fn kernel_avx512_next_a(
 /// micro-panel (the 32 columns after its own, at the same row stride) into
 /// L2 as it goes, a row of it per step: that input was just written, half
 /// of it by the other core with two threads, and the hardware does not
-/// fetch a panel whose rows are a whole input row apart (two threads,
-/// alternated runner runs, medians of 10: PP-OCRv6 rec 10.08 → 9.86 ms
-/// and 9.69 → 9.53; YOLOv8n, PP-OCRv4 rec and det, ddddocr unchanged).
+/// fetch a panel whose rows are a whole input row apart (the models whose
+/// 1×1 convolutions read their input in place gain; others are unchanged).
 ///
 /// # Safety
 /// As [`kernel_avx512`], with `b_hi` = 16 (a row's 32 columns
@@ -378,9 +376,8 @@ pub unsafe fn kernel_avx512_next_a_in_l1(
 /// [`kernel_avx512`] for the first row tile over a micro-panel of a weight
 /// packed ahead of time, which comes from memory: B is prefetched 48 rows
 /// ahead (3 KiB per 16-column run) instead of 12, far enough to cover
-/// memory latency (ddddocr's 20×8210×1024 head with caches flushed:
-/// 3.37 → 2.98 ms mean of six alternated runs, with the next panel's start
-/// fetched by [`super::blocks`]). Later row tiles find B in L1.
+/// memory latency (with the next panel's start fetched by
+/// [`super::blocks`]). Later row tiles find B in L1.
 ///
 /// # Safety
 /// As [`kernel_avx512`].
@@ -461,9 +458,9 @@ pub unsafe fn kernel_avx512_half(
 /// further ahead), [`kernel_avx512_in_l1`] (the same, no prefetching),
 /// [`kernel_avx512_next_a`] and [`kernel_avx512_next_a_in_l1`] (those two
 /// with `NEXT_A`), [`kernel_avx512_next_b`] and [`kernel_avx512_next_ab`]
-/// (with `NEXT_B`) and [`kernel_avx512_half`] (`V = 1`). They stay separate functions taking
-/// this one inlined: the generic instantiations taken directly as function
-/// pointers ran 2–3% slower on the prepacked MiniLM and square products.
+/// (with `NEXT_B`) and [`kernel_avx512_half`] (`V = 1`). They stay
+/// separate functions taking this one inlined: the generic instantiations
+/// taken directly as function pointers ran slower on prepacked products.
 ///
 /// # Safety
 /// As [`kernel_avx512`], over 16·V columns.
@@ -511,8 +508,8 @@ unsafe fn kernel_avx512_vectors<
             let mut bv = [_mm512_setzero_ps(); V];
             for (h, v) in bv.iter_mut().enumerate() {
                 // B `AHEAD` rows ahead (none for a panel already in L1:
-                // the prefetches would cost 8% of the kernel's issue
-                // slots there).
+                // the prefetches would only take issue slots from the
+                // FMAs there).
                 if AHEAD > 0 {
                     _mm_prefetch::<_MM_HINT_T0>(
                         b.wrapping_add((p + AHEAD) * ldb + h * b_hi) as *const i8
@@ -745,8 +742,7 @@ pub(crate) unsafe fn rows_tile_avx2<const R: usize, const PREFETCH: bool>(
 /// same columns of the rows three panels on (`24·rs` floats further) are
 /// prefetched as it goes: a weight streams from memory once per call,
 /// eight rows at a time, more streams than the hardware prefetchers
-/// follow (PP-OCRv6 rec, `perf` share of this packing: 5.1% one panel
-/// ahead, 4.4% three ahead; 6.5% before, moving one float at a time).
+/// follow (three panels ahead left less of the packing's time than one).
 ///
 /// # Safety
 /// The CPU supports AVX; `step >= 8`; every `rows[i]` holds at least

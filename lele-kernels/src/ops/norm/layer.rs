@@ -222,10 +222,9 @@ impl Rows<'_> {
 /// [`Rows::normalize`] on a vector backend, the statistics by
 /// `moments_lanes`: the same operations in the same order (the same
 /// partial sums, separate multiplies and adds), so the same results, and
-/// the row loops compiled for the backend (MiniLM's seven 128×384
-/// normalizations, one thread, `lele bench --profile` means of 30 runs:
-/// 0.214 ms a forward with the portable loop and 8 partial sums, 0.175 with
-/// it compiled for AVX2 and 32 sums, 0.114 with vector statistics).
+/// the row loops compiled for the backend (a transformer's normalizations
+/// gained from compiling the loop for the backend with more partial sums,
+/// and again from computing the statistics in vectors).
 struct VectorRows<'a, 'r> {
     rows: &'r Rows<'a>,
     y: &'r mut [f32],

@@ -300,9 +300,9 @@ const ALTERNATE_CHUNK_BYTES: usize = 256 << 10;
 /// for an LSTM of 512 units). When that is more than a core's L2, reading
 /// it in the same order every step finds none of it cached (the oldest
 /// lines, needed first, were the first evicted); reading it back to front
-/// every other step starts with the lines the last step left in L2
-/// (`kernel_bench`, ddddocr's bidirectional LSTM of 512 units over 20
-/// steps: one thread 6.65 → 5.05 ms, two threads 2.05 → 1.72 ms).
+/// every other step starts with the lines the last step left in L2 (a
+/// bidirectional LSTM of 512 units gains markedly on one thread and on
+/// two).
 fn alternates(step: usize, bytes: usize) -> bool {
     step % 2 == 1 && bytes > ALTERNATE_MIN_BYTES
 }

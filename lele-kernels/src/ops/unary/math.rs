@@ -483,8 +483,8 @@ pub(crate) const GELU_D: f32 = 0.353_553_4;
 /// computed from the bound (where `Φ` already rounds to 1): there the
 /// tail would leave the normal range, which costs a microcode assist per
 /// vector on x86 (a 384→768 convolution with GELU whose outputs spread to
-/// ±20 ran 2.7× slower). Only the sliver just above the low bound, whose
-/// results are still normal, computes subnormal intermediates.
+/// ±20 ran several times slower). Only the sliver just above the low
+/// bound, whose results are still normal, computes subnormal intermediates.
 #[inline(always)]
 pub(crate) fn gelu_tail_form(x: f32) -> f32 {
     if !x.is_finite() {

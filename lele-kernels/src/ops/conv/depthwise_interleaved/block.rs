@@ -93,8 +93,9 @@ impl SimdKernel for BlockRows<'_, '_> {
         let (wt, rest) = rest.split_at_mut(ring.taps * lanes);
         let bias = &mut rest[..lanes];
         // Staging writes every lane of pixels `pl..pl + iw` of a row; the
-        // padding around them is zeroed here (the whole ring was 2.6% of
-        // PP-OCR cls's time: a ring per 16-channel block over small planes).
+        // padding around them is zeroed here (zeroing the whole ring was a
+        // visible share of a small classifier's time: a ring per 16-channel
+        // block over small planes).
         let (pad_l, pad_r) = (g.pl * lanes, ((g.pl + g.x.w) * lanes).min(row_len));
         for slot in ring_buf.chunks_exact_mut(row_len) {
             slot[..pad_l.min(row_len)].fill(0.0);

@@ -7,13 +7,10 @@ use super::{ConvGeom, TILE_N};
 
 /// Most input channels of an in-place convolution whose segments run row
 /// tile by row tile ([`Layout::row_major`]): 48 take 48 KiB of a
-/// 256-column segment's input, which each row tile reads again.
-/// Measured (alternated runner runs, 2-core Zen 5 VM, medians), row tile
-/// by row tile against column step by column step: PP-OCRv4 det's 12→96
-/// 1×1 at 160² 0.83 → 0.49 ms, 16→32 at 320² 1.38 → 1.24, 32→48 at 160²
-/// 0.62 → 0.55, YOLOv8n's 32→32 and 48→32 at 160² 0.47 → 0.43 and 0.58 →
-/// 0.54, while 48→96 at 80² lost 0.29 → 0.30 and 96→96 at 80² (not
-/// taken) 0.53 → 0.55.
+/// 256-column segment's input, which each row tile reads again. Row tile
+/// by row tile beat column step by column step on 1×1 convolutions of 12
+/// to 48 input channels at 160² and 320², and lost slightly at 80² with 48
+/// or 96 input channels.
 pub(super) const ROW_MAJOR_K_MAX: usize = 48;
 
 /// Whether an in-place 1×1 convolution runs its segments row tile by row
@@ -31,8 +28,9 @@ pub(super) fn row_major(g: &ConvGeom) -> bool {
 /// tile's columns: two or three cache lines), put more than 8 lines into
 /// one of L1's 64 sets (two thirds of a 12-way, 48 KiB L1). A stride that
 /// is a multiple of 1024 floats puts every row into the same sets: a lone
-/// 4→64 1×1 convolution at 160² took 0.34 ms column step by column step
-/// against 0.11 at 160×161 (`lele bench`), and 0.18 row tile by row tile.
+/// 4→64 1×1 convolution at 160² ran several times slower column step by
+/// column step than at 160×161, and row tile by row tile recovered most
+/// of the difference.
 pub(super) fn crowds_l1(stride: usize, rows: usize) -> bool {
     const SETS: usize = 64;
     let mut lines = [0usize; SETS];

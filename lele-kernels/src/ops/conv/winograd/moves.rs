@@ -33,8 +33,8 @@ pub(super) fn copy_short(dst: &mut [f32], src: &[f32]) {
 }
 
 /// [`copy_short`] with AVX-512: whole vectors, then one masked vector
-/// (the short copies of the input transform took a third of a 256→64
-/// convolution's time at 20², most of it in `memcpy` and `memset` calls).
+/// (the short copies of the input transform were a large share of a
+/// small convolution's time, most of it in `memcpy` and `memset` calls).
 ///
 /// # Safety
 /// AVX-512F is available.
@@ -47,9 +47,8 @@ unsafe fn copy_avx512(dst: &mut [f32], src: &[f32]) {
     if n == 16 {
         // One whole vector, stored plainly: where the caller's lengths are
         // at most 16 (copies into `V`, a panel at a time) the loop below
-        // compiled to masked moves only, and masked stores are slow on AMD
-        // (16→16 at 160², 2×2 tiles, 1.32 → 1.21 ms; 64→64 at 80², 4×4
-        // tiles, 2.17 → 2.14).
+        // compiled to masked moves only, and masked stores are slow on
+        // AMD.
         // SAFETY: both hold 16 floats.
         unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), _mm512_loadu_ps(src.as_ptr())) };
         return;
