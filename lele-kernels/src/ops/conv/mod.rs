@@ -705,6 +705,15 @@ impl Kernel for Conv {
         if ohw == 0 {
             return Ok(());
         }
+        if ihw == 0 || g.cg == 0 {
+            // An empty input plane (every tap falls in the padding) or no
+            // input channels: each output is its bias, then the epilogue.
+            for (i, plane) in y.chunks_exact_mut(ohw).enumerate() {
+                plane.fill(0.0);
+                self.finish_segment(plane, bias.map(|b| b[i % g.m]), residual, i * ohw);
+            }
+            return Ok(());
+        }
         // Depthwise 1×1, stride 1, no padding: a scale per channel (the
         // pathway convolutions of DeepFilterNet's decoders), one pass over
         // each plane, then its bias and epilogue.

@@ -257,6 +257,29 @@ fn im2col_and_col2im_chunking() {
     }
 }
 
+/// An input of width 0 padded to a non-empty output (found by the compiler
+/// fuzz target, case 1943111: im2col split the empty input into chunks of
+/// zero floats): every output is its bias, through the activation.
+#[test]
+fn an_empty_input_padded_to_an_output_gives_the_bias() {
+    let wt = rand_vec(3 * 5 * 3, 1);
+    let b = [0.5f32, -2.0, 1.5];
+    let mut op = conv(1, [1, 1], [0, 1, 0, 3], [1, 1]);
+    op.activation = Activation::Relu;
+    let out = run(
+        &op,
+        &[
+            Some(t(&[], &[1, 5, 0])),
+            Some(t(&wt, &[3, 5, 3])),
+            Some(t(&b, &[3])),
+        ],
+        1,
+    )
+    .unwrap();
+    assert_eq!(out[0].0, vec![1, 3, 2]);
+    assert_eq!(out[0].1, [0.5, 0.5, 0.0, 0.0, 1.5, 1.5]);
+}
+
 #[test]
 fn conv_1d_and_auto_pad() {
     let x = rand_vec(2 * 3 * 10, 1);
