@@ -500,6 +500,33 @@ fn huge_input_dims_and_bounds_are_errors() {
     assert!(matches!(e, BuildError::Limit(_)), "{e}");
 }
 
+/// A fuzzing finding (compiler target, case 7652395): an empty initializer
+/// whose other dims multiply past `usize` (`[0, 2^63 - 1, 3]`) reached a
+/// kernel's shape inference while folding (`Hardmax` multiplied its dims).
+/// Constants are now held to the same rule as every sized value.
+#[test]
+fn an_empty_initializer_with_huge_dims_is_an_error() {
+    let huge = proto::TensorProto {
+        name: s("w"),
+        data_type: Some(1),
+        dims: vec![0, i64::MAX, 3],
+        ..Default::default()
+    };
+    let mut m = model(
+        vec![
+            node("Hardmax", &["w"], &["h"], vec![]),
+            node("Relu", &["x"], &["y"], vec![]),
+        ],
+        vec![huge],
+        vec![vi("x", F32, &[2])],
+        vec![vi("y", F32, &[2])],
+    );
+    // Before opset 13, Hardmax flattens the dims from its axis (1) on.
+    m.opset_import[0].version = Some(11);
+    let e = compile("empty-huge-initializer", &m, "").unwrap_err();
+    assert!(matches!(e, BuildError::Limit(_)), "{e}");
+}
+
 /// Class 5: the planned arena is capped, by default and by
 /// `[codegen] max_arena_bytes`, exactly at the boundary.
 #[test]

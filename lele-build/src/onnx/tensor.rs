@@ -41,6 +41,20 @@ pub fn tensor_from_proto(t: &proto::TensorProto, dir: &Path, limits: &Limits) ->
         }])
     })?;
     let (dims, numel) = dims_of(t, limits)?;
+    // The rule sizing holds every value to (`passes::sizing::addressable`),
+    // here for constants, which kernels see before sizing runs (an empty
+    // `[0, 2^63 - 1, 3]` holds nothing, but a kernel multiplying its other
+    // dims would overflow).
+    let addressable = dims
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(dtype.size(), |a, &d| a.checked_mul(d))
+        .is_some_and(|b| b <= isize::MAX as usize);
+    if !addressable {
+        return Err(BuildError::Limit(format!(
+            "tensor `{name}` of dims {dims:?} has more bytes than this machine can address"
+        )));
+    }
     let nbytes = (numel as u64)
         .checked_mul(dtype.size() as u64)
         .ok_or_else(|| BuildError::Limit("tensor size overflows".into()))?;
