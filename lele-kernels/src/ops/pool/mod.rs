@@ -118,6 +118,25 @@ impl Window {
                 self.ceil_mode,
                 op,
             )?;
+            // The padded extent plus a stride and a window must be
+            // addressable, so that no window coordinate (an output index
+            // times the stride, less the begin pad) overflows.
+            let span = self.kernel[i]
+                .checked_sub(1)
+                .and_then(|k| k.checked_mul(self.dilations[i]))
+                .and_then(|v| v.checked_add(1));
+            let extent = g.x[i]
+                .checked_add(p0)
+                .and_then(|v| v.checked_add(p1))
+                .and_then(|v| v.checked_add(self.strides[i]))
+                .zip(span)
+                .and_then(|(e, sp)| e.checked_add(sp));
+            if extent.is_none_or(|e| e > isize::MAX as usize) {
+                return Err(KernelError::Invalid {
+                    op,
+                    msg: "the padded input is larger than this machine can address",
+                });
+            }
             g.out[i] = o;
             g.pad0[i] = p0;
             g.pad1[i] = p1;

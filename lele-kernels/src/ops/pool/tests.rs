@@ -250,6 +250,35 @@ fn check_all(w: Window, dims: &[usize], seed: u64) {
     }
 }
 
+/// Pads and strides past what an index can address are an error, not an
+/// overflow (found by the compiler fuzz target, case 8200416: an LpPool with
+/// pads `[2^63 - 1, 5]` and stride `2^57` over 2 columns subtracted past
+/// zero counting a window's taps).
+#[test]
+fn unaddressable_pads_are_an_error() {
+    let x = rand_vec(8, 1);
+    let xt = t(&x, &[1, 4, 2]);
+    let w = window(
+        &[3],
+        &[1 << 57],
+        &[1],
+        &[(1 << 63) - 1, 5],
+        false,
+        AutoPad::NotSet,
+    );
+    let mp = MaxPool {
+        window: w,
+        column_major: false,
+    };
+    assert!(run(&mp, &[Some(t(&x, &[1, 4, 2]))], 1).is_err());
+    let ap = AveragePool {
+        window: w,
+        count_include_pad: true,
+    };
+    assert!(run(&ap, &[Some(t(&x, &[1, 4, 2]))], 1).is_err());
+    assert!(run(&LpPool { window: w, p: 2 }, &[Some(xt)], 1).is_err());
+}
+
 #[test]
 fn pools_match_naive_2d() {
     // (h, w, k, s, d, pads, ceil)
