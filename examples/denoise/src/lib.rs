@@ -193,7 +193,6 @@ impl Timings {
 /// with the input and of its length, and the timings.
 pub fn denoise(samples: &[f32], rate: u32) -> Result<(Vec<f32>, Timings), DenoiseError> {
     let mut timings = Timings {
-        samples_per_call: Denoiser::HOP,
         model_rate: Denoiser::SAMPLE_RATE,
         ..Timings::default()
     };
@@ -201,32 +200,14 @@ pub fn denoise(samples: &[f32], rate: u32) -> Result<(Vec<f32>, Timings), Denois
     let mut denoiser = Denoiser::new()?;
     timings.init_ms = start.elapsed().as_secs_f64() * 1e3;
 
-    let at_16k = resample(samples, rate, Denoiser::SAMPLE_RATE)?;
     let hop = Denoiser::HOP;
     let delay = denoiser.latency();
     // Enough hops to flush the last samples through the overlap-add.
-    let hops = (at_16k.len() + delay).div_ceil(hop);
-    let mut input = at_16k.clone();
-    input.resize(hops * hop, 0.0);
-    let mut output = vec![0.0; hops * hop];
-    timings.call_ms.reserve(hops);
-    let begin = Instant::now();
-    for (i, (x, y)) in input
-        .chunks_exact(hop)
-        .zip(output.chunks_exact_mut(hop))
-        .enumerate()
-    {
-        let t = Instant::now();
-        denoiser.process_hop(x, y)?;
-        timings.call_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        if i == 0 {
-            timings.first_output_ms = begin.elapsed().as_secs_f64() * 1e3;
-        }
-    }
-    let enhanced = &output[delay..delay + at_16k.len()];
-    let mut back = resample(enhanced, Denoiser::SAMPLE_RATE, rate)?;
-    back.resize(samples.len(), 0.0);
-    Ok((back, timings))
+    let padded = |len: usize| (len + delay).div_ceil(hop) * hop;
+    let enhanced = run_recording(samples, rate, hop, delay, padded, &mut timings, |x, y| {
+        denoiser.process_hop(x, y)
+    })?;
+    Ok((enhanced, timings))
 }
 
 /// Runs `samples` at `rate` Hz through a fresh [`dfn3::Dfn3`] at 48 kHz
@@ -243,34 +224,51 @@ pub fn denoise_dfn3(samples: &[f32], rate: u32) -> Result<(Vec<f32>, Timings), D
     let mut model = Dfn3::new()?;
     timings.init_ms = start.elapsed().as_secs_f64() * 1e3;
 
-    let at_48k = resample(samples, rate, Dfn3::SAMPLE_RATE)?;
     let hop = Dfn3::HOP;
     let delay = model.latency();
     // Whole hops covering the signal, the STFT's delay and one more frame
     // of silence, as DeepFilterNet pads a recording.
-    let hops = (at_48k.len() + 2 * delay) / hop;
-    let mut input = at_48k.clone();
-    input.resize(hops * hop, 0.0);
-    let mut output = vec![0.0; hops * hop];
+    let padded = |len: usize| (len + 2 * delay) / hop * hop;
     let block = Dfn3::MAX_FRAMES * hop;
-    timings.samples_per_call = block.min(input.len());
+    let enhanced = run_recording(samples, rate, block, delay, padded, &mut timings, |x, y| {
+        model.process_block(x, y)
+    })?;
+    Ok((enhanced, timings))
+}
+
+/// What both whole-recording runs do around their model: `samples` at
+/// `rate` taken to `timings.model_rate`, zero-padded to `padded(len)`,
+/// handed to `process` `call` samples at a time (each call timed), the
+/// output read `delay` samples on and taken back to `rate` at the input's
+/// length.
+fn run_recording(
+    samples: &[f32],
+    rate: u32,
+    call: usize,
+    delay: usize,
+    padded: impl Fn(usize) -> usize,
+    timings: &mut Timings,
+    mut process: impl FnMut(&[f32], &mut [f32]) -> Result<(), DenoiseError>,
+) -> Result<Vec<f32>, DenoiseError> {
+    let at_model_rate = resample(samples, rate, timings.model_rate)?;
+    let mut input = at_model_rate.clone();
+    input.resize(padded(at_model_rate.len()), 0.0);
+    let mut output = vec![0.0; input.len()];
+    timings.samples_per_call = call.min(input.len());
+    timings.call_ms.reserve(input.len().div_ceil(call));
     let begin = Instant::now();
-    for (i, (x, y)) in input
-        .chunks(block)
-        .zip(output.chunks_mut(block))
-        .enumerate()
-    {
+    for (i, (x, y)) in input.chunks(call).zip(output.chunks_mut(call)).enumerate() {
         let t = Instant::now();
-        model.process_block(x, y)?;
+        process(x, y)?;
         timings.call_ms.push(t.elapsed().as_secs_f64() * 1e3);
         if i == 0 {
             timings.first_output_ms = begin.elapsed().as_secs_f64() * 1e3;
         }
     }
-    let enhanced = &output[delay..delay + at_48k.len()];
-    let mut back = resample(enhanced, Dfn3::SAMPLE_RATE, rate)?;
+    let enhanced = &output[delay..delay + at_model_rate.len()];
+    let mut back = resample(enhanced, timings.model_rate, rate)?;
     back.resize(samples.len(), 0.0);
-    Ok((back, timings))
+    Ok(back)
 }
 
 /// `samples` from `from` Hz to `to` Hz, the whole stream.
