@@ -61,6 +61,14 @@ unsafe impl Simd for Avx2 {
         }
     }
     #[inline(always)]
+    unsafe fn load_lanes(self, p: *const f32, first: usize, end: usize) -> __m256 {
+        // Masked-off lanes are not accessed and read as zero.
+        unsafe {
+            let lanes = _mm256_andnot_si256(first_lanes(first), first_lanes(end));
+            _mm256_maskload_ps(p, lanes)
+        }
+    }
+    #[inline(always)]
     unsafe fn store_partial(self, p: *mut f32, len: usize, v: __m256) {
         unsafe { _mm256_maskstore_ps(p, first_lanes(len), v) }
     }

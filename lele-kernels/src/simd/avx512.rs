@@ -32,6 +32,7 @@ unsafe impl Simd for Avx512 {
     const LANES: usize = 16;
     const REGISTERS: usize = 32;
     const FAST_LOOKUP32: bool = true;
+    const MASKED_LOADS: bool = true;
 
     // SAFETY (every intrinsic call in this impl): the token proves
     // AVX-512F; pointer contracts are the callers' (see the trait).
@@ -51,6 +52,12 @@ unsafe impl Simd for Avx512 {
     unsafe fn load_partial(self, p: *const f32, len: usize, fill: f32) -> __m512 {
         // Masked-off lanes are not accessed, so they cannot fault.
         unsafe { _mm512_mask_loadu_ps(_mm512_set1_ps(fill), first_lanes(len), p) }
+    }
+    #[inline(always)]
+    unsafe fn load_lanes(self, p: *const f32, first: usize, end: usize) -> __m512 {
+        let lanes = first_lanes(end) & !first_lanes(first);
+        // Masked-off lanes are not accessed, so they cannot fault.
+        unsafe { _mm512_maskz_loadu_ps(lanes, p) }
     }
     #[inline(always)]
     unsafe fn store_partial(self, p: *mut f32, len: usize, v: __m512) {

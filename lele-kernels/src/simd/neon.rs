@@ -60,6 +60,11 @@ unsafe impl Simd for Neon {
         unsafe { vld1q_f32(super::vector::first4(p, len, fill).as_ptr()) }
     }
     #[inline(always)]
+    unsafe fn load_lanes(self, p: *const f32, first: usize, end: usize) -> float32x4_t {
+        // SAFETY: `lanes4` reads only lanes `first..end`.
+        unsafe { vld1q_f32(super::vector::lanes4(p, first, end).as_ptr()) }
+    }
+    #[inline(always)]
     unsafe fn store_partial(self, p: *mut f32, len: usize, v: float32x4_t) {
         let mut t = [0f32; 4];
         // SAFETY: `t` holds four floats; `store_first4` writes `len`.

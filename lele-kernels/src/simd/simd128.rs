@@ -83,6 +83,11 @@ unsafe impl Simd for Simd128 {
         unsafe { v128_load(super::vector::first4(p, len, fill).as_ptr().cast()) }
     }
     #[inline(always)]
+    unsafe fn load_lanes(self, p: *const f32, first: usize, end: usize) -> v128 {
+        // SAFETY: `lanes4` reads only lanes `first..end`.
+        unsafe { v128_load(super::vector::lanes4(p, first, end).as_ptr().cast()) }
+    }
+    #[inline(always)]
     unsafe fn store_partial(self, p: *mut f32, len: usize, v: v128) {
         let mut t = [0f32; 4];
         // SAFETY: `t` holds four floats; `store_first4` writes `len`.

@@ -45,6 +45,10 @@ pub(crate) unsafe trait Simd: Copy {
     /// Whether [`Simd::lookup32`] is one or two instructions (it is
     /// correct everywhere, but elsewhere slower than computing instead).
     const FAST_LOOKUP32: bool;
+    /// Whether [`Simd::load_lanes`] is one instruction about as fast as a
+    /// plain load (AVX-512's masked loads), so a kernel may skip the
+    /// branch between the two.
+    const MASKED_LOADS: bool = false;
 
     /// Every lane `v`.
     fn splat(self, v: f32) -> Self::F32;
@@ -70,6 +74,30 @@ pub(crate) unsafe trait Simd: Copy {
             core::ptr::copy_nonoverlapping(p, t.as_mut_ptr(), len.min(Self::LANES));
             self.load(t.as_ptr())
         }
+    }
+    /// Lanes `first..end` (`first <= end <= LANES`) read from `p + lane`,
+    /// the others zero; no other address is touched, so `p` may point
+    /// before or past its row (a convolution's padding columns).
+    ///
+    /// # Safety
+    /// `p + first .. p + end` is readable.
+    #[inline(always)]
+    unsafe fn load_lanes(self, p: *const f32, first: usize, end: usize) -> Self::F32 {
+        let mut t = [0f32; 16];
+        let end = end.min(Self::LANES);
+        if first < end {
+            // SAFETY: the caller's contract covers `p + first .. p + end`;
+            // `t` holds 16 >= LANES floats.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    p.wrapping_add(first),
+                    t.as_mut_ptr().add(first),
+                    end - first,
+                )
+            };
+        }
+        // SAFETY: `t` holds 16 >= LANES floats.
+        unsafe { self.load(t.as_ptr()) }
     }
     /// Stores the first `len` lanes of `v` at `p` (`len <= LANES`).
     ///
@@ -212,6 +240,24 @@ pub(super) unsafe fn first4(p: *const f32, len: usize, fill: f32) -> [f32; 4] {
     }
 }
 
+/// Lanes `first..end` of the four floats at `p`, the others zero, each
+/// read on its own (see [`Simd::load_lanes`]).
+///
+/// # Safety
+/// `p + first .. p + end` is readable.
+#[allow(dead_code)]
+#[inline(always)]
+pub(super) unsafe fn lanes4(p: *const f32, first: usize, end: usize) -> [f32; 4] {
+    let mut t = [0f32; 4];
+    for (i, v) in t.iter_mut().enumerate() {
+        if first <= i && i < end {
+            // SAFETY: lane `i` lies in `first..end`, readable by contract.
+            *v = unsafe { *p.wrapping_add(i) };
+        }
+    }
+    t
+}
+
 /// Stores the first `len` (at most 4) of `v` at `p` (see [`first4`]).
 ///
 /// # Safety
@@ -286,4 +332,49 @@ unsafe fn on_avx512<K: SimdKernel>(kernel: K) -> K::Output {
 unsafe fn on_avx2<K: SimdKernel>(kernel: K) -> K::Output {
     // SAFETY: this function's contract.
     kernel.run(unsafe { super::avx2::Avx2::new_unchecked() })
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::{Simd, SimdKernel, dispatch_on};
+
+    /// Every `load_lanes(p, first, end)` with `first <= end <= LANES`:
+    /// the lanes of the range as stored, the others zero.
+    struct LoadLanes;
+
+    impl SimdKernel for LoadLanes {
+        type Output = usize;
+        #[inline(always)]
+        fn run<S: Simd>(self, s: S) -> usize {
+            let l = S::LANES;
+            let src: Vec<f32> = (0..l).map(|i| i as f32 + 1.5).collect();
+            let mut checked = 0;
+            for first in 0..=l {
+                for end in first..=l {
+                    let mut got = [f32::NAN; 16];
+                    // SAFETY: `src` holds LANES floats, `got` 16.
+                    unsafe { s.store(got.as_mut_ptr(), s.load_lanes(src.as_ptr(), first, end)) };
+                    for (i, &g) in got.iter().enumerate().take(l) {
+                        let want = if (first..end).contains(&i) {
+                            src[i]
+                        } else {
+                            0.0
+                        };
+                        assert_eq!(g, want, "lane {i} of {first}..{end}");
+                    }
+                    checked += 1;
+                }
+            }
+            checked
+        }
+    }
+
+    #[test]
+    fn load_lanes_reads_the_range_and_zeroes_the_rest() {
+        for isa in crate::simd::runnable_isas() {
+            if let Ok(n) = dispatch_on(isa, LoadLanes) {
+                assert!(n > 0, "{isa:?}");
+            }
+        }
+    }
 }

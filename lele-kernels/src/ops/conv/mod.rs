@@ -732,7 +732,7 @@ impl Kernel for Conv {
             }
             return Ok(());
         }
-        // Depthwise 3×3, 5×5, 7×7 with AVX-512: bands of rows of a plane.
+        // Depthwise 3×3, 5×5, 7×7 on any vector ISA: bands of rows of a plane.
         if self.is_depthwise(&g)
             && let Some(plan) = depthwise_rows::plan(self, &g)
             && let Ok(own) = scratch_f32(scratch, plan.len, OP)
