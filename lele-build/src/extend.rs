@@ -253,6 +253,12 @@ impl Extensions {
         });
     }
 
+    /// Whether an override is registered for `qualified` (`"Relu"`,
+    /// `"com.example.Swish"`).
+    pub(crate) fn overrides(&self, qualified: &str) -> bool {
+        self.overrides.iter().any(|(op, _)| op == qualified)
+    }
+
     /// Lowers a node through an override, if one is registered for it.
     pub(crate) fn lower(&self, info: &NodeInfo<'_>) -> Option<(Op, Vec<OutDType>)> {
         let qualified = if info.domain.is_empty() || info.domain == "ai.onnx" {

@@ -3,7 +3,8 @@
 
 Writes, for every node case of `onnx.backend.test.case.node.collect_testcases`
 and every case of the packaged `simple`, `pytorch-converted` and
-`pytorch-operator` suites:
+`pytorch-operator` suites, and the `ort-contrib` suite of ONNX Runtime's contrib
+operators (`contrib_cases.py`, expected values from onnxruntime):
 
     <out>/<suite>/<name>/model.onnx
     <out>/<suite>/<name>/set<k>/in_<i>.npy    graph inputs (initializers excluded), ONNX order
@@ -135,9 +136,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    with open(__file__, "rb") as f:
-        script = hashlib.sha256(f.read()).hexdigest()
-    stamp = {"onnx": onnx.__version__, "numpy": np.__version__, "script": script}
+    digest = hashlib.sha256()
+    for path in (__file__, os.path.join(os.path.dirname(__file__), "contrib_cases.py")):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    import onnxruntime
+
+    stamp = {
+        "onnx": onnx.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "numpy": np.__version__,
+        "script": digest.hexdigest(),
+    }
     stamp_path = os.path.join(args.out, "stamp.json")
     if os.path.exists(stamp_path):
         with open(stamp_path) as f:
@@ -157,6 +167,11 @@ def main():
         for name, model, sets in packaged(suite):
             write_case(os.path.join(tmp, suite, name), suite, name, model, sets, 1e-3, 1e-7)
             n += 1
+    import contrib_cases
+
+    for name, model, sets, rtol, atol in contrib_cases.cases():
+        write_case(os.path.join(tmp, "ort-contrib", name), "ort-contrib", name, model, sets, rtol, atol)
+        n += 1
     with open(os.path.join(tmp, "stamp.json"), "w") as f:
         json.dump(stamp, f)
     shutil.rmtree(args.out, ignore_errors=True)

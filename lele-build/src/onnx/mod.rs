@@ -1,6 +1,7 @@
 //! Reading ONNX files into the IR: protobuf decoding with limits, tensors of
 //! every dtype, external data confined to the model's directory.
 #[allow(missing_docs, clippy::all)]
+mod contrib;
 pub mod proto;
 mod tensor;
 pub mod wire;
@@ -237,12 +238,68 @@ impl Loader<'_> {
         self.scopes.iter().rev().find_map(|s| s.get(name).copied())
     }
 
+    /// The nodes of `gp` with ORT's contrib operators rewritten into
+    /// standard ones ([`contrib`]; not those an extension overrides), and
+    /// why, by node name, those that could not be.
+    fn expand_contrib<'g>(
+        &self,
+        g: &Graph,
+        gp: &'g proto::GraphProto,
+        depth: usize,
+    ) -> (
+        std::borrow::Cow<'g, [proto::NodeProto]>,
+        HashMap<String, String>,
+    ) {
+        let mut errors = HashMap::new();
+        let wanted = |np: &proto::NodeProto| {
+            let (domain, op) = (
+                np.domain.as_deref().unwrap_or(""),
+                np.op_type.as_deref().unwrap_or(""),
+            );
+            contrib::is_contrib(domain, op) && !self.ext.overrides(&qualified(domain, op))
+        };
+        if !gp.node.iter().any(wanted) {
+            return (std::borrow::Cow::Borrowed(&gp.node), errors);
+        }
+        let rank = |v: &str| {
+            let value = &g.values[self.lookup(v)?];
+            match (&value.declared, &value.constant) {
+                (Some(d), _) => Some(d.len()),
+                (None, Some(c)) => Some(c.dims.len()),
+                _ => None,
+            }
+        };
+        let mut nodes = Vec::with_capacity(gp.node.len());
+        for (i, np) in gp.node.iter().enumerate() {
+            if !wanted(np) {
+                nodes.push(np.clone());
+                continue;
+            }
+            let op_type = np.op_type.as_deref().unwrap_or("");
+            let name = match np.name.as_deref() {
+                Some(n) if !n.is_empty() => n.to_string(),
+                _ => format!("{op_type}_{depth}_{i}"),
+            };
+            match contrib::expand(np, &name, g.opset, &rank) {
+                Ok(expanded) => nodes.extend(expanded),
+                Err(reason) => {
+                    let mut kept = np.clone();
+                    kept.name = Some(name.clone());
+                    errors.insert(name, reason);
+                    nodes.push(kept);
+                }
+            }
+        }
+        (std::borrow::Cow::Owned(nodes), errors)
+    }
+
     fn block(&mut self, g: &mut Graph, gp: &proto::GraphProto, depth: usize) -> Result<Block> {
         if depth > self.limits.max_depth {
             return Err(BuildError::Limit("subgraphs nested too deeply".into()));
         }
         let mut block = Block::default();
-        for (i, np) in gp.node.iter().enumerate() {
+        let (nodes, contrib_errors) = self.expand_contrib(g, gp, depth);
+        for (i, np) in nodes.iter().enumerate() {
             self.node_count += 1;
             if self.node_count > self.limits.max_nodes {
                 return Err(BuildError::Limit(format!(
@@ -320,6 +377,12 @@ impl Loader<'_> {
                 };
                 match overridden {
                     Some(o) => o,
+                    None if contrib_errors.contains_key(&name) => (
+                        Op::Unsupported {
+                            reason: contrib_errors[&name].clone(),
+                        },
+                        vec![crate::ir::OutDType::Fixed(DType::F32); outputs.len()],
+                    ),
                     None => {
                         let l = crate::ops::lower(&mut ctx);
                         (l.op, l.dtypes)
@@ -382,6 +445,16 @@ impl Loader<'_> {
         }
         self.scopes.pop();
         Ok(block)
+    }
+}
+
+/// `op`, or `domain.op` outside the default domain (how extensions and
+/// errors name operators).
+fn qualified(domain: &str, op: &str) -> String {
+    if domain.is_empty() || domain == "ai.onnx" {
+        op.to_string()
+    } else {
+        format!("{domain}.{op}")
     }
 }
 

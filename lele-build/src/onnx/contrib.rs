@@ -1,0 +1,488 @@
+//! ONNX Runtime's contrib operators (domain `com.microsoft`, and its
+//! `SimplifiedLayerNormalization` in the default domain), which ORT's
+//! optimizer and quantizer write into the files they export. Each is
+//! rewritten at import into the standard operators that compute the same
+//! values (ORT's definitions: its schemas' function bodies and CPU
+//! kernels), so the standard kernels, folding and fusions serve them.
+//!
+//! The rewrite names its intermediate values after the node
+//! (`NODE::contrib.K`) and keeps the node's own output names.
+use super::proto::{self, AttributeProto, NodeProto, attribute_proto::AttributeType};
+
+/// Whether `(domain, op_type)` is a contrib operator [`expand`] rewrites.
+pub(super) fn is_contrib(domain: &str, op_type: &str) -> bool {
+    match domain {
+        "com.microsoft" => OPS.contains(&op_type),
+        "" | "ai.onnx" => op_type == "SimplifiedLayerNormalization",
+        _ => false,
+    }
+}
+
+/// The `com.microsoft` operators rewritten here.
+pub const OPS: &[&str] = &[
+    "FastGelu",
+    "BiasGelu",
+    "Gelu",
+    "QuickGelu",
+    "SkipLayerNormalization",
+    "SkipSimplifiedLayerNormalization",
+    "FusedMatMul",
+    "MatMulIntegerToFloat",
+    "DynamicQuantizeMatMul",
+    "BiasAdd",
+    "BiasSplitGelu",
+];
+
+/// The standard nodes that compute contrib node `np` (named `name`), or
+/// why it cannot be rewritten. `rank` gives the rank of a value where the
+/// file declares it (graph inputs, initializers); `opset` is the model's
+/// default-domain opset.
+pub(super) fn expand(
+    np: &NodeProto,
+    name: &str,
+    opset: i64,
+    rank: &dyn Fn(&str) -> Option<usize>,
+) -> Result<Vec<NodeProto>, String> {
+    let op_type = np.op_type.as_deref().unwrap_or_default();
+    let mut x = Expansion {
+        base: name.to_string(),
+        count: 0,
+        nodes: Vec::new(),
+        opset,
+    };
+    let a = crate::ops::Attrs::new(np);
+    let input = |i: usize| {
+        np.input
+            .get(i)
+            .filter(|s| !s.is_empty())
+            .map(String::as_str)
+    };
+    let output = |i: usize| {
+        np.output
+            .get(i)
+            .filter(|s| !s.is_empty())
+            .map(String::as_str)
+    };
+    let need = |i: usize, what: &str| {
+        input(i).ok_or_else(|| format!("{op_type} without its {what} input"))
+    };
+    let out0 = output(0).ok_or_else(|| format!("{op_type} without its first output"))?;
+    match op_type {
+        "FastGelu" => {
+            let t = x.add_optional(need(0, "X")?, input(1), None);
+            x.node("Gelu", &[&t], &[out0], vec![attr_s("approximate", "tanh")]);
+        }
+        "BiasGelu" => {
+            let t = x.add_optional(need(0, "A")?, Some(need(1, "B")?), None);
+            x.node("Gelu", &[&t], &[out0], vec![]);
+        }
+        "Gelu" => {
+            x.node("Gelu", &[need(0, "X")?], &[out0], vec![]);
+        }
+        "QuickGelu" => {
+            // x · sigmoid(alpha · x)
+            let v = need(0, "X")?;
+            let alpha = x.scalar(a.float("alpha", 1.702), v);
+            let scaled = x.fresh("Mul", &[v, &alpha], vec![]);
+            let gate = x.fresh("Sigmoid", &[&scaled], vec![]);
+            x.node("Mul", &[v, &gate], &[out0], vec![]);
+        }
+        "SkipLayerNormalization" => {
+            // s = input + skip (+ bias); LayerNormalization over the last
+            // axis gives the output, the mean and 1/σ; output 3 is s.
+            let sum = x.add_optional(need(0, "input")?, Some(need(1, "skip")?), None);
+            let sum = x.add_optional(&sum, input(4), output(3));
+            let gamma = need(2, "gamma")?;
+            let mut ins = vec![sum.as_str(), gamma];
+            if let Some(beta) = input(3) {
+                ins.push(beta);
+            }
+            let outs = [out0, output(1).unwrap_or(""), output(2).unwrap_or("")];
+            let used = outs
+                .iter()
+                .rposition(|o| !o.is_empty())
+                .map_or(1, |i| i + 1);
+            let epsilon = a.float("epsilon", 1e-12);
+            x.node(
+                "LayerNormalization",
+                &ins,
+                &outs[..used],
+                vec![attr_i("axis", -1), attr_f("epsilon", epsilon)],
+            );
+        }
+        "SkipSimplifiedLayerNormalization" => {
+            // s = input + skip (+ bias at index 3); RMS normalization over
+            // the last axis; ORT's mean output is zeros.
+            let sum = x.add_optional(need(0, "input")?, Some(need(1, "skip")?), None);
+            let sum = x.add_optional(&sum, input(3), output(3));
+            let epsilon = a.float("epsilon", 1e-12);
+            x.node(
+                "RMSNormalization",
+                &[&sum, need(2, "gamma")?],
+                &[out0],
+                vec![attr_i("axis", -1), attr_f("epsilon", epsilon)],
+            );
+            x.rms_statistics(&sum, epsilon, output(1), output(2));
+        }
+        "SimplifiedLayerNormalization" => {
+            let v = need(0, "X")?;
+            let axis = a.int("axis", -1);
+            let epsilon = a.float("epsilon", 1e-5);
+            if a.int("stash_type", 1) != 1 {
+                return Err("SimplifiedLayerNormalization with stash_type other than float".into());
+            }
+            x.node(
+                "RMSNormalization",
+                &[v, need(1, "scale")?],
+                &[out0],
+                vec![attr_i("axis", axis), attr_f("epsilon", epsilon)],
+            );
+            if output(1).is_some() {
+                if axis != -1 && rank(v).is_none_or(|r| axis != r as i64 - 1) {
+                    return Err(
+                        "SimplifiedLayerNormalization's inv_std_var over more than the last axis"
+                            .into(),
+                    );
+                }
+                x.rms_statistics(v, epsilon, None, output(1));
+            }
+        }
+        "FusedMatMul" => {
+            let (a_in, b_in) = (need(0, "A")?, need(1, "B")?);
+            let flag = |n: &str| a.int(n, 0) != 0;
+            let (ta, tb) = (flag("transA"), flag("transB"));
+            let (tba, tbb) = (flag("transBatchA"), flag("transBatchB"));
+            let alpha = a.float("alpha", 1.0);
+            let a_t = x.transposed(a_in, ta, tba, rank)?;
+            let b_t = x.transposed(b_in, tb, tbb, rank)?;
+            if alpha == 1.0 {
+                x.node("MatMul", &[&a_t, &b_t], &[out0], vec![]);
+            } else {
+                let product = x.fresh("MatMul", &[&a_t, &b_t], vec![]);
+                let alpha = x.scalar(alpha, &product);
+                x.node("Mul", &[&product, &alpha], &[out0], vec![]);
+            }
+        }
+        "MatMulIntegerToFloat" => {
+            // float((A − a_zp) @ (B − b_zp)) · (a_scale · b_scale) + bias
+            let (qa, qb) = (need(0, "A")?, need(1, "B")?);
+            let scale = x.fresh("Mul", &[need(2, "a_scale")?, need(3, "b_scale")?], vec![]);
+            x.integer_product(qa, qb, input(4), input(5), &scale, input(6), out0);
+        }
+        "DynamicQuantizeMatMul" => {
+            // A quantized per tensor to uint8 as DynamicQuantizeLinear
+            // does, then as MatMulIntegerToFloat.
+            let (q, s, z) = (x.name(), x.name(), x.name());
+            x.node(
+                "DynamicQuantizeLinear",
+                &[need(0, "A")?],
+                &[&q, &s, &z],
+                vec![],
+            );
+            let scale = x.fresh("Mul", &[&s, need(2, "b_scale")?], vec![]);
+            x.integer_product(
+                &q,
+                need(1, "B")?,
+                Some(&z),
+                input(3),
+                &scale,
+                input(4),
+                out0,
+            );
+        }
+        "BiasAdd" => {
+            let t = x.add_optional(need(0, "X")?, Some(need(1, "bias")?), None);
+            x.node("Add", &[&t, need(2, "skip")?], &[out0], vec![]);
+        }
+        "BiasSplitGelu" => {
+            // (X + bias) split in halves on the last axis: left · gelu(right).
+            let t = x.add_optional(need(0, "X")?, Some(need(1, "bias")?), None);
+            let (left, right) = (x.name(), x.name());
+            let mut attrs = vec![attr_i("axis", -1)];
+            if x.opset >= 18 {
+                attrs.push(attr_i("num_outputs", 2));
+            }
+            x.node("Split", &[&t], &[&left, &right], attrs);
+            let g = x.fresh("Gelu", &[&right], vec![]);
+            x.node("Mul", &[&left, &g], &[out0], vec![]);
+        }
+        other => return Err(format!("no rewrite for contrib operator {other}")),
+    }
+    Ok(x.nodes)
+}
+
+/// The nodes of one rewrite being built.
+struct Expansion {
+    base: String,
+    count: usize,
+    nodes: Vec<NodeProto>,
+    opset: i64,
+}
+
+impl Expansion {
+    /// A new intermediate value's name.
+    fn name(&mut self) -> String {
+        self.count += 1;
+        format!("{}::contrib.{}", self.base, self.count)
+    }
+
+    /// Appends a default-domain node.
+    fn node(
+        &mut self,
+        op: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+        attribute: Vec<AttributeProto>,
+    ) {
+        let name = format!("{}::contrib.node{}", self.base, self.nodes.len());
+        self.nodes.push(NodeProto {
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: outputs.iter().map(|s| s.to_string()).collect(),
+            name: Some(name),
+            op_type: Some(op.to_string()),
+            domain: Some(String::new()),
+            attribute,
+            ..Default::default()
+        });
+    }
+
+    /// Appends a node with one new output and returns its name.
+    fn fresh(&mut self, op: &str, inputs: &[&str], attribute: Vec<AttributeProto>) -> String {
+        let out = self.name();
+        self.node(op, inputs, &[&out], attribute);
+        out
+    }
+
+    /// A float scalar constant of `like`'s element type.
+    fn scalar(&mut self, v: f32, like: &str) -> String {
+        let c = self.fresh("Constant", &[], vec![attr_f("value_float", v)]);
+        self.fresh("CastLike", &[&c, like], vec![])
+    }
+
+    /// `a + b` when `b` is given (into `into` if named), else `a` (copied
+    /// into `into` when that output is wanted).
+    fn add_optional(&mut self, a: &str, b: Option<&str>, into: Option<&str>) -> String {
+        match (b, into) {
+            (Some(b), Some(out)) => {
+                self.node("Add", &[a, b], &[out], vec![]);
+                out.to_string()
+            }
+            (Some(b), None) => self.fresh("Add", &[a, b], vec![]),
+            (None, Some(out)) => {
+                self.node("Identity", &[a], &[out], vec![]);
+                out.to_string()
+            }
+            (None, None) => a.to_string(),
+        }
+    }
+
+    /// The statistics outputs of an RMS normalization of `s` over its last
+    /// axis: `mean` (zeros, as ORT writes them) and `inv` = 1/√(mean(s²) +
+    /// ε), each where wanted.
+    fn rms_statistics(&mut self, s: &str, epsilon: f32, mean: Option<&str>, inv: Option<&str>) {
+        if mean.is_none() && inv.is_none() {
+            return;
+        }
+        let square = self.fresh("Mul", &[s, s], vec![]);
+        let ms = if self.opset >= 18 {
+            let axes = self.fresh("Constant", &[], vec![attr_ints("value_ints", &[-1])]);
+            self.fresh("ReduceMean", &[&square, &axes], vec![attr_i("keepdims", 1)])
+        } else {
+            self.fresh(
+                "ReduceMean",
+                &[&square],
+                vec![attr_ints("axes", &[-1]), attr_i("keepdims", 1)],
+            )
+        };
+        if let Some(inv) = inv {
+            let eps = self.scalar(epsilon, &ms);
+            let var = self.fresh("Add", &[&ms, &eps], vec![]);
+            let root = self.fresh("Sqrt", &[&var], vec![]);
+            self.node("Reciprocal", &[&root], &[inv], vec![]);
+        }
+        if let Some(mean) = mean {
+            let zero = self.scalar(0.0, &ms);
+            let shape = self.fresh("Shape", &[&ms], vec![]);
+            self.node("Expand", &[&zero, &shape], &[mean], vec![]);
+        }
+    }
+
+    /// `v` as FusedMatMul's operand: the batch dim 0 moved before the
+    /// matrix dims (`batch`) and the matrix dims swapped (`swap`); the
+    /// permutation needs `v`'s rank (a 1-D operand is used as it is).
+    fn transposed(
+        &mut self,
+        v: &str,
+        swap: bool,
+        batch: bool,
+        rank: &dyn Fn(&str) -> Option<usize>,
+    ) -> Result<String, String> {
+        if !swap && !batch {
+            return Ok(v.to_string());
+        }
+        let r = rank(v).ok_or_else(|| {
+            format!(
+                "FusedMatMul transposes `{v}`, whose rank the file does not declare (declare its shape)"
+            )
+        })?;
+        if r < 2 {
+            // A vector is promoted as MatMul promotes it; a transpose
+            // leaves it as it is.
+            return Ok(v.to_string());
+        }
+        let r = r as i64;
+        let mut perm: Vec<i64> = (0..r).collect();
+        if batch {
+            if r < 3 {
+                return Err("FusedMatMul with transBatch on an operand of rank below 3".into());
+            }
+            // Dim 0 moves to position r − 2.
+            perm = (1..r - 1).chain([0, r - 1]).collect();
+        }
+        if swap {
+            perm.swap(r as usize - 2, r as usize - 1);
+        }
+        Ok(self.fresh("Transpose", &[v], vec![attr_ints("perm", &perm)]))
+    }
+
+    /// `float(MatMulInteger(a, b, a_zp, b_zp)) · scale (+ bias)` into `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn integer_product(
+        &mut self,
+        a: &str,
+        b: &str,
+        a_zp: Option<&str>,
+        b_zp: Option<&str>,
+        scale: &str,
+        bias: Option<&str>,
+        out: &str,
+    ) {
+        let mut ins = vec![a, b];
+        if a_zp.is_some() || b_zp.is_some() {
+            ins.push(a_zp.unwrap_or(""));
+        }
+        if let Some(z) = b_zp {
+            ins.push(z);
+        }
+        let acc = self.fresh("MatMulInteger", &ins, vec![]);
+        let float = self.fresh(
+            "Cast",
+            &[&acc],
+            vec![attr_i("to", proto::tensor_proto::DataType::Float as i64)],
+        );
+        match bias {
+            Some(bias) => {
+                let scaled = self.fresh("Mul", &[&float, scale], vec![]);
+                self.node("Add", &[&scaled, bias], &[out], vec![]);
+            }
+            None => self.node("Mul", &[&float, scale], &[out], vec![]),
+        }
+    }
+}
+
+fn attr(name: &str, ty: AttributeType) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.to_string()),
+        r#type: Some(ty as i32),
+        ..Default::default()
+    }
+}
+
+fn attr_f(name: &str, v: f32) -> AttributeProto {
+    AttributeProto {
+        f: Some(v),
+        ..attr(name, AttributeType::Float)
+    }
+}
+
+fn attr_i(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        i: Some(v),
+        ..attr(name, AttributeType::Int)
+    }
+}
+
+fn attr_s(name: &str, v: &str) -> AttributeProto {
+    AttributeProto {
+        s: Some(v.as_bytes().to_vec()),
+        ..attr(name, AttributeType::String)
+    }
+}
+
+fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
+    AttributeProto {
+        ints: v.to_vec(),
+        ..attr(name, AttributeType::Ints)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(
+        op: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+        attribute: Vec<AttributeProto>,
+    ) -> NodeProto {
+        NodeProto {
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: outputs.iter().map(|s| s.to_string()).collect(),
+            op_type: Some(op.to_string()),
+            domain: Some("com.microsoft".into()),
+            attribute,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_transpose_of_an_operand_of_unknown_rank_is_an_error() {
+        let np = node(
+            "FusedMatMul",
+            &["a", "b"],
+            &["y"],
+            vec![attr_i("transB", 1)],
+        );
+        let err = expand(&np, "n", 17, &|_| None).unwrap_err();
+        assert!(err.contains("declare its shape"), "{err}");
+        // Without transposes the rank does not matter.
+        let np = node("FusedMatMul", &["a", "b"], &["y"], vec![]);
+        let nodes = expand(&np, "n", 17, &|_| None).unwrap();
+        assert_eq!(nodes.len(), 1, "{nodes:?}");
+        assert_eq!(nodes[0].op_type.as_deref(), Some("MatMul"));
+    }
+
+    #[test]
+    fn missing_inputs_and_outputs_are_errors() {
+        for (op, inputs) in [
+            ("SkipLayerNormalization", &["x", "skip"][..]),
+            ("BiasGelu", &["a"][..]),
+            ("MatMulIntegerToFloat", &["a", "b", "sa"][..]),
+            ("DynamicQuantizeMatMul", &[][..]),
+        ] {
+            let np = node(op, inputs, &["y"], vec![]);
+            assert!(expand(&np, "n", 17, &|_| Some(3)).is_err(), "{op}");
+        }
+        let np = node("Gelu", &["x"], &[], vec![]);
+        assert!(expand(&np, "n", 17, &|_| Some(3)).is_err());
+    }
+
+    #[test]
+    fn the_node_keeps_its_output_names() {
+        let np = node(
+            "SkipLayerNormalization",
+            &["x", "skip", "gamma", "", "bias"],
+            &["y", "", "inv", "sum"],
+            vec![],
+        );
+        let nodes = expand(&np, "n", 17, &|_| Some(3)).unwrap();
+        let outs: Vec<&str> = nodes
+            .iter()
+            .flat_map(|n| n.output.iter().map(String::as_str))
+            .collect();
+        for want in ["y", "inv", "sum"] {
+            assert!(outs.contains(&want), "{want} in {outs:?}");
+        }
+    }
+}
