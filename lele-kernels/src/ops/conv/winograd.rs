@@ -18,8 +18,9 @@
 //!
 //! A block's working set (`V` and the products) stays in L2, and blocks are
 //! independent, so threads take whole blocks. The transforms are plain
-//! loops over 16 or 32 tiles at a time, compiled once more for AVX-512 and
-//! AVX2 on x86-64.
+//! loops over 16 or 32 tiles at a time, compiled inside the SIMD layer's
+//! dispatch for each vector backend (the data movement over its vectors:
+//! `moves.rs`).
 //!
 //! Rounding differs from the direct sum (the transforms add and subtract
 //! inputs before the products), by a few units in the last place of the
@@ -43,7 +44,8 @@ mod moves;
 mod tests;
 mod tiles;
 
-use moves::{Moves, copy_short};
+use crate::simd::{Simd, SimdKernel, dispatch};
+use moves::{Moves, Portable, Vectors, copy_short};
 use tiles::{
     kernel_transform, transform_inputs, transform_inputs4, transform_outputs, transform_outputs4,
 };
@@ -427,46 +429,41 @@ impl Image<'_> {
 /// The input transform of tiles `t0..t0 + tb` into `v` ((t + 2)² `C × tb`
 /// matrices in the [`Prepacked`] layout, [`v_stride`] apart).
 fn input_transform(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32]) {
-    let four = im.plan.t == 4;
-    #[cfg(target_arch = "x86_64")]
-    match crate::ops::gemm::best_isa() {
-        // SAFETY: the ISA's features were detected at run time.
-        crate::ops::gemm::Isa::Avx512 => return unsafe { input_avx512(im, t0, tb, v, four) },
-        // SAFETY: as above.
-        crate::ops::gemm::Isa::Avx2 => return unsafe { input_avx2(im, t0, tb, v, four) },
-        _ => {}
+    /// The transform on a vector backend: its moves, and the loops the
+    /// compiler vectorizes compiled for its instruction set.
+    struct OnVectors<'a, 'b> {
+        im: &'a Image<'b>,
+        t0: usize,
+        tb: usize,
+        v: &'a mut [f32],
     }
-    match four {
-        true => input_body::<false, 4>(im, t0, tb, v, Moves),
-        false => input_body::<false, 2>(im, t0, tb, v, Moves),
+    impl SimdKernel for OnVectors<'_, '_> {
+        type Output = ();
+        #[inline(always)]
+        fn run<S: Simd>(self, s: S) {
+            input_with(Vectors(s), self.im, self.t0, self.tb, self.v)
+        }
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn input_avx512(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32], four: bool) {
-    match four {
-        true => input_body::<true, 4>(im, t0, tb, v, Moves),
-        false => input_body::<true, 2>(im, t0, tb, v, Moves),
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn input_avx2(im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32], four: bool) {
-    match four {
-        true => input_body::<false, 4>(im, t0, tb, v, Moves),
-        false => input_body::<false, 2>(im, t0, tb, v, Moves),
+    if let Err(k) = dispatch(OnVectors { im, t0, tb, v }) {
+        input_with(Portable, k.im, k.t0, k.tb, k.v)
     }
 }
 
 #[inline(always)]
-fn input_body<const AVX512: bool, const T: usize>(
+fn input_with<M: Moves>(moves: M, im: &Image<'_>, t0: usize, tb: usize, v: &mut [f32]) {
+    match im.plan.t == 4 {
+        true => input_body::<M, 4>(im, t0, tb, v, moves),
+        false => input_body::<M, 2>(im, t0, tb, v, moves),
+    }
+}
+
+#[inline(always)]
+fn input_body<M: Moves, const T: usize>(
     im: &Image<'_>,
     t0: usize,
     tb: usize,
     v: &mut [f32],
-    moves: Moves<AVX512>,
+    moves: M,
 ) {
     let g = im.g;
     let (c, ihw) = (g.cg, g.x.h * g.x.w);
@@ -491,17 +488,19 @@ fn input_body<const AVX512: bool, const T: usize>(
     for ci in 0..c {
         let xc = &im.x[ci * ihw..][..ihw];
         for s in segments(t0, tb, im.plan.tw) {
-            stage_rows::<AVX512, T>(g, xc, s, &mut rows, moves);
+            stage_rows::<M, T>(g, xc, s, &mut rows, moves);
             for (off, n) in pieces(s, true) {
                 match (T, n <= RUN / 2) {
-                    (4, true) => transform_inputs4::<AVX512, { RUN / 2 }>(
+                    (4, true) => transform_inputs4::<M, { RUN / 2 }>(
+                        moves,
                         &rows,
                         4 * off,
                         &mut lines,
                         &mut down,
                         &mut out,
                     ),
-                    (4, false) => transform_inputs4::<AVX512, RUN>(
+                    (4, false) => transform_inputs4::<M, RUN>(
+                        moves,
                         &rows,
                         4 * off,
                         &mut lines,
@@ -531,12 +530,12 @@ fn input_body<const AVX512: bool, const T: usize>(
 /// column under tile `s.tx` on (`T·s.n + 2` columns), into `rows` (zero
 /// outside the input).
 #[inline(always)]
-fn stage_rows<const AVX512: bool, const T: usize>(
+fn stage_rows<M: Moves, const T: usize>(
     g: &ConvGeom,
     xc: &[f32],
     s: Segment,
     rows: &mut [[f32; STAGE]; 6],
-    moves: Moves<AVX512>,
+    moves: M,
 ) {
     let (h, w) = (g.x.h, g.x.w);
     // Input column of staged column q: T·tx - pl + q.
@@ -569,52 +568,42 @@ fn output_transform(
     prod: &[f32],
     sink: &mut dyn FnMut(usize, &[f32]),
 ) {
-    let four = im.plan.t == 4;
-    #[cfg(target_arch = "x86_64")]
-    match crate::ops::gemm::best_isa() {
-        // SAFETY: the ISA's features were detected at run time.
-        crate::ops::gemm::Isa::Avx512 => {
-            return unsafe { output_avx512(im, t0, tb, prod, sink, four) };
-        }
-        // SAFETY: as above.
-        crate::ops::gemm::Isa::Avx2 => {
-            return unsafe { output_avx2(im, t0, tb, prod, sink, four) };
-        }
-        _ => {}
+    /// The transform compiled for a vector backend's instruction set
+    /// (its loops are written for the compiler to vectorize).
+    struct OnVectors<'a, 'b> {
+        im: &'a Image<'b>,
+        t0: usize,
+        tb: usize,
+        prod: &'a [f32],
+        sink: &'a mut dyn FnMut(usize, &[f32]),
     }
-    match four {
-        true => output_body::<4>(im, t0, tb, prod, sink),
-        false => output_body::<2>(im, t0, tb, prod, sink),
+    impl SimdKernel for OnVectors<'_, '_> {
+        type Output = ();
+        #[inline(always)]
+        fn run<S: Simd>(self, _: S) {
+            output_with(self.im, self.t0, self.tb, self.prod, self.sink)
+        }
+    }
+    if let Err(k) = dispatch(OnVectors {
+        im,
+        t0,
+        tb,
+        prod,
+        sink,
+    }) {
+        output_with(k.im, k.t0, k.tb, k.prod, k.sink)
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn output_avx512(
+#[inline(always)]
+fn output_with(
     im: &Image<'_>,
     t0: usize,
     tb: usize,
     prod: &[f32],
     sink: &mut dyn FnMut(usize, &[f32]),
-    four: bool,
 ) {
-    match four {
-        true => output_body::<4>(im, t0, tb, prod, sink),
-        false => output_body::<2>(im, t0, tb, prod, sink),
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn output_avx2(
-    im: &Image<'_>,
-    t0: usize,
-    tb: usize,
-    prod: &[f32],
-    sink: &mut dyn FnMut(usize, &[f32]),
-    four: bool,
-) {
-    match four {
+    match im.plan.t == 4 {
         true => output_body::<4>(im, t0, tb, prod, sink),
         false => output_body::<2>(im, t0, tb, prod, sink),
     }

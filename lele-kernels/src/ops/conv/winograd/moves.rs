@@ -1,5 +1,8 @@
-//! The short copies and zero fills of the Winograd transforms, whole
-//! vectors where the compiler would call `memcpy`/`memset`.
+//! The short copies, zero fills and phase splits of the Winograd
+//! transforms, whole vectors where the compiler would call
+//! `memcpy`/`memset`.
+use super::RUN;
+use crate::simd::Simd;
 
 /// `dst.copy_from_slice(src)` for the short copies of the transforms, in
 /// fixed-size pieces the compiler turns into vector moves (a call to
@@ -32,94 +35,131 @@ pub(super) fn copy_short(dst: &mut [f32], src: &[f32]) {
     }
 }
 
-/// [`copy_short`] with AVX-512: whole vectors, then one masked vector
-/// (the short copies of the input transform were a large share of a
-/// small convolution's time, most of it in `memcpy` and `memset` calls).
-///
-/// # Safety
-/// AVX-512F is available.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn copy_avx512(dst: &mut [f32], src: &[f32]) {
-    use core::arch::x86_64::*;
-    let n = dst.len().min(src.len());
-    if n == 16 {
-        // One whole vector, stored plainly: where the caller's lengths are
-        // at most 16 (copies into `V`, a panel at a time) the loop below
-        // compiled to masked moves only, and masked stores are slow on
-        // AMD.
-        // SAFETY: both hold 16 floats.
-        unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), _mm512_loadu_ps(src.as_ptr())) };
-        return;
-    }
-    let mut i = 0;
-    while i + 16 <= n {
-        // SAFETY: both hold `i + 16 <= n` floats.
-        unsafe {
-            let v = _mm512_loadu_ps(src.as_ptr().add(i));
-            _mm512_storeu_ps(dst.as_mut_ptr().add(i), v);
-        }
-        i += 16;
-    }
-    if i < n {
-        let mask: __mmask16 = (1u16 << (n - i)) - 1;
-        // SAFETY: the masked lanes are the `n - i` floats both still hold;
-        // masked-off lanes are neither read nor written.
-        unsafe {
-            let v = _mm512_maskz_loadu_ps(mask, src.as_ptr().add(i));
-            _mm512_mask_storeu_ps(dst.as_mut_ptr().add(i), mask, v);
-        }
-    }
+/// The data movement of the transforms: short copies, zero fills and
+/// the column-phase split, with vectors ([`Vectors`]) or without
+/// ([`Portable`]).
+pub(super) trait Moves: Copy {
+    /// `dst.copy_from_slice(src)` over their common length.
+    fn copy(self, dst: &mut [f32], src: &[f32]);
+    /// `dst.fill(0.0)`.
+    fn zero(self, dst: &mut [f32]);
+    /// `ph[k][u] = src[4u + k]` for `u < n` (`src` holds at least `4n`
+    /// floats; `n` at most `RUN + 1`).
+    fn split_phases(self, src: &[f32], ph: &mut [[f32; RUN + 1]; 4], n: usize);
 }
 
-/// `dst.fill(0.0)` with AVX-512 (as [`copy_avx512`]).
-///
-/// # Safety
-/// AVX-512F is available.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn zero_avx512(dst: &mut [f32]) {
-    use core::arch::x86_64::*;
-    let n = dst.len();
-    let mut i = 0;
-    while i + 16 <= n {
-        // SAFETY: `dst` holds `i + 16 <= n` floats.
-        unsafe { _mm512_storeu_ps(dst.as_mut_ptr().add(i), _mm512_setzero_ps()) };
-        i += 16;
-    }
-    if i < n {
-        let mask: __mmask16 = (1u16 << (n - i)) - 1;
-        // SAFETY: only the `n - i` floats left are written.
-        unsafe { _mm512_mask_storeu_ps(dst.as_mut_ptr().add(i), mask, _mm512_setzero_ps()) };
-    }
-}
-
-/// The short copies and fills of the input transform: AVX-512 ones when
-/// `AVX512` (the caller detected it), else [`copy_short`] and `fill`.
+/// [`Moves`] in plain Rust (no vector instruction set).
 #[derive(Clone, Copy)]
-pub(super) struct Moves<const AVX512: bool>;
+pub(super) struct Portable;
 
-impl<const AVX512: bool> Moves<AVX512> {
+impl Moves for Portable {
     #[inline(always)]
-    pub(super) fn copy(self, dst: &mut [f32], src: &[f32]) {
-        #[cfg(target_arch = "x86_64")]
-        if AVX512 {
-            // SAFETY: `Moves::<true>` is only made where AVX-512F was
-            // detected (`input_avx512`).
-            return unsafe { copy_avx512(dst, src) };
-        }
+    fn copy(self, dst: &mut [f32], src: &[f32]) {
         copy_short(dst, src)
     }
+    #[inline(always)]
+    fn zero(self, dst: &mut [f32]) {
+        dst.fill(0.0)
+    }
+    #[inline(always)]
+    fn split_phases(self, src: &[f32], ph: &mut [[f32; RUN + 1]; 4], n: usize) {
+        split_rest(src, ph, 0, n)
+    }
+}
+
+/// `ph[k][u] = src[4u + k]` for `u` in `from..n` (bounded by `src`).
+#[inline(always)]
+fn split_rest(src: &[f32], ph: &mut [[f32; RUN + 1]; 4], from: usize, n: usize) {
+    let n = n.min(src.len() / 4).min(RUN + 1);
+    for u in from..n {
+        for (k, p) in ph.iter_mut().enumerate() {
+            p[u] = src[4 * u + k];
+        }
+    }
+}
+
+/// [`Moves`] with the vectors of `S`. Copies and fills: whole vectors and
+/// one partial vector where partial moves are single instructions
+/// (AVX-512), else [`copy_short`]'s fixed pieces and `fill` (a call to
+/// `memcpy` per short copy was a large share of a small convolution's
+/// time; masked stores are slow on AMD and emulated elsewhere).
+#[derive(Clone, Copy)]
+pub(super) struct Vectors<S>(pub(super) S);
+
+impl<S: Simd> Moves for Vectors<S> {
+    #[inline(always)]
+    fn copy(self, dst: &mut [f32], src: &[f32]) {
+        if !S::MASKED_LOADS {
+            // Fixed pieces, compiled for this backend's vectors.
+            return copy_short(dst, src);
+        }
+        let (s, l) = (self.0, S::LANES);
+        let n = dst.len().min(src.len());
+        let mut i = 0;
+        while i + l <= n {
+            // SAFETY: both hold `i + LANES <= n` floats.
+            unsafe { s.store(dst.as_mut_ptr().add(i), s.load(src.as_ptr().add(i))) };
+            i += l;
+        }
+        if i < n {
+            // SAFETY: both hold the `n - i < LANES` floats moved.
+            unsafe {
+                let v = s.load_partial(src.as_ptr().add(i), n - i, 0.0);
+                s.store_partial(dst.as_mut_ptr().add(i), n - i, v);
+            }
+        }
+    }
 
     #[inline(always)]
-    pub(super) fn zero(self, dst: &mut [f32]) {
-        #[cfg(target_arch = "x86_64")]
-        if AVX512 {
-            // SAFETY: as in `copy`.
-            return unsafe { zero_avx512(dst) };
+    fn zero(self, dst: &mut [f32]) {
+        if !S::MASKED_LOADS {
+            return dst.fill(0.0);
         }
-        dst.fill(0.0)
+        let (s, l) = (self.0, S::LANES);
+        let n = dst.len();
+        let zero = s.splat(0.0);
+        let mut i = 0;
+        while i + l <= n {
+            // SAFETY: `dst` holds `i + LANES <= n` floats.
+            unsafe { s.store(dst.as_mut_ptr().add(i), zero) };
+            i += l;
+        }
+        if i < n {
+            // SAFETY: only the `n - i` floats left are written.
+            unsafe { s.store_partial(dst.as_mut_ptr().add(i), n - i, zero) };
+        }
+    }
+
+    /// `LANES` values of `u` at a time: two rounds of [`Simd::unzip`]
+    /// (even and odd columns, then each again) over four vectors.
+    #[inline(always)]
+    fn split_phases(self, src: &[f32], ph: &mut [[f32; RUN + 1]; 4], n: usize) {
+        let (s, l) = (self.0, S::LANES);
+        let n = n.min(src.len() / 4).min(RUN + 1);
+        let mut u = 0;
+        while u + l <= n {
+            // SAFETY: floats 4u..4u + 4·LANES are inside `src` (4n <=
+            // src.len()), and each phase row holds u + LANES <= n <= RUN + 1
+            // floats.
+            unsafe {
+                let p = src.as_ptr().add(4 * u);
+                let a = [
+                    s.load(p),
+                    s.load(p.add(l)),
+                    s.load(p.add(2 * l)),
+                    s.load(p.add(3 * l)),
+                ];
+                // Phases 0 and 2 interleaved, and 1 and 3.
+                let (e01, o01) = s.unzip(a[0], a[1]);
+                let (e23, o23) = s.unzip(a[2], a[3]);
+                let (p0, p2) = s.unzip(e01, e23);
+                let (p1, p3) = s.unzip(o01, o23);
+                for (row, v) in ph.iter_mut().zip([p0, p1, p2, p3]) {
+                    s.store(row.as_mut_ptr().add(u), v);
+                }
+            }
+            u += l;
+        }
+        split_rest(src, ph, u, n);
     }
 }

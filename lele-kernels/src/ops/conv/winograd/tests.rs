@@ -2,9 +2,7 @@
 //! split and the tile-size choice.
 use alloc::vec;
 
-use super::tiles::split_phases;
-#[cfg(target_arch = "x86_64")]
-use super::tiles::split_phases_avx2;
+use super::moves::{Moves, Portable, Vectors};
 use super::*;
 use crate::dtype::DType;
 use crate::ops::conv::AutoPad;
@@ -28,42 +26,38 @@ fn padding_columns_of_the_transformed_input_are_zero() {
     }
 }
 
-/// The column-phase split of the 4×4 tiles' input transform: AVX-512
-/// and AVX2 whole groups and the scalar tail give `src[4u + k]`, over
-/// lengths around the vector widths.
+/// The column-phase split of the 4×4 tiles' input transform: the
+/// portable loop and every vector backend this CPU runs (whole groups and
+/// the scalar tail) give `src[4u + k]`, over lengths around the vector
+/// widths.
 #[test]
 fn phase_split_matches_the_plain_loop() {
-    for n in [1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 33] {
+    struct Split<'a>(&'a [f32], usize);
+    impl crate::simd::SimdKernel for Split<'_> {
+        type Output = [[f32; RUN + 1]; 4];
+        #[inline(always)]
+        fn run<S: crate::simd::Simd>(self, s: S) -> Self::Output {
+            let mut ph = [[f32::NAN; RUN + 1]; 4];
+            Vectors(s).split_phases(self.0, &mut ph, self.1);
+            ph
+        }
+    }
+    for n in [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 33] {
         let src: Vec<f32> = (0..4 * n).map(|i| i as f32 * 0.5 - 3.0).collect();
         let want: [Vec<f32>; 4] =
             core::array::from_fn(|k| (0..n).map(|u| src[4 * u + k]).collect());
-        let mut paths: Vec<(&str, [[f32; RUN + 1]; 4])> = Vec::new();
+        let mut paths: Vec<(crate::simd::Isa, [[f32; RUN + 1]; 4])> = Vec::new();
         let mut plain = [[f32::NAN; RUN + 1]; 4];
-        split_phases::<false>(&src, &mut plain, n);
-        paths.push(("portable", plain));
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx2") {
-                let mut ph = [[f32::NAN; RUN + 1]; 4];
-                // SAFETY: AVX2 was detected.
-                let done = unsafe { split_phases_avx2(&src, &mut ph, n) };
-                assert_eq!(done, n / 8 * 8);
-                for u in done..n {
-                    for (k, p) in ph.iter_mut().enumerate() {
-                        p[u] = src[4 * u + k];
-                    }
-                }
-                paths.push(("avx2", ph));
-            }
-            if std::is_x86_feature_detected!("avx512f") {
-                let mut ph = [[f32::NAN; RUN + 1]; 4];
-                split_phases::<true>(&src, &mut ph, n);
-                paths.push(("avx512", ph));
+        Portable.split_phases(&src, &mut plain, n);
+        paths.push((crate::simd::Isa::Scalar, plain));
+        for isa in crate::simd::runnable_isas() {
+            if let Ok(ph) = crate::simd::dispatch_on(isa, Split(&src, n)) {
+                paths.push((isa, ph));
             }
         }
         for (path, ph) in &paths {
             for (k, w) in want.iter().enumerate() {
-                assert_eq!(&ph[k][..n], w.as_slice(), "{path} n {n} phase {k}");
+                assert_eq!(&ph[k][..n], w.as_slice(), "{path:?} n {n} phase {k}");
             }
         }
     }

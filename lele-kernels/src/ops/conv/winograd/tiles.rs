@@ -2,6 +2,7 @@
 //! `Bᵀ·d·B` and the output's `Aᵀ·M·A` for `F(2×2, 3×3)` (4×4 input tiles)
 //! and `F(4×4, 3×3)` (6×6), over runs of tiles, written so that the
 //! compiler turns the loops over tiles into vectors.
+use super::moves::Moves;
 use super::{MAX_POS, OUT_ROW, RUN, STAGE};
 
 /// `G·g·Gᵀ` of a 3×3 kernel `g` (row-major) for output tiles of `t × t`
@@ -81,7 +82,8 @@ fn input_line4([d0, d1, d2, d3, d4, d5]: [f32; 6]) -> [f32; 6] {
 /// across, tile `u`'s six columns are element `u` or `u + 1` of four
 /// contiguous phase rows.
 #[inline(always)]
-pub(super) fn transform_inputs4<const AVX512: bool, const L: usize>(
+pub(super) fn transform_inputs4<M: Moves, const L: usize>(
+    moves: M,
     rows: &[[f32; STAGE]; 6],
     off: usize,
     lines: &mut [[f32; 4 * RUN + 4]; 6],
@@ -98,7 +100,7 @@ pub(super) fn transform_inputs4<const AVX512: bool, const L: usize>(
     }
     // down[ξ][k][u]: row ξ of Bᵀ·d at column 4u + k (u..=L).
     for (line, ph) in lines.iter().zip(down.iter_mut()) {
-        split_phases::<AVX512>(&line[..4 * L + 4], ph, L + 1);
+        moves.split_phases(&line[..4 * L + 4], ph, L + 1);
     }
     for (xi, ph) in down.iter().enumerate() {
         for u in 0..L {
@@ -115,135 +117,6 @@ pub(super) fn transform_inputs4<const AVX512: bool, const L: usize>(
             }
         }
     }
-}
-
-/// `ph[k][u] = src[4u + k]` for `u < n` (`src` holds `4n` floats): with
-/// AVX-512 sixteen `u` at a time by permutes, with AVX2 eight by
-/// transposes, the rest one by one.
-#[inline(always)]
-pub(super) fn split_phases<const AVX512: bool>(
-    src: &[f32],
-    ph: &mut [[f32; RUN + 1]; 4],
-    n: usize,
-) {
-    let n = n.min(src.len() / 4).min(RUN + 1);
-    #[allow(unused_mut)]
-    let mut done = 0;
-    #[cfg(target_arch = "x86_64")]
-    if AVX512 {
-        // SAFETY: `Moves::<true>`'s callers, the only ones passing
-        // AVX512, detected AVX-512F (`input_avx512`).
-        done = unsafe { split_phases_avx512(src, ph, n) };
-    } else if crate::ops::gemm::best_isa() == crate::ops::gemm::Isa::Avx2 {
-        // SAFETY: AVX2 was detected.
-        done = unsafe { split_phases_avx2(src, ph, n) };
-    }
-    for u in done..n {
-        for (k, p) in ph.iter_mut().enumerate() {
-            p[u] = src[4 * u + k];
-        }
-    }
-}
-
-/// [`split_phases`] for whole groups of eight `u` with AVX2 (each group a
-/// transpose of 8 × 4 floats); returns how many `u` it did.
-///
-/// # Safety
-/// AVX2 is available.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-pub(super) unsafe fn split_phases_avx2(
-    src: &[f32],
-    ph: &mut [[f32; RUN + 1]; 4],
-    n: usize,
-) -> usize {
-    use core::arch::x86_64::*;
-    let mut u = 0;
-    while u + 8 <= n {
-        // SAFETY: floats 4u..4u + 32 are inside `src` (4n <= src.len()),
-        // and each phase row holds u + 8 <= n <= RUN + 1 floats.
-        unsafe {
-            let p = src.as_ptr().add(4 * u);
-            // Row r of the 8 × 4 block is src[4(u + r)..][..4]; lane half h
-            // of t[i] holds row i + 4h.
-            let r = [
-                _mm256_loadu_ps(p),
-                _mm256_loadu_ps(p.add(8)),
-                _mm256_loadu_ps(p.add(16)),
-                _mm256_loadu_ps(p.add(24)),
-            ];
-            let t = [
-                _mm256_permute2f128_ps::<0x20>(r[0], r[2]),
-                _mm256_permute2f128_ps::<0x31>(r[0], r[2]),
-                _mm256_permute2f128_ps::<0x20>(r[1], r[3]),
-                _mm256_permute2f128_ps::<0x31>(r[1], r[3]),
-            ];
-            // A 4 × 4 transpose in each half.
-            let lo01 = _mm256_castps_pd(_mm256_unpacklo_ps(t[0], t[1]));
-            let hi01 = _mm256_castps_pd(_mm256_unpackhi_ps(t[0], t[1]));
-            let lo23 = _mm256_castps_pd(_mm256_unpacklo_ps(t[2], t[3]));
-            let hi23 = _mm256_castps_pd(_mm256_unpackhi_ps(t[2], t[3]));
-            let phases = [
-                _mm256_unpacklo_pd(lo01, lo23),
-                _mm256_unpackhi_pd(lo01, lo23),
-                _mm256_unpacklo_pd(hi01, hi23),
-                _mm256_unpackhi_pd(hi01, hi23),
-            ];
-            for (row, v) in ph.iter_mut().zip(phases) {
-                _mm256_storeu_ps(row.as_mut_ptr().add(u), _mm256_castpd_ps(v));
-            }
-        }
-        u += 8;
-    }
-    u
-}
-
-/// [`split_phases`] for whole groups of sixteen `u`; returns how many `u`
-/// it did.
-///
-/// # Safety
-/// AVX-512F is available.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f")]
-pub(super) unsafe fn split_phases_avx512(
-    src: &[f32],
-    ph: &mut [[f32; RUN + 1]; 4],
-    n: usize,
-) -> usize {
-    use core::arch::x86_64::*;
-    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    let mut u = 0;
-    while u + 16 <= n {
-        // SAFETY: floats 4u..4u + 64 are inside `src` (4n <= src.len()),
-        // and each phase row holds u + 16 <= n <= RUN + 1 floats.
-        unsafe {
-            let p = src.as_ptr().add(4 * u);
-            let a = [
-                _mm512_loadu_ps(p),
-                _mm512_loadu_ps(p.add(16)),
-                _mm512_loadu_ps(p.add(32)),
-                _mm512_loadu_ps(p.add(48)),
-            ];
-            // Columns of even and odd offset, then each split again.
-            let e01 = _mm512_permutex2var_ps(a[0], even, a[1]);
-            let o01 = _mm512_permutex2var_ps(a[0], odd, a[1]);
-            let e23 = _mm512_permutex2var_ps(a[2], even, a[3]);
-            let o23 = _mm512_permutex2var_ps(a[2], odd, a[3]);
-            let phases = [
-                _mm512_permutex2var_ps(e01, even, e23),
-                _mm512_permutex2var_ps(o01, even, o23),
-                _mm512_permutex2var_ps(e01, odd, e23),
-                _mm512_permutex2var_ps(o01, odd, o23),
-            ];
-            for (row, v) in ph.iter_mut().zip(phases) {
-                _mm512_storeu_ps(row.as_mut_ptr().add(u), v);
-            }
-        }
-        u += 16;
-    }
-    u
 }
 
 /// `Aᵀ·M·A + bias` of the first `L` tiles of `mv` (`mv[4ξ + ν][u]`): row
