@@ -149,7 +149,7 @@ impl Compiler {
             println!("cargo:rerun-if-env-changed={v}");
         }
         let file = out_dir.join(format!("{}.rs", crate::emit::names::snake_ident(&name)));
-        let src = crate::cli::format_tokens(compiled.tokens)?;
+        let src = crate::emit::format_tokens(compiled.tokens)?;
         write(&file, src.as_bytes())?;
         Ok(file)
     }

@@ -5,6 +5,7 @@
 
 pub mod artifact;
 pub mod builder;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod compile;
 pub mod config;

@@ -77,6 +77,13 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
             &[],
         )?;
     }
+    // The light build (no network sources, no command line in the macro)
+    // must keep compiling.
+    cargo_step(
+        "cargo check -p lele --no-default-features",
+        &["check", "-p", "lele", "--no-default-features"],
+        &[],
+    )?;
     cargo_step("cargo test", &["test", "--workspace"], extra)?;
     // The model parity tests again on the narrower paths the CPU can run,
     // so no path rots while CI has AVX-512 (LELE_ISA caps the ISA at run

@@ -142,12 +142,7 @@ fn prepare_cmd(toml_path: &std::path::Path, vendor: bool) -> Result<()> {
     Ok(())
 }
 
-/// Formats generated tokens as a Rust file.
-pub fn format_tokens(tokens: proc_macro2::TokenStream) -> Result<String> {
-    let file: syn::File = syn::parse2(tokens)
-        .map_err(|e| BuildError::Other(format!("generated code does not parse: {e}")))?;
-    Ok(prettyplease::unparse(&file))
-}
+pub use crate::emit::format_tokens;
 
 fn gen_cmd(
     model: &std::path::Path,

@@ -329,3 +329,11 @@ pub fn emit_core(inp: &EmitInput<'_>) -> (TokenStream, Signature, Layout) {
     };
     (core, sig, layout)
 }
+
+/// Formats generated tokens as a Rust file.
+pub fn format_tokens(tokens: proc_macro2::TokenStream) -> crate::error::Result<String> {
+    let file: syn::File = syn::parse2(tokens).map_err(|e| {
+        crate::error::BuildError::Other(format!("generated code does not parse: {e}"))
+    })?;
+    Ok(prettyplease::unparse(&file))
+}

@@ -11,7 +11,7 @@
 //! they become paths; downloads have an idle timeout and a size cap.
 use std::path::{Path, PathBuf};
 
-use hf_hub::api::sync::ApiBuilder;
+use hf_hub::api::tokio::ApiBuilder;
 use hf_hub::{Cache, Repo, RepoType};
 
 use super::http::{self, NetLimits};

@@ -4,8 +4,11 @@
 //! streams and renamed into place only when complete and correct, under a
 //! file lock, so concurrent builds share one download and an interrupted
 //! one never becomes a cache hit.
+#[cfg(feature = "hf")]
 mod hf;
+#[cfg(feature = "url")]
 pub mod http;
+#[cfg(feature = "url")]
 mod url;
 
 use std::fs::File;
@@ -17,6 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::config::{ExtraFile, ModelToml, Source};
 use crate::error::{BuildError, Result};
 
+#[cfg(feature = "hf")]
 pub use hf::hub_cache_dir;
 
 /// The files of a resolved model.
@@ -88,6 +92,7 @@ pub fn resolve(toml: &ModelToml, base: &Path, opts: &FetchOptions) -> Result<Fet
             files,
             &opts.root(),
         ),
+        #[cfg(feature = "url")]
         Source::Url(u) => url::resolve(
             &u,
             pinned,
@@ -95,6 +100,7 @@ pub fn resolve(toml: &ModelToml, base: &Path, opts: &FetchOptions) -> Result<Fet
             opts,
             &http::NetLimits::new(toml.model.max_download_bytes)?,
         ),
+        #[cfg(feature = "hf")]
         Source::Hf(h) => hf::resolve(
             &h,
             pinned,
@@ -102,7 +108,20 @@ pub fn resolve(toml: &ModelToml, base: &Path, opts: &FetchOptions) -> Result<Fet
             opts,
             &http::NetLimits::new(toml.model.max_download_bytes)?,
         ),
+        #[cfg(not(feature = "url"))]
+        Source::Url(u) => Err(without_feature("url", &format!("url {u}"))),
+        #[cfg(not(feature = "hf"))]
+        Source::Hf(h) => Err(without_feature("hf", &format!("hf {}", h.repo))),
     }
+}
+
+/// The error of a source whose cargo feature this build left out.
+#[cfg(not(all(feature = "url", feature = "hf")))]
+fn without_feature(feature: &str, what: &str) -> BuildError {
+    BuildError::Config(format!(
+        "the model is fetched from {what}, but this build of lele has no `{feature}` feature \
+         (enable lele's `{feature}` feature, or give a local `path`)"
+    ))
 }
 
 fn resolve_local(
@@ -269,6 +288,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// An exclusive lock on `path` (created if needed), held until dropped.
+#[cfg(feature = "url")]
 pub(crate) fn lock_file(path: &Path) -> Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
@@ -292,7 +312,25 @@ pub(crate) fn lock_file(path: &Path) -> Result<File> {
     Ok(f)
 }
 
+/// A progress bar, hidden unless asked for (a bar needs the `cli`
+/// feature; without it downloads show none).
+#[cfg(all(feature = "url", not(feature = "cli")))]
+pub(crate) fn progress_bar(_show: bool, _name: &str, _total: Option<u64>) -> NoProgress {
+    NoProgress
+}
+
+/// What a download reports its progress to without the `cli` feature.
+#[cfg(all(feature = "url", not(feature = "cli")))]
+pub(crate) struct NoProgress;
+
+#[cfg(all(feature = "url", not(feature = "cli")))]
+impl NoProgress {
+    pub(crate) fn inc(&self, _: u64) {}
+    pub(crate) fn finish_and_clear(&self) {}
+}
+
 /// A progress bar, hidden unless asked for.
+#[cfg(all(feature = "url", feature = "cli"))]
 pub(crate) fn progress_bar(show: bool, name: &str, total: Option<u64>) -> indicatif::ProgressBar {
     if !show {
         return indicatif::ProgressBar::hidden();
