@@ -166,6 +166,8 @@ def cases():
             ["Y"],
         ),
     }
+    for name, (model, feeds) in matmulnbits_cases(rng).items():
+        ort_cases[name] = (model, feeds)
     for name, (model, feeds) in ort_cases.items():
         # Rows of 300 + 0.01·N(0, 1): a row's mean is known only to about
         # ulp(300)·√16 ≈ 1e-4 (the inputs' own rounding, whatever the
@@ -184,3 +186,66 @@ def cases():
     t = x + bias
     model, feeds = one_node("BiasSplitGelu", [("X", x), ("bias", bias)], ["Y"])
     yield "biassplitgelu_numpy", model, [(feeds, [t[..., :32] * gelu_erf(t[..., 32:])])], RTOL, ATOL
+
+
+def pack_bits(q, bits):
+    """Rows of unsigned `bits`-bit values packed little-end first into bytes."""
+    per = 8 // bits
+    q = q.reshape(q.shape[0], -1, per).astype(np.uint16)
+    out = np.zeros(q.shape[:2], np.uint16)
+    for i in range(per):
+        out |= q[..., i] << (bits * i)
+    return out.astype(np.uint8)
+
+
+def matmulnbits_cases(rng):
+    """MatMulNBits (weights quantized block-wise along K) with the weight,
+    scales and zero points as initializers, as ORT's quantizer writes them."""
+    cases = {}
+    for name, bits, k, n, block, zp_kind, bias in [
+        ("matmulnbits_4bit", 4, 64, 24, 32, "packed", False),
+        ("matmulnbits_4bit_default_zp_bias", 4, 48, 20, 16, None, True),
+        ("matmulnbits_4bit_float_zp", 4, 40, 12, 16, "float", False),
+        ("matmulnbits_8bit", 8, 64, 10, 32, "packed", True),
+    ]:
+        blocks = -(-k // block)
+        q = rng.integers(0, 1 << bits, (n, blocks * block))
+        b = pack_bits(q, bits).reshape(n, blocks, block * bits // 8)
+        scales = (0.01 + 0.05 * rng.random(n * blocks)).astype(np.float32)
+        inits = [
+            onnx.numpy_helper.from_array(b, "B"),
+            onnx.numpy_helper.from_array(scales, "scales"),
+        ]
+        inputs = ["A", "B", "scales"]
+        if zp_kind == "packed":
+            zp = rng.integers(0, 1 << bits, (n, blocks))
+            per = 8 // bits
+            zp = np.pad(zp, ((0, 0), (0, (-blocks) % per)))
+            inits.append(onnx.numpy_helper.from_array(pack_bits(zp, bits), "zero_points"))
+            inputs.append("zero_points")
+        elif zp_kind == "float":
+            zp = (rng.random((n * blocks)) * (1 << bits)).astype(np.float32)
+            inits.append(onnx.numpy_helper.from_array(zp, "zero_points"))
+            inputs.append("zero_points")
+        if bias:
+            while len(inputs) < 5:
+                inputs.append("")
+            inits.append(onnx.numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias"))
+            inputs.append("bias")
+        node = h.make_node(
+            "MatMulNBits", inputs, ["Y"], domain="com.microsoft", K=k, N=n, bits=bits, block_size=block
+        )
+        a = rng.standard_normal((2, 3, k)).astype(np.float32)
+        graph = h.make_graph(
+            [node],
+            name,
+            [h.make_tensor_value_info("A", TP.FLOAT, a.shape)],
+            [h.make_tensor_value_info("Y", TP.FLOAT, None)],
+            initializer=inits,
+        )
+        model = h.make_model(
+            graph, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("com.microsoft", 1)]
+        )
+        model.ir_version = 8
+        cases[name] = (model, [a])
+    return cases

@@ -31,18 +31,28 @@ pub const OPS: &[&str] = &[
     "DynamicQuantizeMatMul",
     "BiasAdd",
     "BiasSplitGelu",
+    "MatMulNBits",
 ];
 
+/// What [`expand`] may ask of the values a node reads.
+pub(super) struct Known<'a> {
+    /// The rank of a value where the file declares it (graph inputs,
+    /// initializers).
+    pub rank: &'a dyn Fn(&str) -> Option<usize>,
+    /// The value of a constant (an initializer or a `Constant` node).
+    pub constant: &'a dyn Fn(&str) -> Option<std::sync::Arc<crate::ir::Tensor>>,
+}
+
 /// The standard nodes that compute contrib node `np` (named `name`), or
-/// why it cannot be rewritten. `rank` gives the rank of a value where the
-/// file declares it (graph inputs, initializers); `opset` is the model's
-/// default-domain opset.
+/// why it cannot be rewritten. `opset` is the model's default-domain
+/// opset.
 pub(super) fn expand(
     np: &NodeProto,
     name: &str,
     opset: i64,
-    rank: &dyn Fn(&str) -> Option<usize>,
+    known: &Known<'_>,
 ) -> Result<Vec<NodeProto>, String> {
+    let rank = known.rank;
     let op_type = np.op_type.as_deref().unwrap_or_default();
     let mut x = Expansion {
         base: name.to_string(),
@@ -205,6 +215,42 @@ pub(super) fn expand(
             x.node("Split", &[&t], &[&left, &right], attrs);
             let g = x.fresh("Gelu", &[&right], vec![]);
             x.node("Mul", &[&left, &g], &[out0], vec![]);
+        }
+        "MatMulNBits" => {
+            // The block-quantized weight, dequantized once here into a
+            // constant K × N float matrix, then A @ W (+ bias).
+            if input(4).is_some() {
+                return Err("MatMulNBits with g_idx (act-order) is not supported".into());
+            }
+            if a.int("weight_prepacked", 0) != 0 {
+                return Err("MatMulNBits with weight_prepacked is not supported".into());
+            }
+            let q = NBits {
+                k: positive(a.int("K", 0), "K")?,
+                n: positive(a.int("N", 0), "N")?,
+                bits: a.int("bits", 4),
+                block: positive(a.int("block_size", 0), "block_size")?,
+            };
+            let constant = |i: usize, what: &str| {
+                input(i)
+                    .and_then(known.constant)
+                    .ok_or_else(|| format!("MatMulNBits whose {what} is not a constant"))
+            };
+            let zero_points = match input(3) {
+                Some(_) => Some(constant(3, "zero points")?),
+                None => None,
+            };
+            let (weight, scales) = (constant(1, "weight")?, constant(2, "scales")?);
+            let w = q.dequantize(&weight, &scales, zero_points.as_deref())?;
+            let w_name = x.fresh("Constant", &[], vec![attr_t("value", w)]);
+            let a_in = need(0, "A")?;
+            match input(5) {
+                Some(bias) => {
+                    let product = x.fresh("MatMul", &[a_in, &w_name], vec![]);
+                    x.node("Add", &[&product, bias], &[out0], vec![]);
+                }
+                None => x.node("MatMul", &[a_in, &w_name], &[out0], vec![]),
+            }
         }
         other => return Err(format!("no rewrite for contrib operator {other}")),
     }
@@ -380,6 +426,131 @@ impl Expansion {
     }
 }
 
+/// A positive integer attribute as a size.
+fn positive(v: i64, name: &str) -> Result<usize, String> {
+    usize::try_from(v)
+        .ok()
+        .filter(|&v| v > 0)
+        .ok_or_else(|| format!("MatMulNBits with {name} = {v}"))
+}
+
+/// MatMulNBits' weight format: `N` rows (output features) of `K` values
+/// in blocks of `block` along K, each value `bits` wide, packed low bits
+/// first into bytes (`[N, blocks, block·bits/8]`), one scale per block
+/// (`[N · blocks]`) and a zero point per block (packed the same way per
+/// row, or floats `[N · blocks]`; `2^(bits−1)` when absent).
+struct NBits {
+    k: usize,
+    n: usize,
+    bits: i64,
+    block: usize,
+}
+
+impl NBits {
+    /// `W[k][n] = (q[n][k] − zero[n][k / block]) · scale[n][k / block]`
+    /// as a `K × N` float tensor.
+    fn dequantize(
+        &self,
+        b: &crate::ir::Tensor,
+        scales: &crate::ir::Tensor,
+        zero_points: Option<&crate::ir::Tensor>,
+    ) -> Result<proto::TensorProto, String> {
+        use lele_kernels::DType;
+        let bits = match self.bits {
+            2 | 4 | 8 => self.bits as usize,
+            b => {
+                return Err(format!(
+                    "MatMulNBits with bits = {b} (2, 4 and 8 are supported)"
+                ));
+            }
+        };
+        let (k, n, block) = (self.k, self.n, self.block);
+        let blocks = k.div_ceil(block);
+        let per_byte = 8 / bits;
+        if block % per_byte != 0 {
+            return Err(format!(
+                "MatMulNBits with block_size {block} at {bits} bits"
+            ));
+        }
+        // Sizes from attributes, checked against the constants (whose size
+        // the file bounds) before anything is allocated.
+        let row_bytes = blocks
+            .checked_mul(block / per_byte)
+            .ok_or("MatMulNBits' weight size overflows")?;
+        let weight_len = n
+            .checked_mul(row_bytes)
+            .ok_or("MatMulNBits' weight size overflows")?;
+        if b.dtype != DType::U8 || b.bytes().len() != weight_len {
+            return Err(format!(
+                "MatMulNBits' weight is not {weight_len} uint8 ([N, blocks, block·bits/8])"
+            ));
+        }
+        let out_len = k
+            .checked_mul(n)
+            .and_then(|v| v.checked_mul(4))
+            .ok_or("MatMulNBits' weight size overflows")?;
+        let scales = match scales.to_f64s() {
+            Some(s) if scales.dtype == DType::F32 && s.len() == n * blocks => s,
+            _ => {
+                return Err(format!(
+                    "MatMulNBits' scales are not {} float32",
+                    n * blocks
+                ));
+            }
+        };
+        let mask = ((1u16 << bits) - 1) as u8;
+        let unpack = |bytes: &[u8], i: usize| -> f64 {
+            f64::from((bytes[i / per_byte] >> ((i % per_byte) * bits)) & mask)
+        };
+        let zero: Vec<f64> = match zero_points {
+            None => vec![f64::from(1u32 << (bits - 1)); n * blocks],
+            Some(z) if z.dtype == DType::U8 => {
+                let per_row = blocks.div_ceil(per_byte);
+                if z.bytes().len() != n * per_row {
+                    return Err(format!(
+                        "MatMulNBits' packed zero points are not {} bytes",
+                        n * per_row
+                    ));
+                }
+                (0..n * blocks)
+                    .map(|i| unpack(&z.bytes()[(i / blocks) * per_row..][..per_row], i % blocks))
+                    .collect()
+            }
+            Some(z) => match z.to_f64s() {
+                Some(v) if v.len() == n * blocks => v,
+                _ => {
+                    return Err(format!(
+                        "MatMulNBits' zero points are not {} values",
+                        n * blocks
+                    ));
+                }
+            },
+        };
+        let mut raw = vec![0u8; out_len];
+        for row in 0..n {
+            let bytes = &b.bytes()[row * row_bytes..][..row_bytes];
+            for kk in 0..k {
+                let j = row * blocks + kk / block;
+                let w = ((unpack(bytes, kk) - zero[j]) * scales[j]) as f32;
+                raw[(kk * n + row) * 4..][..4].copy_from_slice(&w.to_le_bytes());
+            }
+        }
+        Ok(proto::TensorProto {
+            dims: vec![k as i64, n as i64],
+            data_type: Some(proto::tensor_proto::DataType::Float as i32),
+            raw_data: Some(raw),
+            ..Default::default()
+        })
+    }
+}
+
+fn attr_t(name: &str, t: proto::TensorProto) -> AttributeProto {
+    AttributeProto {
+        t: Some(t),
+        ..attr(name, AttributeType::Tensor)
+    }
+}
+
 fn attr(name: &str, ty: AttributeType) -> AttributeProto {
     AttributeProto {
         name: Some(name.to_string()),
@@ -436,6 +607,17 @@ mod tests {
         }
     }
 
+    fn known(rank: Option<usize>) -> Known<'static> {
+        let rank: &'static dyn Fn(&str) -> Option<usize> = match rank {
+            Some(_) => &|_| Some(3),
+            None => &|_| None,
+        };
+        Known {
+            rank,
+            constant: &|_| None,
+        }
+    }
+
     #[test]
     fn a_transpose_of_an_operand_of_unknown_rank_is_an_error() {
         let np = node(
@@ -444,11 +626,11 @@ mod tests {
             &["y"],
             vec![attr_i("transB", 1)],
         );
-        let err = expand(&np, "n", 17, &|_| None).unwrap_err();
+        let err = expand(&np, "n", 17, &known(None)).unwrap_err();
         assert!(err.contains("declare its shape"), "{err}");
         // Without transposes the rank does not matter.
         let np = node("FusedMatMul", &["a", "b"], &["y"], vec![]);
-        let nodes = expand(&np, "n", 17, &|_| None).unwrap();
+        let nodes = expand(&np, "n", 17, &known(None)).unwrap();
         assert_eq!(nodes.len(), 1, "{nodes:?}");
         assert_eq!(nodes[0].op_type.as_deref(), Some("MatMul"));
     }
@@ -462,10 +644,10 @@ mod tests {
             ("DynamicQuantizeMatMul", &[][..]),
         ] {
             let np = node(op, inputs, &["y"], vec![]);
-            assert!(expand(&np, "n", 17, &|_| Some(3)).is_err(), "{op}");
+            assert!(expand(&np, "n", 17, &known(Some(3))).is_err(), "{op}");
         }
         let np = node("Gelu", &["x"], &[], vec![]);
-        assert!(expand(&np, "n", 17, &|_| Some(3)).is_err());
+        assert!(expand(&np, "n", 17, &known(Some(3))).is_err());
     }
 
     #[test]
@@ -476,13 +658,63 @@ mod tests {
             &["y", "", "inv", "sum"],
             vec![],
         );
-        let nodes = expand(&np, "n", 17, &|_| Some(3)).unwrap();
+        let nodes = expand(&np, "n", 17, &known(Some(3))).unwrap();
         let outs: Vec<&str> = nodes
             .iter()
             .flat_map(|n| n.output.iter().map(String::as_str))
             .collect();
         for want in ["y", "inv", "sum"] {
             assert!(outs.contains(&want), "{want} in {outs:?}");
+        }
+    }
+
+    /// Sizes from attributes that disagree with the constants, or overflow,
+    /// are errors before anything is allocated.
+    #[test]
+    fn hostile_matmulnbits_attributes_are_errors() {
+        use crate::ir::Tensor;
+        use lele_kernels::DType;
+        let weight =
+            std::sync::Arc::new(Tensor::from_bytes(DType::U8, &[2, 1, 16], &[7; 32]).unwrap());
+        let scales = std::sync::Arc::new(Tensor::from_values::<f32>(&[2], &[0.5, 0.25]).unwrap());
+        let constant = move |v: &str| match v {
+            "b" => Some(weight.clone()),
+            "s" => Some(scales.clone()),
+            _ => None,
+        };
+        let known = Known {
+            rank: &|_| Some(2),
+            constant: &constant,
+        };
+        let nbits = |k: i64, n: i64, bits: i64, block: i64| {
+            node(
+                "MatMulNBits",
+                &["a", "b", "s"],
+                &["y"],
+                vec![
+                    attr_i("K", k),
+                    attr_i("N", n),
+                    attr_i("bits", bits),
+                    attr_i("block_size", block),
+                ],
+            )
+        };
+        // The well-formed case: 32 four-bit values per row in one block.
+        assert!(expand(&nbits(32, 2, 4, 32), "n", 17, &known).is_ok());
+        for (k, n, bits, block) in [
+            (i64::MAX, 2, 4, 32),
+            (32, i64::MAX, 4, 32),
+            (32, 2, 3, 32),
+            (32, 2, 4, 0),
+            (32, 2, 4, -16),
+            (64, 2, 4, 32),
+            (32, 3, 4, 32),
+            (1 << 62, 1 << 62, 8, 16),
+        ] {
+            assert!(
+                expand(&nbits(k, n, bits, block), "n", 17, &known).is_err(),
+                "K {k} N {n} bits {bits} block {block}"
+            );
         }
     }
 }

@@ -280,7 +280,12 @@ impl Loader<'_> {
                 Some(n) if !n.is_empty() => n.to_string(),
                 _ => format!("{op_type}_{depth}_{i}"),
             };
-            match contrib::expand(np, &name, g.opset, &rank) {
+            let constant = |v: &str| g.values[self.lookup(v)?].constant.clone();
+            let known = contrib::Known {
+                rank: &rank,
+                constant: &constant,
+            };
+            match contrib::expand(np, &name, g.opset, &known) {
                 Ok(expanded) => nodes.extend(expanded),
                 Err(reason) => {
                     let mut kept = np.clone();
