@@ -166,6 +166,47 @@ def cases():
             ["Y"],
         ),
     }
+    def caches(max_pos, half):
+        angles = np.outer(np.arange(max_pos), 1.0 / (10000 ** (np.arange(half) / half)))
+        return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+    cos16, sin16 = caches(16, 4)
+    cos16_2, sin16_2 = caches(16, 2)
+    positions = rng.integers(0, 16, (2, 5)).astype(np.int64)
+    ort_cases.update(
+        {
+            "rotaryembedding_positions": one_node(
+                "RotaryEmbedding",
+                [("input", r(2, 5, 16)), ("position_ids", positions), ("cos_cache", cos16), ("sin_cache", sin16)],
+                ["output"],
+                num_heads=2,
+            ),
+            "rotaryembedding_interleaved_4d": one_node(
+                "RotaryEmbedding",
+                [("input", r(2, 3, 5, 8)), ("position_ids", positions), ("cos_cache", cos16), ("sin_cache", sin16)],
+                ["output"],
+                interleaved=1,
+            ),
+            "rotaryembedding_offset": one_node(
+                "RotaryEmbedding",
+                [
+                    ("input", r(2, 5, 16)),
+                    ("position_ids", np.array([3], np.int64)),
+                    ("cos_cache", cos16),
+                    ("sin_cache", sin16),
+                ],
+                ["output"],
+                num_heads=2,
+            ),
+            "rotaryembedding_partial_dim": one_node(
+                "RotaryEmbedding",
+                [("input", r(2, 5, 16)), ("position_ids", positions), ("cos_cache", cos16_2), ("sin_cache", sin16_2)],
+                ["output"],
+                num_heads=2,
+                rotary_embedding_dim=4,
+            ),
+        }
+    )
     for name, (model, feeds) in matmulnbits_cases(rng).items():
         ort_cases[name] = (model, feeds)
     for name, (model, feeds) in ort_cases.items():

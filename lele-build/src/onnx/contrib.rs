@@ -32,6 +32,7 @@ pub const OPS: &[&str] = &[
     "BiasAdd",
     "BiasSplitGelu",
     "MatMulNBits",
+    "RotaryEmbedding",
 ];
 
 /// What [`expand`] may ask of the values a node reads.
@@ -252,6 +253,49 @@ pub(super) fn expand(
                 None => x.node("MatMul", &[a_in, &w_name], &[out0], vec![]),
             }
         }
+        "RotaryEmbedding" => {
+            // ONNX's RotaryEmbedding (opset 23) with the inputs reordered;
+            // a one-element position_ids is an offset: positions
+            // offset..offset + seq for every batch item.
+            if a.int("is_packed_batching", 0) != 0 {
+                return Err("RotaryEmbedding with is_packed_batching".into());
+            }
+            if a.float("scale", 1.0) != 1.0 {
+                return Err("RotaryEmbedding with a scale other than 1".into());
+            }
+            let v = need(0, "input")?;
+            let pos = need(1, "position_ids")?;
+            let positions = match rank(pos) {
+                Some(2) => pos.to_string(),
+                Some(1) => {
+                    let seq_axis = match rank(v) {
+                        Some(3) => 1,
+                        Some(4) => 2,
+                        _ => {
+                            return Err(format!(
+                                "RotaryEmbedding with an offset position_ids on `{v}`, whose rank (3 or 4) the file does not declare"
+                            ));
+                        }
+                    };
+                    x.offset_positions(v, pos, seq_axis)
+                }
+                _ => {
+                    return Err(format!(
+                        "RotaryEmbedding whose position_ids `{pos}` has no declared rank of 1 or 2"
+                    ));
+                }
+            };
+            x.node(
+                "RotaryEmbedding",
+                &[v, need(2, "cos_cache")?, need(3, "sin_cache")?, &positions],
+                &[out0],
+                vec![
+                    attr_i("interleaved", a.int("interleaved", 0)),
+                    attr_i("num_heads", a.int("num_heads", 0)),
+                    attr_i("rotary_embedding_dim", a.int("rotary_embedding_dim", 0)),
+                ],
+            );
+        }
         other => return Err(format!("no rewrite for contrib operator {other}")),
     }
     Ok(x.nodes)
@@ -351,6 +395,34 @@ impl Expansion {
             let shape = self.fresh("Shape", &[&ms], vec![]);
             self.node("Expand", &[&zero, &shape], &[mean], vec![]);
         }
+    }
+
+    /// `[batch, seq]` positions `offset + j` (`offset` the one value of
+    /// `pos`) for `v`, whose batch is axis 0 and sequence axis `seq_axis`:
+    /// ones of that shape summed along the sequence (exclusively), plus
+    /// the offset.
+    fn offset_positions(&mut self, v: &str, pos: &str, seq_axis: i64) -> String {
+        let shape = self.fresh("Shape", &[v], vec![]);
+        let dim = |x: &mut Self, axis: i64| {
+            let (start, end, axes) = (
+                x.fresh("Constant", &[], vec![attr_ints("value_ints", &[axis])]),
+                x.fresh("Constant", &[], vec![attr_ints("value_ints", &[axis + 1])]),
+                x.fresh("Constant", &[], vec![attr_ints("value_ints", &[0])]),
+            );
+            x.fresh("Slice", &[&shape, &start, &end, &axes], vec![])
+        };
+        let (batch, seq) = (dim(self, 0), dim(self, seq_axis));
+        let dims = self.fresh("Concat", &[&batch, &seq], vec![attr_i("axis", 0)]);
+        let one = proto::TensorProto {
+            dims: vec![1],
+            data_type: Some(proto::tensor_proto::DataType::Int64 as i32),
+            int64_data: vec![1],
+            ..Default::default()
+        };
+        let ones = self.fresh("ConstantOfShape", &[&dims], vec![attr_t("value", one)]);
+        let axis = self.fresh("Constant", &[], vec![attr_i("value_int", 1)]);
+        let steps = self.fresh("CumSum", &[&ones, &axis], vec![attr_i("exclusive", 1)]);
+        self.fresh("Add", &[&steps, pos], vec![])
     }
 
     /// `v` as FusedMatMul's operand: the batch dim 0 moved before the
