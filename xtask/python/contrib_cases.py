@@ -207,6 +207,69 @@ def cases():
             ),
         }
     )
+    B2, S2, T2, P2, NH, HS = 2, 4, 6, 3, 2, 8
+    hid = NH * HS
+    keep = np.ones((B2, T2), np.int32)
+    keep[0, 4:] = 0
+    keep[1, 5:] = 0
+    ort_cases.update(
+        {
+            "multiheadattention_bias": one_node(
+                "MultiHeadAttention",
+                [("query", r(B2, S2, hid)), ("key", r(B2, T2, hid)), ("value", r(B2, T2, hid)), ("bias", r(3 * hid))],
+                ["output"],
+                num_heads=NH,
+            ),
+            "multiheadattention_padding_mask_scale": one_node(
+                "MultiHeadAttention",
+                [
+                    ("query", r(B2, S2, hid)),
+                    ("key", r(B2, T2, hid)),
+                    ("value", r(B2, T2, hid)),
+                    ("", None),
+                    ("key_padding_mask", keep),
+                ],
+                ["output"],
+                num_heads=NH,
+                scale=0.2,
+            ),
+            "multiheadattention_attention_bias": one_node(
+                "MultiHeadAttention",
+                [
+                    ("query", r(B2, S2, hid)),
+                    ("key", r(B2, T2, hid)),
+                    ("value", r(B2, T2, hid)),
+                    ("", None),
+                    ("", None),
+                    ("attention_bias", r(1, NH, S2, T2)),
+                ],
+                ["output"],
+                num_heads=NH,
+            ),
+            "multiheadattention_causal_self": one_node(
+                "MultiHeadAttention",
+                [("query", r(B2, S2, hid)), ("key", r(B2, S2, hid)), ("value", r(B2, S2, hid))],
+                ["output"],
+                num_heads=NH,
+                unidirectional=1,
+            ),
+            "multiheadattention_past_present": one_node(
+                "MultiHeadAttention",
+                [
+                    ("query", r(B2, 1, hid)),
+                    ("key", r(B2, 1, hid)),
+                    ("value", r(B2, 1, hid)),
+                    ("bias", r(3 * hid)),
+                    ("", None),
+                    ("", None),
+                    ("past_key", r(B2, NH, P2, HS)),
+                    ("past_value", r(B2, NH, P2, HS)),
+                ],
+                ["output", "present_key", "present_value"],
+                num_heads=NH,
+            ),
+        }
+    )
     for name, (model, feeds) in matmulnbits_cases(rng).items():
         ort_cases[name] = (model, feeds)
     for name, (model, feeds) in ort_cases.items():

@@ -33,6 +33,7 @@ pub const OPS: &[&str] = &[
     "BiasSplitGelu",
     "MatMulNBits",
     "RotaryEmbedding",
+    "MultiHeadAttention",
 ];
 
 /// What [`expand`] may ask of the values a node reads.
@@ -296,6 +297,117 @@ pub(super) fn expand(
                 ],
             );
         }
+        "MultiHeadAttention" => {
+            // ONNX's Attention (opset 23) on 3-D query, key and value: the
+            // projection bias split and added, the key padding mask turned
+            // into ORT's additive mask (mask_filter_value where 0) and
+            // added to the attention bias, past and present as they are.
+            let q = need(0, "query")?;
+            let (Some(k), Some(v)) = (input(1), input(2)) else {
+                return Err("MultiHeadAttention with packed QKV (no key and value)".into());
+            };
+            for (i, what) in [(8, "past_sequence_length"), (9, "cache_indirection")] {
+                if input(i).is_some() {
+                    return Err(format!("MultiHeadAttention with {what} (buffer sharing)"));
+                }
+            }
+            if output(3).is_some() {
+                return Err("MultiHeadAttention's qk output".into());
+            }
+            for t in [q, k, v] {
+                if rank(t) != Some(3) {
+                    return Err(format!(
+                        "MultiHeadAttention on `{t}`, which is not declared 3-D (packed and per-head key/value are not supported)"
+                    ));
+                }
+            }
+            let heads = a.int("num_heads", 0);
+            if heads <= 0 {
+                return Err("MultiHeadAttention without num_heads".into());
+            }
+            let (q, k, v) = match input(3) {
+                Some(bias) => {
+                    let shape = |x: &mut Expansion, t: &str| {
+                        let s = x.fresh("Shape", &[t], vec![]);
+                        x.slice_1d(&s, 2, 3)
+                    };
+                    let (d, dv) = (shape(&mut x, q), shape(&mut x, v));
+                    let zero = x.ints(&[0]);
+                    let two_d = x.fresh("Add", &[&d, &d], vec![]);
+                    let end = x.fresh("Add", &[&two_d, &dv], vec![]);
+                    let axes = x.ints(&[0]);
+                    let part = |x: &mut Expansion, from: &str, to: &str| {
+                        x.fresh("Slice", &[bias, from, to, &axes], vec![])
+                    };
+                    let (qb, kb, vb) = (
+                        part(&mut x, &zero, &d),
+                        part(&mut x, &d, &two_d),
+                        part(&mut x, &two_d, &end),
+                    );
+                    (
+                        x.fresh("Add", &[q, &qb], vec![]),
+                        x.fresh("Add", &[k, &kb], vec![]),
+                        x.fresh("Add", &[v, &vb], vec![]),
+                    )
+                }
+                None => (q.to_string(), k.to_string(), v.to_string()),
+            };
+            let padding = match input(4) {
+                Some(m) if rank(m) == Some(2) => {
+                    // (1 − mask) · mask_filter_value as [batch, 1, 1, kv].
+                    let float = x.fresh(
+                        "Cast",
+                        &[m],
+                        vec![attr_i("to", proto::tensor_proto::DataType::Float as i64)],
+                    );
+                    let one = x.scalar(1.0, &float);
+                    let off = x.fresh("Sub", &[&one, &float], vec![]);
+                    let filter = x.scalar(a.float("mask_filter_value", -10000.0), &float);
+                    let additive = x.fresh("Mul", &[&off, &filter], vec![]);
+                    Some(x.unsqueeze(&additive, &[1, 2]))
+                }
+                Some(m) => {
+                    return Err(format!(
+                        "MultiHeadAttention's key_padding_mask `{m}` is not declared [batch, kv_sequence_length]"
+                    ));
+                }
+                None => None,
+            };
+            let mask = match (padding, input(5)) {
+                (Some(p), Some(b)) => Some(x.fresh("Add", &[&p, b], vec![])),
+                (Some(p), None) => Some(p),
+                (None, Some(b)) => Some(b.to_string()),
+                (None, None) => None,
+            };
+            let mut ins = vec![
+                q.as_str(),
+                k.as_str(),
+                v.as_str(),
+                mask.as_deref().unwrap_or(""),
+            ];
+            if let (Some(pk), Some(pv)) = (input(6), input(7)) {
+                ins.extend([pk, pv]);
+            } else if input(6).is_some() || input(7).is_some() {
+                return Err("MultiHeadAttention with only one of past_key and past_value".into());
+            }
+            while ins.last() == Some(&"") {
+                ins.pop();
+            }
+            let outs = [out0, output(1).unwrap_or(""), output(2).unwrap_or("")];
+            let used = outs
+                .iter()
+                .rposition(|o| !o.is_empty())
+                .map_or(1, |i| i + 1);
+            let mut attrs = vec![
+                attr_i("q_num_heads", heads),
+                attr_i("kv_num_heads", heads),
+                attr_i("is_causal", a.int("unidirectional", 0)),
+            ];
+            if let Some(scale) = a.float_opt("scale") {
+                attrs.push(attr_f("scale", scale));
+            }
+            x.node("Attention", &ins, &outs[..used], attrs);
+        }
         other => return Err(format!("no rewrite for contrib operator {other}")),
     }
     Ok(x.nodes)
@@ -403,15 +515,10 @@ impl Expansion {
     /// the offset.
     fn offset_positions(&mut self, v: &str, pos: &str, seq_axis: i64) -> String {
         let shape = self.fresh("Shape", &[v], vec![]);
-        let dim = |x: &mut Self, axis: i64| {
-            let (start, end, axes) = (
-                x.fresh("Constant", &[], vec![attr_ints("value_ints", &[axis])]),
-                x.fresh("Constant", &[], vec![attr_ints("value_ints", &[axis + 1])]),
-                x.fresh("Constant", &[], vec![attr_ints("value_ints", &[0])]),
-            );
-            x.fresh("Slice", &[&shape, &start, &end, &axes], vec![])
-        };
-        let (batch, seq) = (dim(self, 0), dim(self, seq_axis));
+        let (batch, seq) = (
+            self.slice_1d(&shape, 0, 1),
+            self.slice_1d(&shape, seq_axis, seq_axis + 1),
+        );
         let dims = self.fresh("Concat", &[&batch, &seq], vec![attr_i("axis", 0)]);
         let one = proto::TensorProto {
             dims: vec![1],
@@ -423,6 +530,27 @@ impl Expansion {
         let axis = self.fresh("Constant", &[], vec![attr_i("value_int", 1)]);
         let steps = self.fresh("CumSum", &[&ones, &axis], vec![attr_i("exclusive", 1)]);
         self.fresh("Add", &[&steps, pos], vec![])
+    }
+
+    /// An int64 vector constant.
+    fn ints(&mut self, v: &[i64]) -> String {
+        self.fresh("Constant", &[], vec![attr_ints("value_ints", v)])
+    }
+
+    /// Elements `start..end` of the 1-D `v`.
+    fn slice_1d(&mut self, v: &str, start: i64, end: i64) -> String {
+        let (s, e, axes) = (self.ints(&[start]), self.ints(&[end]), self.ints(&[0]));
+        self.fresh("Slice", &[v, &s, &e, &axes], vec![])
+    }
+
+    /// `v` with new axes of size 1 at `axes` (as an input from opset 13).
+    fn unsqueeze(&mut self, v: &str, axes: &[i64]) -> String {
+        if self.opset >= 13 {
+            let axes = self.ints(axes);
+            self.fresh("Unsqueeze", &[v, &axes], vec![])
+        } else {
+            self.fresh("Unsqueeze", &[v], vec![attr_ints("axes", axes)])
+        }
     }
 
     /// `v` as FusedMatMul's operand: the batch dim 0 moved before the
