@@ -270,6 +270,63 @@ def cases():
             ),
         }
     )
+    mask = np.ones((B2, S2), np.int32)
+    mask[1, 3:] = 0
+    ort_cases.update(
+        {
+            "attention": one_node(
+                "Attention",
+                [("input", r(B2, S2, 12)), ("weights", r(12, 3 * hid)), ("bias", r(3 * hid))],
+                ["output"],
+                num_heads=NH,
+            ),
+            "attention_mask_index_2d": one_node(
+                "Attention",
+                [("input", r(B2, S2, 12)), ("weights", r(12, 3 * hid)), ("bias", r(3 * hid)), ("mask_index", mask)],
+                ["output"],
+                num_heads=NH,
+            ),
+            "attention_mask_3d_attention_bias": one_node(
+                "Attention",
+                [
+                    ("input", r(B2, S2, 12)),
+                    ("weights", r(12, 3 * hid)),
+                    ("bias", r(3 * hid)),
+                    ("mask_index", np.tril(np.ones((B2, S2, S2), np.int32))),
+                    ("", None),
+                    ("attention_bias", r(B2, 1, S2, S2)),
+                ],
+                ["output"],
+                num_heads=NH,
+            ),
+            "attention_qkv_hidden_sizes": one_node(
+                "Attention",
+                [("input", r(B2, S2, 12)), ("weights", r(12, 40)), ("bias", r(40))],
+                ["output"],
+                num_heads=NH,
+                qkv_hidden_sizes=[16, 16, 8],
+            ),
+            "attention_unidirectional": one_node(
+                "Attention",
+                [("input", r(B2, S2, 12)), ("weights", r(12, 3 * hid))],
+                ["output"],
+                num_heads=NH,
+                unidirectional=1,
+            ),
+            "attention_past_present": one_node(
+                "Attention",
+                [
+                    ("input", r(B2, 1, 12)),
+                    ("weights", r(12, 3 * hid)),
+                    ("bias", r(3 * hid)),
+                    ("", None),
+                    ("past", r(2, B2, NH, P2, HS)),
+                ],
+                ["output", "present"],
+                num_heads=NH,
+            ),
+        }
+    )
     for name, (model, feeds) in matmulnbits_cases(rng).items():
         ort_cases[name] = (model, feeds)
     for name, (model, feeds) in ort_cases.items():

@@ -34,6 +34,7 @@ pub const OPS: &[&str] = &[
     "MatMulNBits",
     "RotaryEmbedding",
     "MultiHeadAttention",
+    "Attention",
 ];
 
 /// What [`expand`] may ask of the values a node reads.
@@ -297,6 +298,94 @@ pub(super) fn expand(
                 ],
             );
         }
+        "Attention" => {
+            // BERT's fused attention: input @ weights (+ bias) split into
+            // Q, K and V (thirds, or qkv_hidden_sizes), then ONNX's
+            // Attention; a 0/1 mask_index of [batch, total] or [batch,
+            // seq, total] becomes ORT's additive mask; the combined past
+            // [2, batch, heads, past, head] is split into key and value and
+            // the present joined back.
+            if input(6).is_some() {
+                return Err("Attention with past_sequence_length (buffer sharing)".into());
+            }
+            if a.int("do_rotary", 0) != 0 || a.int("past_present_share_buffer", 0) != 0 {
+                return Err("Attention with do_rotary or past_present_share_buffer".into());
+            }
+            let heads = a.int("num_heads", 0);
+            if heads <= 0 {
+                return Err("Attention without num_heads".into());
+            }
+            let product = x.fresh("MatMul", &[need(0, "input")?, need(1, "weights")?], vec![]);
+            let proj = x.add_optional(&product, input(2), None);
+            let (q, k, v) = (x.name(), x.name(), x.name());
+            let mut split_ins = vec![proj.as_str()];
+            let mut split_attrs = vec![attr_i("axis", -1)];
+            let sizes;
+            match a.ints_opt("qkv_hidden_sizes") {
+                Some(s) if s.len() == 3 && s.iter().all(|&d| d > 0) => {
+                    if x.opset >= 13 {
+                        sizes = x.ints(s);
+                        split_ins.push(&sizes);
+                    } else {
+                        split_attrs.push(attr_ints("split", s));
+                    }
+                }
+                Some(s) => return Err(format!("Attention with qkv_hidden_sizes {s:?}")),
+                None if x.opset >= 18 => split_attrs.push(attr_i("num_outputs", 3)),
+                None => {}
+            }
+            x.node("Split", &split_ins, &[&q, &k, &v], split_attrs);
+            let filter = a.float("mask_filter_value", -10000.0);
+            let padding = match input(3) {
+                Some(m) => match rank(m) {
+                    Some(2) => Some(x.additive_mask(m, filter, &[1, 2])),
+                    Some(3) => Some(x.additive_mask(m, filter, &[1])),
+                    _ => {
+                        return Err(format!(
+                            "Attention's mask_index `{m}` is not declared as a 0/1 mask of [batch, total] or [batch, seq, total] (index forms are not supported)"
+                        ));
+                    }
+                },
+                None => None,
+            };
+            let mask = match (padding, input(5)) {
+                (Some(p), Some(b)) => Some(x.fresh("Add", &[&p, b], vec![])),
+                (Some(p), None) => Some(p),
+                (None, Some(b)) => Some(b.to_string()),
+                (None, None) => None,
+            };
+            let mut ins = vec![q.clone(), k, v, mask.unwrap_or_default()];
+            if let Some(past) = input(4) {
+                for i in 0..2 {
+                    let at = x.fresh("Constant", &[], vec![attr_i("value_int", i)]);
+                    ins.push(x.fresh("Gather", &[past, &at], vec![attr_i("axis", 0)]));
+                }
+            }
+            while ins.last().is_some_and(String::is_empty) {
+                ins.pop();
+            }
+            let present = output(1);
+            let (pk, pv) = (x.name(), x.name());
+            let outs: Vec<&str> = match present {
+                Some(_) => vec![out0, &pk, &pv],
+                None => vec![out0],
+            };
+            let mut attrs = vec![
+                attr_i("q_num_heads", heads),
+                attr_i("kv_num_heads", heads),
+                attr_i("is_causal", a.int("unidirectional", 0)),
+            ];
+            if let Some(scale) = a.float_opt("scale") {
+                attrs.push(attr_f("scale", scale));
+            }
+            let ins: Vec<&str> = ins.iter().map(String::as_str).collect();
+            x.node("Attention", &ins, &outs, attrs);
+            if let Some(present) = present {
+                let pk = x.unsqueeze(&pk, &[0]);
+                let pv = x.unsqueeze(&pv, &[0]);
+                x.node("Concat", &[&pk, &pv], &[present], vec![attr_i("axis", 0)]);
+            }
+        }
         "MultiHeadAttention" => {
             // ONNX's Attention (opset 23) on 3-D query, key and value: the
             // projection bias split and added, the key padding mask turned
@@ -352,20 +441,9 @@ pub(super) fn expand(
                 }
                 None => (q.to_string(), k.to_string(), v.to_string()),
             };
+            let filter = a.float("mask_filter_value", -10000.0);
             let padding = match input(4) {
-                Some(m) if rank(m) == Some(2) => {
-                    // (1 − mask) · mask_filter_value as [batch, 1, 1, kv].
-                    let float = x.fresh(
-                        "Cast",
-                        &[m],
-                        vec![attr_i("to", proto::tensor_proto::DataType::Float as i64)],
-                    );
-                    let one = x.scalar(1.0, &float);
-                    let off = x.fresh("Sub", &[&one, &float], vec![]);
-                    let filter = x.scalar(a.float("mask_filter_value", -10000.0), &float);
-                    let additive = x.fresh("Mul", &[&off, &filter], vec![]);
-                    Some(x.unsqueeze(&additive, &[1, 2]))
-                }
+                Some(m) if rank(m) == Some(2) => Some(x.additive_mask(m, filter, &[1, 2])),
                 Some(m) => {
                     return Err(format!(
                         "MultiHeadAttention's key_padding_mask `{m}` is not declared [batch, kv_sequence_length]"
@@ -530,6 +608,19 @@ impl Expansion {
         let axis = self.fresh("Constant", &[], vec![attr_i("value_int", 1)]);
         let steps = self.fresh("CumSum", &[&ones, &axis], vec![attr_i("exclusive", 1)]);
         self.fresh("Add", &[&steps, pos], vec![])
+    }
+
+    /// ORT's additive attention mask from a 0/1 `mask`: `(1 − mask) ·
+    /// filter`, with new axes at `axes` to broadcast over heads (and
+    /// query rows).
+    fn additive_mask(&mut self, mask: &str, filter: f32, axes: &[i64]) -> String {
+        let to_float = attr_i("to", proto::tensor_proto::DataType::Float as i64);
+        let float = self.fresh("Cast", &[mask], vec![to_float]);
+        let one = self.scalar(1.0, &float);
+        let off = self.fresh("Sub", &[&one, &float], vec![]);
+        let filter = self.scalar(filter, &float);
+        let additive = self.fresh("Mul", &[&off, &filter], vec![]);
+        self.unsqueeze(&additive, axes)
     }
 
     /// An int64 vector constant.
