@@ -286,6 +286,19 @@ def cases():
                 ["output"],
                 num_heads=NH,
             ),
+            # The right-padding lengths ORT's BERT optimizer writes
+            # (a ReduceSum of the attention mask).
+            "attention_mask_index_lengths": one_node(
+                "Attention",
+                [
+                    ("input", r(B2, S2, 12)),
+                    ("weights", r(12, 3 * hid)),
+                    ("bias", r(3 * hid)),
+                    ("mask_index", np.array([4, 2], np.int32)),
+                ],
+                ["output"],
+                num_heads=NH,
+            ),
             "attention_mask_3d_attention_bias": one_node(
                 "Attention",
                 [

@@ -37,6 +37,58 @@ pub const OPS: &[&str] = &[
     "Attention",
 ];
 
+/// The rank of the first output of standard node `np` where its inputs'
+/// ranks (and constant axes or shapes) give it: element-wise operations,
+/// casts, reductions, (un)squeezes, reshapes to a constant shape.
+pub(super) fn output_rank(
+    np: &NodeProto,
+    rank: &dyn Fn(&str) -> Option<usize>,
+    constant: &dyn Fn(&str) -> Option<std::sync::Arc<crate::ir::Tensor>>,
+) -> Option<usize> {
+    let domain = np.domain.as_deref().unwrap_or("");
+    if !(domain.is_empty() || domain == "ai.onnx") {
+        return None;
+    }
+    let a = crate::ops::Attrs::new(np);
+    let input = |i: usize| np.input.get(i).filter(|s| !s.is_empty());
+    let first = || input(0).and_then(|v| rank(v));
+    // Axes from the attribute, or from a constant second input.
+    let axes = || -> Option<usize> {
+        match a.ints_opt("axes") {
+            Some(v) => Some(v.len()),
+            None => input(1).and_then(|v| constant(v)).map(|t| t.numel()),
+        }
+    };
+    match np.op_type.as_deref().unwrap_or("") {
+        "Cast" | "CastLike" | "Identity" | "Neg" | "Not" | "Abs" | "Sqrt" | "Exp" | "Log"
+        | "Erf" | "Relu" | "Sigmoid" | "Tanh" | "Softmax" | "Transpose" | "LayerNormalization" => {
+            first()
+        }
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Equal" | "Less" | "Greater" | "And" | "Or"
+        | "Where" | "Max" | "Min" => {
+            let ranks: Option<Vec<usize>> = np.input.iter().map(|v| rank(v)).collect();
+            ranks?.into_iter().max()
+        }
+        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" => {
+            let r = first()?;
+            if a.int("keepdims", 1) != 0 {
+                return Some(r);
+            }
+            // No axes (and keepdims 0) reduces every axis.
+            match axes() {
+                Some(n) if n > 0 => r.checked_sub(n),
+                _ if input(1).is_some() => None,
+                _ => Some(0),
+            }
+        }
+        "Unsqueeze" => first()?.checked_add(axes()?),
+        "Squeeze" => first()?.checked_sub(axes()?),
+        "Shape" => Some(1),
+        "Reshape" => input(1).and_then(|v| constant(v)).map(|t| t.numel()),
+        _ => None,
+    }
+}
+
 /// What [`expand`] may ask of the values a node reads.
 pub(super) struct Known<'a> {
     /// The rank of a value where the file declares it (graph inputs,
@@ -338,6 +390,13 @@ pub(super) fn expand(
             let filter = a.float("mask_filter_value", -10000.0);
             let padding = match input(3) {
                 Some(m) => match rank(m) {
+                    // Right padding: keys from mask_index[b] on are masked.
+                    // (The [2·batch] form with start positions fails the
+                    // reshape to [batch] at run time.)
+                    Some(1) if input(4).is_none() => {
+                        let keep = x.keys_before(need(0, "input")?, &k, m);
+                        Some(x.additive_mask(&keep, filter, &[1, 2]))
+                    }
                     Some(2) => Some(x.additive_mask(m, filter, &[1, 2])),
                     Some(3) => Some(x.additive_mask(m, filter, &[1])),
                     _ => {
@@ -598,15 +657,7 @@ impl Expansion {
             self.slice_1d(&shape, seq_axis, seq_axis + 1),
         );
         let dims = self.fresh("Concat", &[&batch, &seq], vec![attr_i("axis", 0)]);
-        let one = proto::TensorProto {
-            dims: vec![1],
-            data_type: Some(proto::tensor_proto::DataType::Int64 as i32),
-            int64_data: vec![1],
-            ..Default::default()
-        };
-        let ones = self.fresh("ConstantOfShape", &[&dims], vec![attr_t("value", one)]);
-        let axis = self.fresh("Constant", &[], vec![attr_i("value_int", 1)]);
-        let steps = self.fresh("CumSum", &[&ones, &axis], vec![attr_i("exclusive", 1)]);
+        let steps = self.positions(&dims, 1);
         self.fresh("Add", &[&steps, pos], vec![])
     }
 
@@ -621,6 +672,37 @@ impl Expansion {
         let filter = self.scalar(filter, &float);
         let additive = self.fresh("Mul", &[&off, &filter], vec![]);
         self.unsqueeze(&additive, axes)
+    }
+
+    /// `[batch, kv]` booleans: key `j` of batch item `b` is before
+    /// `ends[b]` (`ends` reshaped to `[batch]`, the batch being `input`'s
+    /// axis 0; the keys `key`'s axis 1).
+    fn keys_before(&mut self, input: &str, key: &str, ends: &str) -> String {
+        let input_shape = self.fresh("Shape", &[input], vec![]);
+        let batch = self.slice_1d(&input_shape, 0, 1);
+        let ends = self.fresh("Reshape", &[ends, &batch], vec![]);
+        let to_i64 = attr_i("to", proto::tensor_proto::DataType::Int64 as i64);
+        let ends = self.fresh("Cast", &[&ends], vec![to_i64]);
+        let ends = self.unsqueeze(&ends, &[1]);
+        let key_shape = self.fresh("Shape", &[key], vec![]);
+        let keys = self.slice_1d(&key_shape, 1, 2);
+        let positions = self.positions(&keys, 0);
+        let positions = self.unsqueeze(&positions, &[0]);
+        self.fresh("Less", &[&positions, &ends], vec![])
+    }
+
+    /// `0, 1, …` along `axis` of a tensor of shape `dims` (int64): ones
+    /// summed exclusively.
+    fn positions(&mut self, dims: &str, axis: i64) -> String {
+        let one = proto::TensorProto {
+            dims: vec![1],
+            data_type: Some(proto::tensor_proto::DataType::Int64 as i32),
+            int64_data: vec![1],
+            ..Default::default()
+        };
+        let ones = self.fresh("ConstantOfShape", &[dims], vec![attr_t("value", one)]);
+        let axis = self.fresh("Constant", &[], vec![attr_i("value_int", axis)]);
+        self.fresh("CumSum", &[&ones, &axis], vec![attr_i("exclusive", 1)])
     }
 
     /// An int64 vector constant.

@@ -261,7 +261,15 @@ impl Loader<'_> {
         if !gp.node.iter().any(wanted) {
             return (std::borrow::Cow::Borrowed(&gp.node), errors);
         }
+        // Ranks the file declares, and those of the values the standard
+        // nodes before a contrib node compute from them (a rewrite may
+        // depend on an operand's rank: a mask's form, a transpose).
+        let ranks = std::cell::RefCell::new(HashMap::<String, usize>::new());
+        let constant = |v: &str| g.values[self.lookup(v)?].constant.clone();
         let rank = |v: &str| {
+            if let Some(&r) = ranks.borrow().get(v) {
+                return Some(r);
+            }
             let value = &g.values[self.lookup(v)?];
             match (&value.declared, &value.constant) {
                 (Some(d), _) => Some(d.len()),
@@ -272,6 +280,12 @@ impl Loader<'_> {
         let mut nodes = Vec::with_capacity(gp.node.len());
         for (i, np) in gp.node.iter().enumerate() {
             if !wanted(np) {
+                if let (Some(r), Some(out)) = (
+                    contrib::output_rank(np, &rank, &constant),
+                    np.output.first().filter(|o| !o.is_empty()),
+                ) {
+                    ranks.borrow_mut().insert(out.clone(), r);
+                }
                 nodes.push(np.clone());
                 continue;
             }
@@ -280,7 +294,6 @@ impl Loader<'_> {
                 Some(n) if !n.is_empty() => n.to_string(),
                 _ => format!("{op_type}_{depth}_{i}"),
             };
-            let constant = |v: &str| g.values[self.lookup(v)?].constant.clone();
             let known = contrib::Known {
                 rank: &rank,
                 constant: &constant,
