@@ -211,6 +211,14 @@ CASES = {
         minilm_l3(128, masked_tail=5),
         "ids: 101, seeded ints in [1000,30000), 102; mask ones except the last 5 positions",
     ),
+    # The same model after ONNX Runtime's BERT optimizer (derive_models):
+    # com.microsoft Attention with a ReduceSum'd mask_index,
+    # SkipLayerNormalization, BiasGelu.
+    "minilm_l3_ort_opt_seq128": (
+        "minilm_l3_ort_opt.onnx",
+        minilm_l3(128, masked_tail=5),
+        "ids: 101, seeded ints in [1000,30000), 102; mask ones except the last 5 positions",
+    ),
     "minilm_int8_seq32": (
         "minilm_l6_int8.onnx",
         minilm_int8(32),
@@ -486,6 +494,44 @@ def dir_size(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
 
 
+# Models derived from zoo models: file -> (source file, how).
+def ort_optimized_bert(src, dst):
+    """ONNX Runtime's transformer optimizer on a BERT-like model (its Python
+    fusions only, embedding fusion off): the file ORT users ship."""
+    from onnxruntime.transformers import optimizer
+    from onnxruntime.transformers.fusion_options import FusionOptions
+
+    opts = FusionOptions("bert")
+    opts.enable_embed_layer_norm = False
+    m = optimizer.optimize_model(
+        src, model_type="bert", num_heads=12, hidden_size=384, optimization_options=opts, opt_level=0
+    )
+    m.save_model_to_file(dst)
+
+
+DERIVED = {"minilm_l3_ort_opt.onnx": ("minilm_l3.onnx", ort_optimized_bert)}
+
+
+def derive_models(zoo, wanted):
+    """Writes each derived model the selected cases use, unless its stamp
+    (source sha256, this script, onnxruntime) matches."""
+    for name in sorted(wanted & DERIVED.keys()):
+        src_name, how = DERIVED[name]
+        src, dst = os.path.join(zoo, src_name), os.path.join(zoo, name)
+        stamp = {"source": sha256_file(src), "script": SCRIPT_SHA256, "onnxruntime": ort.__version__}
+        stamp_path = dst + ".stamp.json"
+        if os.path.isfile(dst) and os.path.isfile(stamp_path):
+            with open(stamp_path) as f:
+                if json.load(f) == stamp:
+                    continue
+        tmp = dst + ".tmp"
+        how(src, tmp)
+        os.replace(tmp, dst)
+        with open(stamp_path, "w") as f:
+            json.dump(stamp, f)
+        print(f"derived    {name} from {src_name}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zoo", required=True, help="directory of the zoo models")
@@ -505,6 +551,7 @@ def main():
     selected = args.cases or list(CASES)
 
     os.makedirs(args.out, exist_ok=True)
+    derive_models(args.zoo, {CASES[c][0] for c in selected})
     model_sha = {}
     started = time.perf_counter()
     generated = 0

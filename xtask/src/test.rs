@@ -19,7 +19,7 @@ fn cargo() -> PathBuf {
 /// Model parity tests run on the host's narrower ISAs but not in the
 /// emulated legs (whose kernel tests cover the same kernels), to keep CI
 /// short.
-const HOST_ONLY_MODELS: &[&str] = &["audio_features", "gtcrn"];
+const HOST_ONLY_MODELS: &[&str] = &["audio_features", "gtcrn", "minilm_ort_opt"];
 
 fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
     crate::util::step(&format!("xtask test: {name}"), || {
