@@ -1,6 +1,6 @@
 //! paraphrase-MiniLM-L3-v2 as ONNX Runtime's BERT optimizer rewrites it
-//! (`com.microsoft` Attention with a ReduceSum'd mask index,
-//! SkipLayerNormalization, BiasGelu: what ORT users ship), on a padded
+//! (`com.microsoft` EmbedLayerNormalization, whose mask index feeds
+//! Attention, SkipLayerNormalization, BiasGelu: what ORT users ship), on a padded
 //! mask, against ORT on that same file. The rewrite is graph-level, so this
 //! runs on the host's ISAs only (not the emulated legs).
 mod common;

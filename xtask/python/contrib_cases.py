@@ -340,6 +340,46 @@ def cases():
             ),
         }
     )
+    ids = rng.integers(0, 30, (2, 5)).astype(np.int32)
+    seg = rng.integers(0, 2, (2, 5)).astype(np.int32)
+    emb_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32)
+    ort_cases.update(
+        {
+            "embedlayernorm_segments_mask": one_node(
+                "EmbedLayerNormalization",
+                [
+                    ("input_ids", ids),
+                    ("segment_ids", seg),
+                    ("word_embedding", r(30, 16)),
+                    ("position_embedding", r(10, 16)),
+                    ("segment_embedding", r(2, 16)),
+                    ("gamma", r(16)),
+                    ("beta", r(16)),
+                    ("mask", emb_mask),
+                ],
+                ["output", "mask_index", "embedding_sum"],
+                out_types={"mask_index": TP.INT32},
+                epsilon=1e-5,
+                mask_index_type=1,
+            ),
+            "embedlayernorm_position_ids": one_node(
+                "EmbedLayerNormalization",
+                [
+                    ("input_ids", ids),
+                    ("", None),
+                    ("word_embedding", r(30, 16)),
+                    ("position_embedding", r(10, 16)),
+                    ("", None),
+                    ("gamma", r(16)),
+                    ("beta", r(16)),
+                    ("", None),
+                    ("position_ids", np.array([[4, 3, 2, 1, 0]], np.int32)),
+                ],
+                ["output"],
+                mask_index_type=0,
+            ),
+        }
+    )
     for name, (model, feeds) in matmulnbits_cases(rng).items():
         ort_cases[name] = (model, feeds)
     for name, (model, feeds) in ort_cases.items():

@@ -212,8 +212,8 @@ CASES = {
         "ids: 101, seeded ints in [1000,30000), 102; mask ones except the last 5 positions",
     ),
     # The same model after ONNX Runtime's BERT optimizer (derive_models):
-    # com.microsoft Attention with a ReduceSum'd mask_index,
-    # SkipLayerNormalization, BiasGelu.
+    # com.microsoft EmbedLayerNormalization (whose mask index feeds)
+    # Attention, SkipLayerNormalization, BiasGelu.
     "minilm_l3_ort_opt_seq128": (
         "minilm_l3_ort_opt.onnx",
         minilm_l3(128, masked_tail=5),
@@ -497,12 +497,11 @@ def dir_size(path):
 # Models derived from zoo models: file -> (source file, how).
 def ort_optimized_bert(src, dst):
     """ONNX Runtime's transformer optimizer on a BERT-like model (its Python
-    fusions only, embedding fusion off): the file ORT users ship."""
+    fusions, default options): the file ORT users ship."""
     from onnxruntime.transformers import optimizer
     from onnxruntime.transformers.fusion_options import FusionOptions
 
     opts = FusionOptions("bert")
-    opts.enable_embed_layer_norm = False
     m = optimizer.optimize_model(
         src, model_type="bert", num_heads=12, hidden_size=384, optimization_options=opts, opt_level=0
     )

@@ -35,6 +35,7 @@ pub const OPS: &[&str] = &[
     "RotaryEmbedding",
     "MultiHeadAttention",
     "Attention",
+    "EmbedLayerNormalization",
 ];
 
 /// The rank of the first output of standard node `np` where its inputs'
@@ -43,7 +44,7 @@ pub const OPS: &[&str] = &[
 pub(super) fn output_rank(
     np: &NodeProto,
     rank: &dyn Fn(&str) -> Option<usize>,
-    constant: &dyn Fn(&str) -> Option<std::sync::Arc<crate::ir::Tensor>>,
+    numel: &dyn Fn(&str) -> Option<usize>,
 ) -> Option<usize> {
     let domain = np.domain.as_deref().unwrap_or("");
     if !(domain.is_empty() || domain == "ai.onnx") {
@@ -56,7 +57,7 @@ pub(super) fn output_rank(
     let axes = || -> Option<usize> {
         match a.ints_opt("axes") {
             Some(v) => Some(v.len()),
-            None => input(1).and_then(|v| constant(v)).map(|t| t.numel()),
+            None => input(1).and_then(|v| numel(v)),
         }
     };
     match np.op_type.as_deref().unwrap_or("") {
@@ -84,8 +85,65 @@ pub(super) fn output_rank(
         "Unsqueeze" => first()?.checked_add(axes()?),
         "Squeeze" => first()?.checked_sub(axes()?),
         "Shape" => Some(1),
-        "Reshape" => input(1).and_then(|v| constant(v)).map(|t| t.numel()),
+        "Reshape" => input(1).and_then(|v| numel(v)),
         _ => None,
+    }
+}
+
+/// What the nodes before a contrib node tell of its operands: the ranks
+/// [`output_rank`] gives, and the lengths of `Constant` nodes' values
+/// (axes, shapes).
+#[derive(Default)]
+pub(super) struct Seen {
+    ranks: std::collections::HashMap<String, usize>,
+    lengths: std::collections::HashMap<String, usize>,
+}
+
+impl Seen {
+    /// Notes `np`'s first output: its rank `rank` (if known) and, for a
+    /// `Constant`, its number of elements.
+    pub(super) fn record(&mut self, np: &NodeProto, rank: Option<usize>) {
+        let Some(out) = np.output.first().filter(|o| !o.is_empty()) else {
+            return;
+        };
+        if np.op_type.as_deref() == Some("Constant") {
+            let a = crate::ops::Attrs::new(np);
+            let len = if let Some(v) = a.ints_opt("value_ints") {
+                Some((v.len(), 1))
+            } else if let Some(v) = a.floats_opt("value_floats") {
+                Some((v.len(), 1))
+            } else if a.has("value_int") || a.has("value_float") {
+                Some((1, 0))
+            } else {
+                a.tensor("value").and_then(|t| {
+                    let dims: Option<Vec<usize>> =
+                        t.dims.iter().map(|&d| usize::try_from(d).ok()).collect();
+                    let dims = dims?;
+                    Some((
+                        dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?,
+                        dims.len(),
+                    ))
+                })
+            };
+            if let Some((numel, rank)) = len {
+                self.lengths.insert(out.clone(), numel);
+                self.ranks.insert(out.clone(), rank);
+            }
+            return;
+        }
+        if let Some(r) = rank {
+            self.ranks.insert(out.clone(), r);
+        }
+    }
+
+    /// The rank noted for `v`.
+    pub(super) fn rank(&self, v: &str) -> Option<usize> {
+        self.ranks.get(v).copied()
+    }
+
+    /// The number of elements of `v` when a `Constant` node made it.
+    pub(super) fn numel(&self, v: &str) -> Option<usize> {
+        self.lengths.get(v).copied()
     }
 }
 
@@ -349,6 +407,65 @@ pub(super) fn expand(
                     attr_i("rotary_embedding_dim", a.int("rotary_embedding_dim", 0)),
                 ],
             );
+        }
+        "EmbedLayerNormalization" => {
+            // BERT's embeddings: word + position (+ segment) rows gathered
+            // and summed (output 2), then LayerNormalization (output 0);
+            // the mask's count of ones per row as the int32 mask index
+            // (output 1). Positions default to 0..seq.
+            let ids = need(0, "input_ids")?;
+            let words = x.fresh("Gather", &[need(2, "word_embedding")?, ids], vec![]);
+            let positions = match input(8) {
+                Some(p) => p.to_string(),
+                None => {
+                    let shape = x.fresh("Shape", &[ids], vec![]);
+                    let seq = x.slice_1d(&shape, 1, 2);
+                    let one = x.ints(&[1]);
+                    let dims = x.fresh("Concat", &[&one, &seq], vec![attr_i("axis", 0)]);
+                    x.positions(&dims, 1)
+                }
+            };
+            let pos_rows = x.fresh(
+                "Gather",
+                &[need(3, "position_embedding")?, &positions],
+                vec![],
+            );
+            let sum = match (input(1), input(4)) {
+                (Some(seg), Some(table)) => {
+                    let seg_rows = x.fresh("Gather", &[table, seg], vec![]);
+                    let partial = x.fresh("Add", &[&words, &pos_rows], vec![]);
+                    x.add_optional(&partial, Some(&seg_rows), output(2))
+                }
+                (None, None) => x.add_optional(&words, Some(&pos_rows), output(2)),
+                _ => {
+                    return Err(
+                        "EmbedLayerNormalization with only one of segment_ids and segment_embedding"
+                            .into(),
+                    );
+                }
+            };
+            x.node(
+                "LayerNormalization",
+                &[&sum, need(5, "gamma")?, need(6, "beta")?],
+                &[out0],
+                vec![
+                    attr_i("axis", -1),
+                    attr_f("epsilon", a.float("epsilon", 1e-12)),
+                ],
+            );
+            if let Some(mask_index) = output(1) {
+                let mask = input(7).ok_or("EmbedLayerNormalization's mask_index without a mask")?;
+                let to_i32 = || attr_i("to", proto::tensor_proto::DataType::Int32 as i64);
+                let ints = x.fresh("Cast", &[mask], vec![to_i32()]);
+                let count = if x.opset >= 13 {
+                    let axes = x.ints(&[1]);
+                    x.fresh("ReduceSum", &[&ints, &axes], vec![attr_i("keepdims", 0)])
+                } else {
+                    let attrs = vec![attr_ints("axes", &[1]), attr_i("keepdims", 0)];
+                    x.fresh("ReduceSum", &[&ints], attrs)
+                };
+                x.node("Cast", &[&count], &[mask_index], vec![to_i32()]);
+            }
         }
         "Attention" => {
             // BERT's fused attention: input @ weights (+ bias) split into

@@ -264,10 +264,10 @@ impl Loader<'_> {
         // Ranks the file declares, and those of the values the standard
         // nodes before a contrib node compute from them (a rewrite may
         // depend on an operand's rank: a mask's form, a transpose).
-        let ranks = std::cell::RefCell::new(HashMap::<String, usize>::new());
+        let seen = std::cell::RefCell::new(contrib::Seen::default());
         let constant = |v: &str| g.values[self.lookup(v)?].constant.clone();
         let rank = |v: &str| {
-            if let Some(&r) = ranks.borrow().get(v) {
+            if let Some(r) = seen.borrow().rank(v) {
                 return Some(r);
             }
             let value = &g.values[self.lookup(v)?];
@@ -277,15 +277,18 @@ impl Loader<'_> {
                 _ => None,
             }
         };
+        let numel = |v: &str| {
+            let known = seen.borrow().numel(v);
+            known.or_else(|| constant(v).map(|t| t.numel()))
+        };
+        let record = |np: &proto::NodeProto| {
+            let r = contrib::output_rank(np, &rank, &numel);
+            seen.borrow_mut().record(np, r);
+        };
         let mut nodes = Vec::with_capacity(gp.node.len());
         for (i, np) in gp.node.iter().enumerate() {
             if !wanted(np) {
-                if let (Some(r), Some(out)) = (
-                    contrib::output_rank(np, &rank, &constant),
-                    np.output.first().filter(|o| !o.is_empty()),
-                ) {
-                    ranks.borrow_mut().insert(out.clone(), r);
-                }
+                record(np);
                 nodes.push(np.clone());
                 continue;
             }
@@ -299,7 +302,12 @@ impl Loader<'_> {
                 constant: &constant,
             };
             match contrib::expand(np, &name, g.opset, &known) {
-                Ok(expanded) => nodes.extend(expanded),
+                Ok(expanded) => {
+                    for n in &expanded {
+                        record(n);
+                    }
+                    nodes.extend(expanded)
+                }
                 Err(reason) => {
                     let mut kept = np.clone();
                     kept.name = Some(name.clone());
