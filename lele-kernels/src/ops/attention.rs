@@ -14,6 +14,7 @@ use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
 use crate::ops::gemm::{f32_in, f32_out};
+use crate::ops::mha::MultiHeadAttention;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -75,6 +76,50 @@ fn bad(msg: &'static str) -> KernelError {
 }
 
 impl Attention {
+    /// This call as the head-interleaved multi-head kernel
+    /// ([`MultiHeadAttention`]: its products through the GEMM) and its
+    /// inputs seen as `[B, S, H, D]`, when it is one: 3-D f32 inputs with as
+    /// many key/value heads as query heads, no past, only the output
+    /// wanted, no causal mask, window or soft cap, an additive f32 mask or
+    /// none. (A 3-D `[B, S, H·D]` tensor is `[B, S, H, D]` in memory.)
+    fn as_mha<'a>(
+        &self,
+        inputs: &[Option<TensorRef<'a>>],
+        n_outputs: usize,
+    ) -> Option<(MultiHeadAttention, [Option<TensorRef<'a>>; 4])> {
+        let d = self.dims(inputs).ok()?;
+        let plain =
+            !self.is_causal && self.softcap == 0.0 && self.left_window < 0 && self.right_window < 0;
+        if !d.three_d || d.hq != d.hk || n_outputs != 1 || !plain {
+            return None;
+        }
+        if opt_input(inputs, 4).is_some() || opt_input(inputs, 5).is_some() {
+            return None;
+        }
+        let mask = opt_input(inputs, 3);
+        if mask.is_some_and(|m| m.dtype != DType::F32) {
+            return None;
+        }
+        let heads = |i: usize, s: usize, dd: usize| {
+            let t = opt_input(inputs, i).filter(|t| t.dtype == DType::F32)?;
+            Some(TensorRef {
+                shape: Shape::new(&[d.b, s, d.hq, dd]).ok()?,
+                ..*t
+            })
+        };
+        let ins = [
+            Some(heads(0, d.sq, d.dh)?),
+            Some(heads(1, d.skv, d.dh)?),
+            Some(heads(2, d.skv, d.dv)?),
+            mask.copied(),
+        ];
+        let scale = match self.scale {
+            0.0 => 1.0 / (d.dh as f32).sqrt(),
+            s => s,
+        };
+        Some((MultiHeadAttention { scale }, ins))
+    }
+
     fn dims(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<Dims, KernelError> {
         let (q, k, v) = (
             input(inputs, 0, OP)?,
@@ -206,7 +251,10 @@ impl Kernel for Attention {
         Ok(())
     }
 
-    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], _outputs: &[Shape]) -> usize {
+    fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
+        if let Some((mha, ins)) = self.as_mha(inputs, outputs.len()) {
+            return mha.scratch_bytes(&ins, &[]);
+        }
         match self.dims(inputs) {
             Ok(d) => (d.b * d.hk * d.stot() * (d.dh + d.dv) + 2 * d.stot()) * 4,
             Err(_) => 0,
@@ -229,6 +277,19 @@ impl Kernel for Attention {
         outputs: &mut [TensorMut<'_>],
         scratch: &mut [u8],
     ) -> Result<(), KernelError> {
+        if let Some((mha, ins)) = self.as_mha(inputs, outputs.len()) {
+            let [y] = outputs else {
+                return Err(KernelError::Buffer { op: OP });
+            };
+            let d = self.dims(inputs)?;
+            let shape = Shape::new(&[d.b, d.sq, d.hq, d.dv]).map_err(|_| bad("rank"))?;
+            let mut out = [TensorMut {
+                dtype: y.dtype,
+                shape,
+                data: &mut *y.data,
+            }];
+            return mha.run(&ins, &mut out, scratch);
+        }
         let d = self.dims(inputs)?;
         let q = f32_in(input(inputs, 0, OP)?, OP)?;
         let k = f32_in(input(inputs, 1, OP)?, OP)?;
