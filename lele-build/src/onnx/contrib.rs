@@ -524,12 +524,7 @@ pub(super) fn expand(
                 },
                 None => None,
             };
-            let mask = match (padding, input(5)) {
-                (Some(p), Some(b)) => Some(x.fresh("Add", &[&p, b], vec![])),
-                (Some(p), None) => Some(p),
-                (None, Some(b)) => Some(b.to_string()),
-                (None, None) => None,
-            };
+            let mask = x.combine_masks(padding, input(5));
             let mut ins = vec![q.clone(), k, v, mask.unwrap_or_default()];
             if let Some(past) = input(4) {
                 for i in 0..2 {
@@ -627,12 +622,7 @@ pub(super) fn expand(
                 }
                 None => None,
             };
-            let mask = match (padding, input(5)) {
-                (Some(p), Some(b)) => Some(x.fresh("Add", &[&p, b], vec![])),
-                (Some(p), None) => Some(p),
-                (None, Some(b)) => Some(b.to_string()),
-                (None, None) => None,
-            };
+            let mask = x.combine_masks(padding, input(5));
             let mut ins = vec![
                 q.as_str(),
                 k.as_str(),
@@ -820,6 +810,17 @@ impl Expansion {
         let ones = self.fresh("ConstantOfShape", &[dims], vec![attr_t("value", one)]);
         let axis = self.fresh("Constant", &[], vec![attr_i("value_int", axis)]);
         self.fresh("CumSum", &[&ones, &axis], vec![attr_i("exclusive", 1)])
+    }
+
+    /// The additive mask of a padding mask and an attention bias, either or
+    /// both (their sum).
+    fn combine_masks(&mut self, padding: Option<String>, bias: Option<&str>) -> Option<String> {
+        match (padding, bias) {
+            (Some(p), Some(b)) => Some(self.fresh("Add", &[&p, b], vec![])),
+            (Some(p), None) => Some(p),
+            (None, Some(b)) => Some(b.to_string()),
+            (None, None) => None,
+        }
     }
 
     /// An int64 vector constant.

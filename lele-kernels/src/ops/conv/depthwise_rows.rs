@@ -232,11 +232,7 @@ impl<const KH: usize, const KW: usize, const SH: usize, const SW: usize> SimdKer
 
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        if SW == 1 {
-            plane_rows::<S, KH, KW, SH>(s, self.0)
-        } else {
-            plane_rows_s2::<S, KH, KW, SH>(s, self.0)
-        }
+        plane_rows::<S, KH, KW, SH, SW>(s, self.0)
     }
 }
 
@@ -448,17 +444,23 @@ unsafe fn store_band<S: Simd>(
 }
 
 /// The output plane (`oh × ow`, only written) from the input plane
-/// (`ih × iw`) for a `KH × KW` kernel at vertical stride `SH` (1 or 2) and
-/// horizontal stride 1, bands of [`ROWS`] rows and [`VECS`] vectors of
-/// columns at a time. Output row `o + i`, column `c + l` reads input row
-/// `SH·(o + i) + ki − pt`, column `c + l + kj − pl`: for each kernel column
-/// `kj` and input row `q` of the band, one load of the step's columns
-/// feeds every output row `i` with `ki = q − SH·i` in the kernel. Rows
-/// outside the image read the zero row, columns outside it are left out
-/// of the loads (zero). (Strides 2×1 halve a text line's height, keeping
-/// its width: PP-OCR cls.)
+/// (`ih × iw`) for a `KH × KW` kernel at strides `SH × SW` (each 1 or 2),
+/// bands of [`ROWS`] rows and [`VECS`] vectors of columns at a time.
+/// Output row `o + i`, column `c + l` reads input row `SH·(o + i) + ki −
+/// pt`, column `SW·(c + l) + kj − pl`. At `SW` 1, for each kernel column
+/// `kj` and input row `q` of the band, one load of the step's columns feeds
+/// every output row `i` with `ki = q − SH·i` in the kernel
+/// ([`column_taps`]); at `SW` 2, for each even shift `2t`, the input
+/// columns from `2c + 2t − pl` are loaded once and split into their even
+/// columns (tap `2t`) and odd ones (tap `2t + 1`) ([`pair_taps`]). Rows
+/// outside the image read the zero row, columns outside it are left out of
+/// the loads (zero). (Strides 2×1 halve a text line's height, keeping its
+/// width: PP-OCR cls.)
 #[inline(always)]
-fn plane_rows<S: Simd, const KH: usize, const KW: usize, const SH: usize>(s: S, k: Args<'_>) {
+fn plane_rows<S: Simd, const KH: usize, const KW: usize, const SH: usize, const SW: usize>(
+    s: S,
+    k: Args<'_>,
+) {
     let Args {
         pg,
         x,
@@ -476,89 +478,40 @@ fn plane_rows<S: Simd, const KH: usize, const KW: usize, const SH: usize>(s: S, 
     }
     let wp = w.as_ptr();
     let b = s.splat(bias);
+    // Loads per band row and kernel column (pair of columns at `SW` 2).
+    let (loaded, shifts) = (SW * cols, KW.div_ceil(SW));
+    // (Where partial loads cost as much as whole ones, a three-column
+    // kernel's few loads per step skip the branch.)
+    let branch = !(S::MASKED_LOADS && KW <= 3);
     for o in (0..oh).step_by(ROWS) {
         let rows = ROWS.min(oh - o);
         // Input row of the band's row q (the zero row outside the image).
         let src = band_inputs(&pg, x, zero, SH * o, inputs);
         for c in (0..ow).step_by(cols) {
             let mut acc = [[b; VECS]; ROWS];
-            for kj in 0..KW {
+            for t in 0..shifts {
                 // Input column of lane 0 (negative in the left padding)
                 // and the lanes inside the image.
-                let start = (c + kj) as isize - pl as isize;
-                let range = inside_row(start, iw, cols);
+                let start = (SW * c + t * SW) as isize - pl as isize;
+                let range = inside_row(start, iw, loaded);
+                let whole = branch && range == (0, loaded);
                 // SAFETY: lanes `first..end` are columns of each band row
                 // (an input row or the zero row, `iw` wide); `w` holds the
                 // kernel's taps (checked above).
                 unsafe {
-                    // (Where partial loads cost as much as whole ones, a
-                    // three-column kernel's few loads per step skip the
-                    // branch.)
-                    if range == (0, cols) && !(S::MASKED_LOADS && KW <= 3) {
-                        column_taps::<S, KH, KW, SH, true>(s, &src, start, range, wp, kj, &mut acc)
-                    } else {
-                        column_taps::<S, KH, KW, SH, false>(s, &src, start, range, wp, kj, &mut acc)
-                    }
-                }
-            }
-            // SAFETY: rows o..o + rows < oh, columns c..c + n < ow of
-            // `out` (oh · ow floats, checked above).
-            unsafe {
-                store_band(
-                    s,
-                    &acc,
-                    out.as_mut_ptr().add(o * ow + c),
-                    ow,
-                    rows,
-                    cols.min(ow - c),
-                )
-            };
-        }
-        tail(&mut out[o * ow..(o + rows) * ow], o * ow);
-    }
-}
-
-/// [`plane_rows`] at horizontal stride 2 and vertical stride `SH` (1 or
-/// 2; `KH`, `KW` ≤ 5): output row `o + i`, column `c + l` reads input row
-/// `SH·(o + i) + ki − pt`, column `2(c + l) + kj − pl`. For each even
-/// shift `2t` and input row `q` of the band, the input columns from
-/// `2c + 2t − pl` are loaded once and split into their even columns (tap
-/// `kj = 2t`) and odd ones (tap `2t + 1`), which feed every output row `i`
-/// with `ki = q − SH·i` in the kernel.
-#[inline(always)]
-fn plane_rows_s2<S: Simd, const KH: usize, const KW: usize, const SH: usize>(s: S, k: Args<'_>) {
-    let Args {
-        pg,
-        x,
-        zero,
-        bias,
-        w,
-        out,
-        tail,
-    } = k;
-    let PlaneGeom { iw, pl, oh, ow, .. } = pg;
-    let cols = VECS * S::LANES;
-    let inputs = SH * (ROWS - 1) + KH;
-    if w.len() < KH * KW || out.len() < oh * ow {
-        return;
-    }
-    let wp = w.as_ptr();
-    let b = s.splat(bias);
-    for o in (0..oh).step_by(ROWS) {
-        let rows = ROWS.min(oh - o);
-        let src = band_inputs(&pg, x, zero, SH * o, inputs);
-        for c in (0..ow).step_by(cols) {
-            let mut acc = [[b; VECS]; ROWS];
-            for t in 0..KW.div_ceil(2) {
-                // Input column of loaded lane 0 and the lanes inside.
-                let start = (2 * (c + t)) as isize - pl as isize;
-                let range = inside_row(start, iw, 2 * cols);
-                // SAFETY: as in `plane_rows`.
-                unsafe {
-                    if range == (0, 2 * cols) && !(S::MASKED_LOADS && KW <= 3) {
-                        pair_taps::<S, KH, KW, SH, true>(s, &src, start, range, wp, t, &mut acc)
-                    } else {
-                        pair_taps::<S, KH, KW, SH, false>(s, &src, start, range, wp, t, &mut acc)
+                    match (SW, whole) {
+                        (1, true) => column_taps::<S, KH, KW, SH, true>(
+                            s, &src, start, range, wp, t, &mut acc,
+                        ),
+                        (1, false) => column_taps::<S, KH, KW, SH, false>(
+                            s, &src, start, range, wp, t, &mut acc,
+                        ),
+                        (_, true) => {
+                            pair_taps::<S, KH, KW, SH, true>(s, &src, start, range, wp, t, &mut acc)
+                        }
+                        (_, false) => pair_taps::<S, KH, KW, SH, false>(
+                            s, &src, start, range, wp, t, &mut acc,
+                        ),
                     }
                 }
             }
