@@ -541,14 +541,7 @@ pub(super) fn expand(
                 Some(_) => vec![out0, &pk, &pv],
                 None => vec![out0],
             };
-            let mut attrs = vec![
-                attr_i("q_num_heads", heads),
-                attr_i("kv_num_heads", heads),
-                attr_i("is_causal", a.int("unidirectional", 0)),
-            ];
-            if let Some(scale) = a.float_opt("scale") {
-                attrs.push(attr_f("scale", scale));
-            }
+            let attrs = attention_attrs(&a, heads);
             let ins: Vec<&str> = ins.iter().map(String::as_str).collect();
             x.node("Attention", &ins, &outs, attrs);
             if let Some(present) = present {
@@ -642,14 +635,7 @@ pub(super) fn expand(
                 .iter()
                 .rposition(|o| !o.is_empty())
                 .map_or(1, |i| i + 1);
-            let mut attrs = vec![
-                attr_i("q_num_heads", heads),
-                attr_i("kv_num_heads", heads),
-                attr_i("is_causal", a.int("unidirectional", 0)),
-            ];
-            if let Some(scale) = a.float_opt("scale") {
-                attrs.push(attr_f("scale", scale));
-            }
+            let attrs = attention_attrs(&a, heads);
             x.node("Attention", &ins, &outs[..used], attrs);
         }
         other => return Err(format!("no rewrite for contrib operator {other}")),
@@ -915,6 +901,20 @@ impl Expansion {
             None => self.node("Mul", &[&float, scale], &[out], vec![]),
         }
     }
+}
+
+/// ONNX Attention's attributes for ORT's attention operators: `heads` query
+/// and key/value heads, causal when `unidirectional`, their `scale`.
+fn attention_attrs(a: &crate::ops::Attrs<'_>, heads: i64) -> Vec<AttributeProto> {
+    let mut attrs = vec![
+        attr_i("q_num_heads", heads),
+        attr_i("kv_num_heads", heads),
+        attr_i("is_causal", a.int("unidirectional", 0)),
+    ];
+    if let Some(scale) = a.float_opt("scale") {
+        attrs.push(attr_f("scale", scale));
+    }
+    attrs
 }
 
 /// A positive integer attribute as a size.
