@@ -11,11 +11,12 @@ use proc_macro2::TokenStream;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::compile::{COMPILER_FINGERPRINT, COMPILER_VERSION, write_atomic};
 use crate::emit::WeightsMode;
 use crate::error::{BuildError, Result};
-use crate::fetch::hex;
+use crate::fsutil::hex;
+use crate::fsutil::write_atomic;
 use crate::signature::{Layout, Signature};
+use crate::version::{COMPILER_FINGERPRINT, COMPILER_VERSION};
 
 /// The generated items of the model module.
 #[derive(Debug, Clone)]
@@ -140,7 +141,7 @@ pub fn store(dir: &Path, stem: &str, a: &mut Artifact) -> Result<()> {
         Core::File(_) => {}
     }
     // Included by generated code, and possibly written during a build.
-    crate::fetch::backdate(&core_path)?;
+    crate::fsutil::backdate(&core_path)?;
     let meta = Meta {
         key: a.key.clone(),
         compiler: COMPILER_VERSION.into(),

@@ -10,8 +10,9 @@ use crate::extend::Extensions;
 use crate::ir::{DeclaredDim, Graph, Op, ValueId};
 use crate::passes;
 
-/// Version of the compiler, part of every cache key.
-pub const COMPILER_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use crate::fsutil::write_atomic;
+
+pub use crate::version::{COMPILER_FINGERPRINT, COMPILER_VERSION};
 
 /// Every unsupported node of the graph.
 pub fn unsupported_nodes(g: &Graph) -> Vec<Unsupported> {
@@ -122,9 +123,6 @@ pub fn resolve_input_dims(g: &Graph, toml: &ModelToml) -> Result<Vec<Vec<Dim>>> 
     }
     Ok(all)
 }
-
-/// Fingerprint of the compiler's sources, part of every cache key.
-pub const COMPILER_FINGERPRINT: &str = env!("LELE_BUILD_FINGERPRINT");
 
 /// Runs the passes on a loaded graph.
 pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) -> Result<()> {
@@ -378,23 +376,4 @@ fn check_legacy_softmax(g: &Graph, sizes: &passes::Sizes) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Writes a file atomically (temp file + rename), skipping identical content.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    if let Ok(meta) = std::fs::metadata(path)
-        && meta.len() == bytes.len() as u64
-        && std::fs::read(path).ok().as_deref() == Some(bytes)
-    {
-        return Ok(());
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|source| BuildError::Io {
-        path: tmp.clone(),
-        source,
-    })?;
-    std::fs::rename(&tmp, path).map_err(|source| BuildError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
 }

@@ -511,7 +511,7 @@ pub fn zoo_dir() -> PathBuf {
     if let Some(z) = std::env::var_os("LELE_ZOO") {
         return PathBuf::from(z);
     }
-    crate::fetch::user_cache_dir().join("lele").join("zoo")
+    crate::fsutil::user_cache_dir().join("lele").join("zoo")
 }
 
 /// A piece of a string with `${VAR}` references.

@@ -4,7 +4,7 @@
 //! `mkfifo`) or a runaway allocation.
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{BuildError, Result};
 
@@ -103,6 +103,55 @@ pub fn read_regular_text(path: &Path, max_bytes: u64) -> Result<String> {
 
 /// Largest `model.toml` read (they are a few hundred bytes).
 pub const MAX_TOML_BYTES: u64 = 16 << 20;
+
+/// Writes a file atomically (temp file + rename), skipping identical content.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.len() == bytes.len() as u64
+        && std::fs::read(path).ok().as_deref() == Some(bytes)
+    {
+        return Ok(());
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|source| BuildError::Io {
+        path: tmp.clone(),
+        source,
+    })?;
+    std::fs::rename(&tmp, path).map_err(|source| BuildError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Gives a file lele created in one of its caches a fixed old
+/// modification time (2000-01-01). Cargo rebuilds a crate when a file its
+/// macro read is newer than the start of the build; a model downloaded or
+/// weights written *during* the build would otherwise cost a second,
+/// useless rebuild. Safe because these files are content-addressed: new
+/// content gets a new name (or comes with a changed, tracked model.toml).
+pub fn backdate(path: &Path) -> Result<()> {
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let io = |source| BuildError::Io {
+        path: target.clone(),
+        source,
+    };
+    let f = File::options().write(true).open(&target).map_err(io)?;
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(946_684_800);
+    f.set_modified(when).map_err(io)
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `$XDG_CACHE_HOME`, else `~/.cache`, else the temp dir.
+pub fn user_cache_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+}
 
 #[cfg(test)]
 mod tests {

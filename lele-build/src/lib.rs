@@ -22,6 +22,7 @@ pub mod ops;
 pub mod passes;
 pub mod plan;
 pub mod signature;
+pub mod version;
 
 pub use builder::Compiler;
 pub use config::ModelToml;

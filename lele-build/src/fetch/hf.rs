@@ -15,12 +15,13 @@ use hf_hub::api::tokio::ApiBuilder;
 use hf_hub::{Cache, Repo, RepoType};
 
 use super::http::{self, NetLimits};
-use super::{FetchOptions, Fetched, check_pin, file_sha256, lock_file, user_cache_dir};
+use super::{FetchOptions, Fetched, check_pin, file_sha256, lock_file};
 use crate::config::{
     ExtraFile, HfSource, check_relative, check_repo_id, check_revision, is_commit,
 };
 use crate::error::{BuildError, Result};
 use crate::fsutil::read_regular_file;
+use crate::fsutil::user_cache_dir;
 
 /// `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `<user cache>/huggingface/hub`.
 pub fn hub_cache_dir() -> PathBuf {
@@ -328,7 +329,7 @@ fn download(
                 source,
             })?;
         }
-        crate::compile::write_atomic(&r, commit.as_bytes())?;
+        crate::fsutil::write_atomic(&r, commit.as_bytes())?;
     }
     super::backdate(&pointer)?;
     Ok(pointer)

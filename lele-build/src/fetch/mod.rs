@@ -11,6 +11,7 @@ pub mod http;
 #[cfg(feature = "url")]
 mod url;
 
+#[cfg(feature = "url")]
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,8 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{ExtraFile, ModelToml, Source};
 use crate::error::{BuildError, Result};
+pub use crate::fsutil::backdate;
+pub(crate) use crate::fsutil::hex;
 
 #[cfg(feature = "hf")]
 pub use hf::hub_cache_dir;
@@ -69,15 +72,7 @@ pub fn cache_root() -> PathBuf {
     if let Some(d) = std::env::var_os("LELE_CACHE_DIR") {
         return PathBuf::from(d);
     }
-    user_cache_dir().join("lele")
-}
-
-/// `$XDG_CACHE_HOME`, else `~/.cache`, else the temp dir.
-pub(crate) fn user_cache_dir() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
+    crate::fsutil::user_cache_dir().join("lele")
 }
 
 /// Resolves the model and its extra files, downloading what is missing.
@@ -216,7 +211,7 @@ pub fn file_sha256(path: &Path, root: &Path) -> Result<String> {
         && std::fs::create_dir_all(dir).is_ok()
     {
         // A failed memo only costs a hash next time.
-        let _ = crate::compile::write_atomic(&memo, format!("{identity} {sha}\n").as_bytes());
+        let _ = crate::fsutil::write_atomic(&memo, format!("{identity} {sha}\n").as_bytes());
     }
     Ok(sha)
 }
@@ -263,28 +258,6 @@ pub fn sha256_file(path: &Path) -> Result<String> {
         h.update(&buf[..n]);
     }
     Ok(hex(&h.finalize()))
-}
-
-/// Gives a file lele created in one of its caches a fixed old
-/// modification time (2000-01-01). Cargo rebuilds a crate when a file its
-/// macro read is newer than the start of the build; a model downloaded or
-/// weights written *during* the build would otherwise cost a second,
-/// useless rebuild. Safe because these files are content-addressed: new
-/// content gets a new name (or comes with a changed, tracked model.toml).
-pub fn backdate(path: &Path) -> Result<()> {
-    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let io = |source| BuildError::Io {
-        path: target.clone(),
-        source,
-    };
-    let f = File::options().write(true).open(&target).map_err(io)?;
-    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(946_684_800);
-    f.set_modified(when).map_err(io)
-}
-
-/// Lower-case hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// An exclusive lock on `path` (created if needed), held until dropped.
