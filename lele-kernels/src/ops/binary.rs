@@ -5,9 +5,10 @@ use half::{bf16, f16};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{
-    Num, Rows, broadcast_all, broadcast_copy, check_data, check_out, dispatch, dispatch_num, zip2,
-};
+use crate::ops::access::{check_data, check_out};
+use crate::ops::broadcast::{Rows, broadcast_all, broadcast_copy, zip2};
+use crate::ops::dtype_dispatch::{dispatch, dispatch_num};
+use crate::ops::num::Num;
 use crate::ops::unary::{map_f32, zip_f32};
 use crate::shape::{Shape, broadcast};
 use crate::tensor::{TensorMut, TensorRef};

@@ -9,7 +9,9 @@ use half::{bf16, f16};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{Num, check_data, check_out, dispatch};
+use crate::ops::access::{check_data, check_out};
+use crate::ops::dtype_dispatch::dispatch;
+use crate::ops::num::Num;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -196,7 +198,7 @@ mod tests {
     #[test]
     fn bitcast_keeps_the_bits() {
         use super::*;
-        use crate::ops::broadcast::test_util::{Owned, run_kernel};
+        use crate::ops::test_util::{Owned, run_kernel};
         let x = Owned::new(&[3], &[1.0f32, -2.5, f32::NAN]);
         let y = run_kernel(&BitCast { to: DType::I32 }, &[Some(&x)], &[DType::I32]).unwrap();
         let want: Vec<i32> = [1.0f32, -2.5, f32::NAN]
@@ -208,7 +210,7 @@ mod tests {
     }
 
     use super::*;
-    use crate::ops::broadcast::test_util::{Owned, run1};
+    use crate::ops::test_util::{Owned, run1};
     use alloc::vec::Vec;
 
     fn cast(x: &Owned, to: DType) -> Owned {

@@ -1,7 +1,7 @@
 //! `Concat` and `Split` (byte copies, any dtype).
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input};
-use crate::ops::broadcast::{check_data, check_out};
+use crate::ops::access::{check_data, check_out};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -315,7 +315,7 @@ impl Kernel for Split {
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::ops::broadcast::test_util::{Owned, run_kernel, run1};
+    use crate::ops::test_util::{Owned, run_kernel, run1};
     use alloc::vec::Vec;
 
     #[test]

@@ -2,7 +2,9 @@
 //! partial pivoting, in f64.
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{Num, check_data, check_out, dispatch};
+use crate::ops::access::{check_data, check_out};
+use crate::ops::dtype_dispatch::dispatch;
+use crate::ops::num::Num;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -105,7 +107,7 @@ impl Kernel for Det {
 mod tests {
     use super::*;
     use crate::DType;
-    use crate::ops::broadcast::test_util::{Owned, run_kernel};
+    use crate::ops::test_util::{Owned, run_kernel};
 
     #[test]
     fn determinants_of_a_batch() {

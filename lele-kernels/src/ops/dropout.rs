@@ -70,7 +70,7 @@ impl Kernel for Dropout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::broadcast::test_util::{Owned, run_kernel};
+    use crate::ops::test_util::{Owned, run_kernel};
 
     #[test]
     fn inference_and_zero_ratio_copy_with_a_full_mask() {

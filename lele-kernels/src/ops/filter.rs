@@ -6,7 +6,8 @@ use core::cmp::Ordering;
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, bound_outputs, input, output};
-use crate::ops::broadcast::{check_data, dispatch};
+use crate::ops::access::check_data;
+use crate::ops::dtype_dispatch::dispatch;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -330,7 +331,7 @@ fn write_unique<T: PartialOrd + bytemuck::Pod>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::broadcast::test_util::{Owned, run_kernel};
+    use crate::ops::test_util::{Owned, run_kernel};
 
     #[test]
     fn compress_along_an_axis_and_flat() {

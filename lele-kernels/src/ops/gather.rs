@@ -4,9 +4,9 @@
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output, set_out};
-use crate::ops::broadcast::{
-    Num, check_data, check_out, dispatch_num, dispatch_size, raw, raw_mut,
-};
+use crate::ops::access::{check_data, check_out, raw, raw_mut};
+use crate::ops::dtype_dispatch::{dispatch_num, dispatch_size};
+use crate::ops::num::Num;
 use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -682,7 +682,7 @@ impl Kernel for ScatterElements {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::broadcast::test_util::{Owned, run1};
+    use crate::ops::test_util::{Owned, run1};
     use alloc::vec::Vec;
 
     #[test]

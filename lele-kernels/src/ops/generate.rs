@@ -2,7 +2,9 @@
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{Num, check_out, dispatch_num, read_list};
+use crate::ops::access::{check_out, read_list};
+use crate::ops::dtype_dispatch::dispatch_num;
+use crate::ops::num::Num;
 use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -313,7 +315,7 @@ mod tests {
     #[test]
     fn eyelike_places_ones_on_the_kth_diagonal() {
         use super::*;
-        use crate::ops::broadcast::test_util::{Owned, run_kernel};
+        use crate::ops::test_util::{Owned, run_kernel};
         let x = Owned::new(&[3, 4], &[0i32; 12]);
         for (k, dtype) in [(1i64, DType::I64), (-1, DType::F32), (5, DType::U8)] {
             let y = run_kernel(&EyeLike { k }, &[Some(&x)], &[dtype]).unwrap();
@@ -334,7 +336,7 @@ mod tests {
     }
 
     use super::*;
-    use crate::ops::broadcast::test_util::{Owned, run1};
+    use crate::ops::test_util::{Owned, run1};
     use alloc::vec::Vec;
 
     fn range<T: crate::dtype::Elem>(s: T, l: T, d: T) -> Result<Owned, KernelError> {

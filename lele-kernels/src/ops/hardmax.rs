@@ -1,7 +1,8 @@
 //! `Hardmax`: 1 at the first maximum along an axis, 0 elsewhere.
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{Num, dispatch};
+use crate::ops::dtype_dispatch::dispatch;
+use crate::ops::num::Num;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 

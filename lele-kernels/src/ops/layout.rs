@@ -4,7 +4,7 @@
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output, set_out};
-use crate::ops::broadcast::{check_data, check_out, read_list};
+use crate::ops::access::{check_data, check_out, read_list};
 use crate::shape::{MAX_RANK, Shape, normalize_axis};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -453,7 +453,7 @@ impl Kernel for Identity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::broadcast::test_util::{Owned, run1};
+    use crate::ops::test_util::{Owned, run1};
     use alloc::vec::Vec;
 
     #[test]

@@ -1,5 +1,6 @@
 //! Operators, grouped by family. Each operator is a parameter struct that
 //! implements [`crate::Kernel`].
+pub mod access;
 pub mod attention;
 pub mod binary;
 pub mod broadcast;
@@ -8,6 +9,7 @@ pub mod concat;
 pub mod conv;
 pub mod det;
 pub mod dropout;
+pub(crate) mod dtype_dispatch;
 pub mod einsum;
 pub mod filter;
 pub mod gather;
@@ -21,6 +23,7 @@ pub mod matmul_packed;
 pub mod mha;
 pub mod nms;
 pub mod norm;
+pub mod num;
 pub mod pad;
 pub mod pool;
 pub mod quant;
@@ -34,6 +37,8 @@ pub mod signal;
 pub mod slice;
 pub mod softmax;
 pub mod spatial;
+#[cfg(test)]
+pub(crate) mod test_util;
 pub mod transpose;
 pub mod trilu;
 pub mod unary;

@@ -2,7 +2,7 @@
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::broadcast::check_data;
+use crate::ops::access::check_data;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -211,7 +211,7 @@ impl Kernel for NonMaxSuppression {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::broadcast::test_util::{Owned, run_kernel};
+    use crate::ops::test_util::{Owned, run_kernel};
 
     /// The ONNX `suppress_by_IOU` example: six boxes, one class.
     #[test]

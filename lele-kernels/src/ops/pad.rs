@@ -1,7 +1,8 @@
 //! `Pad` (constant, reflect, edge, wrap; negative pads crop).
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::broadcast::{check_data, check_out, dispatch_size, raw, raw_mut, read_list};
+use crate::ops::access::{check_data, check_out, raw, raw_mut, read_list};
+use crate::ops::dtype_dispatch::dispatch_size;
 use crate::shape::{MAX_RANK, Shape, normalize_axis};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -251,7 +252,7 @@ fn pad<T: Copy>(mode: PadMode, src: &[T], in_shape: &Shape, dst: &mut [T], p: &P
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::ops::broadcast::test_util::{Owned, run1};
+    use crate::ops::test_util::{Owned, run1};
     use alloc::vec::Vec;
 
     fn pad(x: &Owned, mode: PadMode, pads: &[i64], cv: Option<f32>, axes: Option<&[i64]>) -> Owned {

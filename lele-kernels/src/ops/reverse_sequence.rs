@@ -1,7 +1,7 @@
 //! ONNX `ReverseSequence`.
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{check_data, check_out};
+use crate::ops::access::{check_data, check_out};
 use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -95,7 +95,7 @@ impl Kernel for ReverseSequence {
 mod tests {
     use super::*;
     use crate::DType;
-    use crate::ops::broadcast::test_util::{Owned, run_kernel};
+    use crate::ops::test_util::{Owned, run_kernel};
 
     #[test]
     fn reverses_each_prefix_along_time() {

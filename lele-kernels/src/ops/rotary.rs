@@ -2,7 +2,9 @@
 //! blocks of transformer decoders.
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::broadcast::{Num, check_data, check_out, dispatch};
+use crate::ops::access::{check_data, check_out};
+use crate::ops::dtype_dispatch::dispatch;
+use crate::ops::num::Num;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -215,7 +217,7 @@ impl Kernel for SwiGlu {
 mod tests {
     use super::*;
     use crate::DType;
-    use crate::ops::broadcast::test_util::{Owned, run_kernel};
+    use crate::ops::test_util::{Owned, run_kernel};
 
     /// Direct RoPE of one head vector.
     fn rope(x: &[f32], c: &[f32], s: &[f32], rd: usize, interleaved: bool) -> Vec<f32> {

@@ -4,10 +4,10 @@ use core::cmp::Ordering;
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output, set_out};
-use crate::ops::broadcast::{
-    Num, Rows, broadcast_all, broadcast_copy, check_data, check_out, dispatch_num, dispatch_size,
-    raw, raw_mut, read_list,
-};
+use crate::ops::access::{check_data, check_out, raw, raw_mut, read_list};
+use crate::ops::broadcast::{Rows, broadcast_all, broadcast_copy};
+use crate::ops::dtype_dispatch::{dispatch_num, dispatch_size};
+use crate::ops::num::Num;
 use crate::shape::{MAX_RANK, Shape, broadcast};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -485,7 +485,7 @@ impl Kernel for TopK {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::broadcast::test_util::{Owned, run_kernel, run1};
+    use crate::ops::test_util::{Owned, run_kernel, run1};
 
     #[test]
     fn where_broadcast() {

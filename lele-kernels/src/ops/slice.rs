@@ -1,7 +1,8 @@
 //! `Slice` (ONNX opset 13 semantics: negative steps, clamping).
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::broadcast::{check_data, check_out, dispatch_size, raw, raw_mut, read_list};
+use crate::ops::access::{check_data, check_out, raw, raw_mut, read_list};
+use crate::ops::dtype_dispatch::dispatch_size;
 use crate::shape::{MAX_RANK, Shape, normalize_axis};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -236,7 +237,7 @@ fn copy_strided<T: Copy>(src: &[T], in_shape: &Shape, dst: &mut [T], p: &Plan) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::broadcast::test_util::{Owned, run1};
+    use crate::ops::test_util::{Owned, run1};
     use alloc::vec::Vec;
 
     fn slice(

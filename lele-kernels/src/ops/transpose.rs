@@ -4,7 +4,8 @@
 #![allow(clippy::needless_range_loop)]
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{check_data, check_out, dispatch_size, raw, raw_mut};
+use crate::ops::access::{check_data, check_out, raw, raw_mut};
+use crate::ops::dtype_dispatch::dispatch_size;
 use crate::shape::{IntList, MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -274,7 +275,7 @@ impl Plan {
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::ops::broadcast::test_util::{Owned, run1};
+    use crate::ops::test_util::{Owned, run1};
     use alloc::vec::Vec;
 
     fn reference(data: &[i32], dims: &[usize], perm: &[usize]) -> Vec<i32> {

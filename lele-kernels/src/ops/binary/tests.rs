@@ -1,5 +1,5 @@
 use super::*;
-use crate::ops::broadcast::test_util::{Owned, run1};
+use crate::ops::test_util::{Owned, run1};
 use alloc::vec::Vec;
 
 /// Long same-shape f32 operands run in chunks over the threads: every

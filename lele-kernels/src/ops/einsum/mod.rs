@@ -11,8 +11,10 @@ use products::Products;
 use crate::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{Num, check_data, check_out, dispatch_num};
+use crate::ops::access::{check_data, check_out};
+use crate::ops::dtype_dispatch::dispatch_num;
 use crate::ops::gemm::scratch_f32;
+use crate::ops::num::Num;
 use crate::shape::{IntList, MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -339,7 +341,7 @@ fn advance(idx: &mut [usize; MAX_LABELS], labels: &[usize], size: &[usize; MAX_L
 mod tests {
     use super::*;
     use crate::DType;
-    use crate::ops::broadcast::test_util::{Owned, run_kernel};
+    use crate::ops::test_util::{Owned, run_kernel};
 
     #[test]
     fn batch_matmul_transpose_trace_and_sum() {

@@ -310,7 +310,7 @@ mod tests {
     use super::super::Einsum;
     use crate::DType;
     use crate::kernel::Kernel;
-    use crate::ops::broadcast::test_util::{Owned, run_kernel};
+    use crate::ops::test_util::{Owned, run_kernel};
     use alloc::vec::Vec;
 
     /// A direct f64 evaluation of a two-input equation over row-major

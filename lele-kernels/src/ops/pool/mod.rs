@@ -14,8 +14,8 @@
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::dispatch;
 use crate::ops::conv::{AutoPad, window_out};
+use crate::ops::dtype_dispatch::dispatch;
 use crate::ops::gemm::{check_f32, f32_in, f32_out, scratch_f32};
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};

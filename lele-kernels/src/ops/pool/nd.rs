@@ -2,7 +2,7 @@
 //! geometry, any dtype for max. The caller checked the buffer sizes
 //! ([`Geom::check_buffers`]).
 use super::{Geom, MAX_SPATIAL, taps_before, valid_taps};
-use crate::ops::broadcast::Num;
+use crate::ops::num::Num;
 
 /// Element types `MaxPool` handles, with the value of an empty window.
 pub(super) trait MaxElem: Num {

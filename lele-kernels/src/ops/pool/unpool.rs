@@ -4,7 +4,8 @@ use super::MAX_SPATIAL;
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::broadcast::{dispatch_size, raw, raw_mut, read_list};
+use crate::ops::access::{raw, raw_mut, read_list};
+use crate::ops::dtype_dispatch::dispatch_size;
 use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
 

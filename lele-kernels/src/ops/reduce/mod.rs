@@ -11,7 +11,10 @@
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::broadcast::{Num, Rows, check_data, check_out, dispatch_num, read_list};
+use crate::ops::access::{check_data, check_out, read_list};
+use crate::ops::broadcast::Rows;
+use crate::ops::dtype_dispatch::dispatch_num;
+use crate::ops::num::Num;
 use crate::shape::{MAX_RANK, Shape, normalize_axis};
 use crate::tensor::{TensorMut, TensorRef};
 

@@ -1,6 +1,6 @@
 //! Tests of the reductions, ArgMax/ArgMin and CumSum.
 use super::*;
-use crate::ops::broadcast::test_util::{Owned, run1};
+use crate::ops::test_util::{Owned, run1};
 use alloc::vec::Vec;
 
 fn reduce(x: &Owned, op: ReduceOp, axes: Option<&[i64]>, keepdims: bool) -> Owned {

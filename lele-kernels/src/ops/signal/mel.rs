@@ -3,7 +3,8 @@ use super::length_input;
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output, set_out};
-use crate::ops::broadcast::{Num, dispatch_num};
+use crate::ops::dtype_dispatch::dispatch_num;
+use crate::ops::num::Num;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 

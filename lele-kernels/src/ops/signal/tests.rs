@@ -8,7 +8,7 @@ use super::stft::{STFT_PLAN_INPUT, Stft};
 use super::window::{Window, WindowKind};
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::ops::broadcast::test_util::{Owned, run1};
+use crate::ops::test_util::{Owned, run1};
 
 /// Deterministic values in `[-1, 1)`.
 fn values(n: usize, seed: u64) -> Vec<f32> {

@@ -2,7 +2,9 @@
 //! transforms (PyTorch's `affine_grid`), to be fed to `GridSample`.
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{Num, check_data, check_out, dispatch, raw, raw_mut, read_list};
+use crate::ops::access::{check_data, check_out, raw, raw_mut, read_list};
+use crate::ops::dtype_dispatch::dispatch;
+use crate::ops::num::Num;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 

@@ -2,7 +2,8 @@
 //! the content centered.
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{check_data, check_out, dispatch_size, raw, raw_mut, read_list};
+use crate::ops::access::{check_data, check_out, raw, raw_mut, read_list};
+use crate::ops::dtype_dispatch::dispatch_size;
 use crate::shape::{IntList, MAX_RANK, Shape, normalize_axis};
 use crate::tensor::{TensorMut, TensorRef};
 

@@ -2,7 +2,9 @@
 //! of im2col, like PyTorch's `fold`).
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{Num, check_data, check_out, dispatch_num, raw, raw_mut, read_list};
+use crate::ops::access::{check_data, check_out, raw, raw_mut, read_list};
+use crate::ops::dtype_dispatch::dispatch_num;
+use crate::ops::num::Num;
 use crate::shape::{IntList, MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
 

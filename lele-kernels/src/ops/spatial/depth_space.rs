@@ -2,7 +2,8 @@
 //! between the channel dim and the two spatial dims of an NCHW tensor.
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{check_data, check_out, dispatch_size, raw, raw_mut};
+use crate::ops::access::{check_data, check_out, raw, raw_mut};
+use crate::ops::dtype_dispatch::dispatch_size;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 

@@ -2,7 +2,9 @@
 //! (PyTorch's `grid_sample`), for any number of spatial dims.
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{Num, check_data, check_out, dispatch, raw, raw_mut};
+use crate::ops::access::{check_data, check_out, raw, raw_mut};
+use crate::ops::dtype_dispatch::dispatch;
+use crate::ops::num::Num;
 use crate::shape::{MAX_RANK, Shape};
 use crate::tensor::{TensorMut, TensorRef};
 

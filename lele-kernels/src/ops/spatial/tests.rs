@@ -8,7 +8,7 @@ use super::col2im::Col2Im;
 use super::depth_space::{BlockMode, DepthToSpace, SpaceToDepth};
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::ops::broadcast::test_util::{Owned, run1};
+use crate::ops::test_util::{Owned, run1};
 use crate::shape::IntList;
 
 /// Deterministic pseudo-random values in `[lo, hi)`, multiples of 1/256.

@@ -4,7 +4,7 @@ use alloc::vec::Vec;
 
 use super::grid_sample::{GridPadding, GridSample, GridSampleMode};
 use crate::dtype::DType;
-use crate::ops::broadcast::test_util::{Owned, run1};
+use crate::ops::test_util::{Owned, run1};
 
 /// Deterministic pseudo-random multiples of 1/64 in `[lo, hi)`.
 fn values(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {

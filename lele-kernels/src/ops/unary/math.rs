@@ -4,7 +4,7 @@ use core::ops::{Add, Div, Mul, Neg, Sub};
 
 use super::vector::{self, Pointwise, VectorOp};
 use super::{map, sigmoid};
-use crate::ops::broadcast::Num;
+use crate::ops::num::Num;
 
 mod gelu_table;
 pub(crate) use gelu_table::{GELU_PHI, GELU_TABLE_BIAS, GELU_TABLE_FIRST_CENTRE, GELU_TABLE_SCALE};

@@ -10,7 +10,9 @@ use half::{bf16, f16};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};
-use crate::ops::broadcast::{Num, check_data, check_out, dispatch};
+use crate::ops::access::{check_data, check_out};
+use crate::ops::dtype_dispatch::dispatch;
+use crate::ops::num::Num;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 

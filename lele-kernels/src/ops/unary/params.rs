@@ -3,7 +3,8 @@
 use super::{Real, float_map, hard_sigmoid, map, map_f32, same_shape, tanh_f32};
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, opt_input, output};
-use crate::ops::broadcast::{Num, check_data, check_out};
+use crate::ops::access::{check_data, check_out};
+use crate::ops::num::Num;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -239,7 +240,7 @@ impl Kernel for Clip {
         check_out(out, x.dtype, &x.shape, OP)?;
         let lo = opt_input(inputs, 1).filter(|t| t.numel() > 0 || t.shape.rank() == 0);
         let hi = opt_input(inputs, 2).filter(|t| t.numel() > 0 || t.shape.rank() == 0);
-        crate::ops::broadcast::dispatch_num!(x.dtype, OP, |T| {
+        crate::ops::dtype_dispatch::dispatch_num!(x.dtype, OP, |T| {
             let scalar = |t: Option<&TensorRef<'_>>| -> Result<Option<T>, KernelError> {
                 match t {
                     None => Ok(None),
@@ -307,7 +308,7 @@ impl Kernel for Shrink {
         check_data(x, OP)?;
         check_out(out, x.dtype, &x.shape, OP)?;
         let (bias, lambd) = (self.bias as f64, self.lambd as f64);
-        crate::ops::broadcast::dispatch_num!(x.dtype, OP, |T| {
+        crate::ops::dtype_dispatch::dispatch_num!(x.dtype, OP, |T| {
             let (xv, y) = (x.typed::<T>(OP)?, out.typed::<T>(OP)?);
             map(xv, y, |v| {
                 let f = v.to_f64();

@@ -1,6 +1,6 @@
 use super::math::erf_f64;
 use super::*;
-use crate::ops::broadcast::test_util::{Owned, run1};
+use crate::ops::test_util::{Owned, run1};
 use alloc::vec::Vec;
 
 mod simd;
