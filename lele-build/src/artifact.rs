@@ -243,14 +243,6 @@ impl Lock {
             "# Written by `lele prepare`; commit it. Offline builds (LELE_SKIP_MODEL_GEN=1)\n\
              # read the model's API from here when no compiled artifact is available.\n{body}"
         );
-        let tmp = path.with_extension(format!("lock.tmp{}", std::process::id()));
-        std::fs::write(&tmp, text).map_err(|source| BuildError::Io {
-            path: tmp.clone(),
-            source,
-        })?;
-        std::fs::rename(&tmp, path).map_err(|source| BuildError::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+        crate::fsutil::replace_file(path, text.as_bytes())
     }
 }

@@ -162,5 +162,5 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
             source,
         })?;
     }
-    crate::compile::write_atomic(path, bytes)
+    crate::fsutil::write_atomic(path, bytes)
 }

@@ -10,22 +10,13 @@ use crate::extend::Extensions;
 use crate::ir::{DeclaredDim, Graph, Op, ValueId};
 use crate::passes;
 
-pub use crate::fsutil::write_atomic;
-
-pub use crate::version::{COMPILER_FINGERPRINT, COMPILER_VERSION};
-
 /// Every unsupported node of the graph.
 pub fn unsupported_nodes(g: &Graph) -> Vec<Unsupported> {
     let mut out = Vec::new();
     g.for_each_node(&mut |n| {
         if let Op::Unsupported { reason } = &n.op {
-            let op = if n.domain.is_empty() {
-                n.op_type.clone()
-            } else {
-                format!("{}.{}", n.domain, n.op_type)
-            };
             out.push(Unsupported {
-                op,
+                op: crate::extend::qualified_op(&n.domain, &n.op_type),
                 node: n.name.clone(),
                 reason: reason.clone(),
             });
@@ -267,8 +258,8 @@ pub fn compile_artifact(
             source,
         })?;
     }
-    write_atomic(weights_path, &plan.weights)?;
-    crate::fetch::backdate(weights_path)?;
+    crate::fsutil::write_atomic(weights_path, &plan.weights)?;
+    crate::fsutil::backdate(weights_path)?;
     let (core, signature, layout) = crate::emit::emit_core(&EmitInput {
         graph: &g,
         plan: &plan,

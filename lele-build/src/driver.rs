@@ -403,7 +403,7 @@ pub fn prepare(
         None => return Err(BuildError::Other("no model file was resolved".into())),
     };
     let lock = Lock {
-        compiler: crate::compile::COMPILER_VERSION.to_string(),
+        compiler: crate::version::COMPILER_VERSION.to_string(),
         key: compiled.key.clone(),
         model_sha256: sha,
         source: toml.source_text(),

@@ -261,11 +261,7 @@ impl Extensions {
 
     /// Lowers a node through an override, if one is registered for it.
     pub(crate) fn lower(&self, info: &NodeInfo<'_>) -> Option<(Op, Vec<OutDType>)> {
-        let qualified = if info.domain.is_empty() || info.domain == "ai.onnx" {
-            info.op_type.to_string()
-        } else {
-            format!("{}.{}", info.domain, info.op_type)
-        };
+        let qualified = qualified_op(info.domain, info.op_type);
         let (_, f) = self.overrides.iter().find(|(op, _)| *op == qualified)?;
         let label = format!("override of {qualified} (node `{}`)", info.name);
         Some(
@@ -370,4 +366,14 @@ fn valid_match(view: &GraphView<'_>, m: &PatternMatch) -> bool {
         .iter()
         .filter(|v| !m.outputs.contains(v))
         .all(|v| view.uses(*v) == inner_reads.get(v).copied().unwrap_or(0))
+}
+
+/// How extensions and errors name an operator: `op` in the default domain
+/// (`""` or `ai.onnx`), else `domain.op`.
+pub(crate) fn qualified_op(domain: &str, op: &str) -> String {
+    if domain.is_empty() || domain == "ai.onnx" {
+        op.to_string()
+    } else {
+        format!("{domain}.{op}")
+    }
 }

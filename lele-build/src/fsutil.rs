@@ -112,6 +112,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     {
         return Ok(());
     }
+    replace_file(path, bytes)
+}
+
+/// Writes a file atomically (temp file + rename), always (a new
+/// modification time even for the same content).
+pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, bytes).map_err(|source| BuildError::Io {
         path: tmp.clone(),

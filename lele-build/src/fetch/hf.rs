@@ -331,7 +331,7 @@ fn download(
         }
         crate::fsutil::write_atomic(&r, commit.as_bytes())?;
     }
-    super::backdate(&pointer)?;
+    crate::fsutil::backdate(&pointer)?;
     Ok(pointer)
 }
 

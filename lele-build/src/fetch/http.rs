@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::{hex, progress_bar};
+use super::progress_bar;
 use crate::error::{BuildError, Result};
+use crate::fsutil::hex;
 
 /// Default idle timeout: no byte for this long ends a download.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(60);

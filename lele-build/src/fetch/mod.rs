@@ -20,8 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{ExtraFile, ModelToml, Source};
 use crate::error::{BuildError, Result};
-pub use crate::fsutil::backdate;
-pub(crate) use crate::fsutil::hex;
+use crate::fsutil::hex;
 
 #[cfg(feature = "hf")]
 pub use hf::hub_cache_dir;

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::http::{self, NetLimits};
-use super::{FetchOptions, Fetched, check_pin, file_sha256, hex, lock_file};
+use super::{FetchOptions, Fetched, check_pin, file_sha256, lock_file};
 use crate::config::ExtraFile;
 use crate::error::{BuildError, Result};
+use crate::fsutil::hex;
 
 /// The download folder of a URL model.
 pub fn download_dir(root: &Path, url: &str, pinned: Option<&str>) -> PathBuf {
@@ -144,7 +145,7 @@ fn download(
     // Dropping `got.part` on an error removes the partial file.
     check_pin(url, pinned, &got.sha256)?;
     got.part.commit(dest)?;
-    super::backdate(dest)?;
+    crate::fsutil::backdate(dest)?;
     Ok(got.sha256)
 }
 

@@ -256,7 +256,8 @@ impl Loader<'_> {
                 np.domain.as_deref().unwrap_or(""),
                 np.op_type.as_deref().unwrap_or(""),
             );
-            contrib::is_contrib(domain, op) && !self.ext.overrides(&qualified(domain, op))
+            contrib::is_contrib(domain, op)
+                && !self.ext.overrides(&crate::extend::qualified_op(domain, op))
         };
         if !gp.node.iter().any(wanted) {
             return (std::borrow::Cow::Borrowed(&gp.node), errors);
@@ -471,16 +472,6 @@ impl Loader<'_> {
         }
         self.scopes.pop();
         Ok(block)
-    }
-}
-
-/// `op`, or `domain.op` outside the default domain (how extensions and
-/// errors name operators).
-fn qualified(domain: &str, op: &str) -> String {
-    if domain.is_empty() || domain == "ai.onnx" {
-        op.to_string()
-    } else {
-        format!("{domain}.{op}")
     }
 }
 

@@ -81,12 +81,13 @@ impl Attention {
     /// inputs seen as `[B, S, H, D]`, when it is one: 3-D f32 inputs with as
     /// many key/value heads as query heads, no past, only the output
     /// wanted, no causal mask, window or soft cap, an additive f32 mask or
-    /// none. (A 3-D `[B, S, H·D]` tensor is `[B, S, H, D]` in memory.)
+    /// none. (A 3-D `[B, S, H·D]` tensor is `[B, S, H, D]` in memory.) The
+    /// output's shape as that kernel writes it comes with them.
     fn as_mha<'a>(
         &self,
         inputs: &[Option<TensorRef<'a>>],
         n_outputs: usize,
-    ) -> Option<(MultiHeadAttention, [Option<TensorRef<'a>>; 4])> {
+    ) -> Option<(MultiHeadAttention, [Option<TensorRef<'a>>; 4], Shape)> {
         let d = self.dims(inputs).ok()?;
         let plain =
             !self.is_causal && self.softcap == 0.0 && self.left_window < 0 && self.right_window < 0;
@@ -117,7 +118,8 @@ impl Attention {
             0.0 => 1.0 / (d.dh as f32).sqrt(),
             s => s,
         };
-        Some((MultiHeadAttention { scale }, ins))
+        let out = Shape::new(&[d.b, d.sq, d.hq, d.dv]).ok()?;
+        Some((MultiHeadAttention { scale }, ins, out))
     }
 
     fn dims(&self, inputs: &[Option<TensorRef<'_>>]) -> Result<Dims, KernelError> {
@@ -252,7 +254,7 @@ impl Kernel for Attention {
     }
 
     fn scratch_bytes(&self, inputs: &[Option<TensorRef<'_>>], outputs: &[Shape]) -> usize {
-        if let Some((mha, ins)) = self.as_mha(inputs, outputs.len()) {
+        if let Some((mha, ins, _)) = self.as_mha(inputs, outputs.len()) {
             return mha.scratch_bytes(&ins, &[]);
         }
         match self.dims(inputs) {
@@ -277,12 +279,10 @@ impl Kernel for Attention {
         outputs: &mut [TensorMut<'_>],
         scratch: &mut [u8],
     ) -> Result<(), KernelError> {
-        if let Some((mha, ins)) = self.as_mha(inputs, outputs.len()) {
+        if let Some((mha, ins, shape)) = self.as_mha(inputs, outputs.len()) {
             let [y] = outputs else {
                 return Err(KernelError::Buffer { op: OP });
             };
-            let d = self.dims(inputs)?;
-            let shape = Shape::new(&[d.b, d.sq, d.hq, d.dv]).map_err(|_| bad("rank"))?;
             let mut out = [TensorMut {
                 dtype: y.dtype,
                 shape,
