@@ -204,6 +204,9 @@ struct Agg {
     first: Vec<f64>,
     rss_kb: u64,
     threads_used: usize,
+    /// The ISA the engine reported (lele's runners do; the others pick
+    /// their kernels from CPUID, see [`host_cpu`]).
+    isa: Option<String>,
     error: Option<String>,
 }
 
@@ -318,6 +321,7 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
                             agg.first.push(r.first_output_ms);
                             agg.rss_kb = agg.rss_kb.max(r.peak_rss_kb);
                             agg.threads_used = r.threads;
+                            agg.isa = r.isa.or(agg.isa.take());
                         }
                         Err(e) => agg.error = Some(e.to_string()),
                     }
@@ -370,6 +374,9 @@ fn report(
                 "threads_requested": c.threads,
                 "threads": a.threads_used,
             });
+            if let Some(isa) = &a.isa {
+                obj["isa"] = isa.clone().into();
+            }
             if let Some((median, min, max)) = summary(&a.times) {
                 obj["median_ms"] = median.into();
                 obj["min_ms"] = min.into();
@@ -399,6 +406,23 @@ fn report(
         }
     };
     let mut geo: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    let mut lele_isas: Vec<&str> = results
+        .iter()
+        .filter(|((_, c), _)| c.engine == "lele")
+        .filter_map(|(_, a)| a.isa.as_deref())
+        .collect();
+    lele_isas.sort_unstable();
+    lele_isas.dedup();
+    writeln!(
+        md,
+        "\nCPU: {}. lele's kernels ran on: {}; {ort} and tract choose theirs from CPUID.",
+        host_cpu(),
+        if lele_isas.is_empty() {
+            "(not reported)".to_string()
+        } else {
+            lele_isas.join(", ")
+        }
+    )?;
     for &t in threads {
         writeln!(
             md,
@@ -484,4 +508,36 @@ fn report(
     std::fs::write(dir.join("results.md"), &md)?;
     eprintln!("wrote {}", dir.join("results.md").display());
     Ok(())
+}
+
+/// The host CPU as `/proc/cpuinfo` names it (model name, family and model)
+/// and the widest x86 SIMD it offers, for the report's header: the ISA an
+/// engine picks by CPUID follows from it.
+fn host_cpu() -> String {
+    let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return format!("{} (no /proc/cpuinfo)", std::env::consts::ARCH);
+    };
+    let field = |key: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let flags = field("flags").unwrap_or_default();
+    let has = |f: &str| flags.split_whitespace().any(|x| x == f);
+    let simd = if has("avx512f") {
+        "AVX-512"
+    } else if has("avx2") && has("fma") {
+        "AVX2 + FMA, no AVX-512"
+    } else if std::env::consts::ARCH == "x86_64" {
+        "no AVX2"
+    } else {
+        std::env::consts::ARCH
+    };
+    format!(
+        "{} (family {} model {}), {simd}",
+        field("model name").unwrap_or_else(|| "unknown".into()),
+        field("cpu family").unwrap_or_else(|| "?".into()),
+        field("model").unwrap_or_else(|| "?".into()),
+    )
 }

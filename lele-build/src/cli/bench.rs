@@ -54,6 +54,10 @@ pub struct BenchArgs {
 pub struct RunnerReport {
     /// `lele`, `ort` or `tract`.
     pub engine: String,
+    /// The instruction set the engine's kernels ran on, where it reports
+    /// one (lele's runner: the dispatched ISA, after any `LELE_ISA` cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isa: Option<String>,
     /// Threads the engine actually used.
     pub threads: usize,
     /// `Model::new` and its workspace (lele's runner only).
@@ -255,6 +259,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             "model": args.model.to_string_lossy(),
             "engine": "lele",
             "threads": r.threads,
+            "isa": r.isa,
             "runs": r.times_ms.len(),
             "median_ms": median,
             "min_ms": min,
@@ -288,11 +293,12 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         );
     } else {
         outln!(
-            "{}: median {median:.3} ms (min {min:.3}, max {max:.3}) over {} runs, {} thread(s); \
-             first output {:.1} ms after start; peak RSS {:.1} MiB",
+            "{}: median {median:.3} ms (min {min:.3}, max {max:.3}) over {} runs, {} thread(s), \
+             kernels on {}; first output {:.1} ms after start; peak RSS {:.1} MiB",
             esc(&args.model.display().to_string()),
             r.times_ms.len(),
             r.threads,
+            r.isa.as_deref().unwrap_or("?"),
             r.first_output_ms,
             r.peak_rss_kb as f64 / 1024.0
         );

@@ -646,8 +646,11 @@ fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
                 profile = format!(",\"profile\":[{}]", rows.join(","));
             }
             let times: Vec<String> = times.iter().map(|t| format!("{t:.4}")).collect();
+            // The instruction set the kernels dispatched to (after any
+            // `LELE_ISA` cap), so a report says which code was timed.
+            let isa = format!("{:?}", ::lele::kernels::simd::best_isa()).to_lowercase();
             println!(
-                "{{\"engine\":\"lele\",\"threads\":{threads},\"init_ms\":{init:.4},\"first_output_ms\":{first:.4},\"times_ms\":[{}],\"peak_rss_kb\":{}{profile}}}",
+                "{{\"engine\":\"lele\",\"isa\":\"{isa}\",\"threads\":{threads},\"init_ms\":{init:.4},\"first_output_ms\":{first:.4},\"times_ms\":[{}],\"peak_rss_kb\":{}{profile}}}",
                 times.join(","),
                 peak_rss_kb()
             );

@@ -19,38 +19,73 @@ impl Simd128 {
     }
 }
 
+/// The two f64 halves of four f32 lanes.
+#[inline(always)]
+fn widen(v: v128) -> (v128, v128) {
+    let lo = f64x2_promote_low_f32x4(v);
+    let hi = f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(v, v));
+    (lo, hi)
+}
+
+/// Four f32 lanes from two f64 halves, each rounded once.
+#[inline(always)]
+fn narrow(lo: v128, hi: v128) -> v128 {
+    i32x4_shuffle::<0, 1, 4, 5>(f32x4_demote_f64x2_zero(lo), f32x4_demote_f64x2_zero(hi))
+}
+
+/// Whether an f64 sum, rounded to f32, may round twice: the 29 bits f32
+/// drops are exactly 1000…0 (halfway between two floats).
+#[inline(always)]
+fn halfway(s: v128) -> v128 {
+    i64x2_eq(
+        v128_and(s, i64x2_splat((1 << 29) - 1)),
+        i64x2_splat(1 << 28),
+    )
+}
+
+/// `s = p + c` (f64) moved one f64 step toward the exact sum where it lies
+/// halfway between two floats and is inexact (Knuth's two-sum gives the
+/// remainder), so that rounding it to f32 rounds as the exact sum would.
+#[inline(always)]
+fn settle_tie(s: v128, p: v128, c: v128) -> v128 {
+    let bb = f64x2_sub(s, p);
+    let e = f64x2_add(f64x2_sub(p, f64x2_sub(s, bb)), f64x2_sub(c, bb));
+    let inexact = f64x2_ne(e, f64x2_splat(0.0));
+    // +1 step in magnitude when the remainder has the sum's sign, else -1.
+    let same_sign = i64x2_ge(v128_xor(s, e), i64x2_splat(0));
+    let step = v128_bitselect(i64x2_splat(1), i64x2_splat(-1), same_sign);
+    i64x2_add(s, v128_and(step, v128_and(halfway(s), inexact)))
+}
+
 /// `a · b + c` rounded once to f32, as a fused multiply-add gives it (wasm
 /// has none; the portable code's `mul_add` calls a software one): the
 /// product is exact in f64 and the sum rounds once to f64; rounding that to
 /// f32 rounds twice, which differs from rounding once only when the f64
 /// sum lies exactly halfway between two floats while the exact sum does
-/// not. The exact sum's remainder (Knuth's two-sum) tells which way, and
-/// such a sum is moved one f64 step toward it first.
+/// not. That is rare, so the two-sum that settles it runs only when some
+/// lane is halfway.
 #[inline(always)]
 fn fused(a: v128, b: v128, c: v128) -> v128 {
-    let half = |v: v128| {
-        let lo = f64x2_promote_low_f32x4(v);
-        let hi = f64x2_promote_low_f32x4(i32x4_shuffle::<2, 3, 0, 1>(v, v));
-        (lo, hi)
-    };
-    let ((alo, ahi), (blo, bhi), (clo, chi)) = (half(a), half(b), half(c));
-    let once = |p: v128, c: v128| {
-        let s = f64x2_add(p, c);
-        let bb = f64x2_sub(s, p);
-        let e = f64x2_add(f64x2_sub(p, f64x2_sub(s, bb)), f64x2_sub(c, bb));
-        // Halfway between two floats: the 29 bits f32 drops are 1000…0.
-        let low = v128_and(s, i64x2_splat((1 << 29) - 1));
-        let tie = i64x2_eq(low, i64x2_splat(1 << 28));
-        let inexact = f64x2_ne(e, f64x2_splat(0.0));
-        // +1 step in magnitude when the remainder has the sum's sign, else -1.
-        let same_sign = i64x2_ge(v128_xor(s, e), i64x2_splat(0));
-        let step = v128_bitselect(i64x2_splat(1), i64x2_splat(-1), same_sign);
-        let s = i64x2_add(s, v128_and(step, v128_and(tie, inexact)));
-        f32x4_demote_f64x2_zero(s)
-    };
-    let lo = once(f64x2_mul(alo, blo), clo);
-    let hi = once(f64x2_mul(ahi, bhi), chi);
-    i32x4_shuffle::<0, 1, 4, 5>(lo, hi)
+    let ((alo, ahi), (blo, bhi), (clo, chi)) = (widen(a), widen(b), widen(c));
+    let (plo, phi) = (f64x2_mul(alo, blo), f64x2_mul(ahi, bhi));
+    let (slo, shi) = (f64x2_add(plo, clo), f64x2_add(phi, chi));
+    if v128_any_true(v128_or(halfway(slo), halfway(shi))) {
+        narrow(settle_tie(slo, plo, clo), settle_tie(shi, phi, chi))
+    } else {
+        narrow(slo, shi)
+    }
+}
+
+/// `a · b - c` rounded once when `c` lies within a factor of two of
+/// `a · b` (or is zero): the product is exact in f64 and, by Sterbenz's
+/// lemma, so is the difference, which then rounds once to f32.
+#[inline(always)]
+fn residue(a: v128, b: v128, c: v128) -> v128 {
+    let ((alo, ahi), (blo, bhi), (clo, chi)) = (widen(a), widen(b), widen(c));
+    narrow(
+        f64x2_sub(f64x2_mul(alo, blo), clo),
+        f64x2_sub(f64x2_mul(ahi, bhi), chi),
+    )
 }
 
 // SAFETY: the module is compiled with `simd128`.
@@ -126,11 +161,11 @@ unsafe impl Simd for Simd128 {
     }
     #[inline(always)]
     fn product_residue(self, a: v128, b: v128, c: v128) -> v128 {
-        fused(a, b, f32x4_neg(c))
+        residue(a, b, c)
     }
     #[inline(always)]
     fn neg_product_residue(self, a: v128, b: v128, c: v128) -> v128 {
-        fused(f32x4_neg(a), b, c)
+        residue(f32x4_neg(a), b, f32x4_neg(c))
     }
     #[inline(always)]
     fn min(self, a: v128, b: v128) -> v128 {

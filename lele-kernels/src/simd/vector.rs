@@ -377,4 +377,105 @@ mod tests {
             }
         }
     }
+
+    /// `mul_add` and the residues of every backend round once, as
+    /// `f32::mul_add` does, bit for bit: on random triples, and on sums
+    /// whose f64 value lies exactly halfway between two floats (where an
+    /// f64 sum rounded to f32 would round twice: wasm's emulation must
+    /// settle them toward the exact sum).
+    struct FusedOps(Vec<[f32; 3]>);
+
+    impl SimdKernel for FusedOps {
+        type Output = usize;
+        #[inline(always)]
+        fn run<S: Simd>(self, s: S) -> usize {
+            let l = S::LANES;
+            let mut checked = 0;
+            for chunk in self.0.chunks(l) {
+                let lane = |k: usize| -> Vec<f32> {
+                    (0..l).map(|i| chunk.get(i).map_or(1.0, |t| t[k])).collect()
+                };
+                let (a, b, c) = (lane(0), lane(1), lane(2));
+                let p: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+                let u: Vec<f32> = b.iter().map(|y| 1.0 / y).collect();
+                let one = vec![1.0f32; l];
+                let mut got = [[0f32; 16]; 4];
+                // SAFETY: every vector holds LANES floats, `got`'s rows 16.
+                unsafe {
+                    let v = |x: &[f32]| s.load(x.as_ptr());
+                    s.store(got[0].as_mut_ptr(), s.mul_add(v(&a), v(&b), v(&c)));
+                    s.store(got[1].as_mut_ptr(), s.neg_mul_add(v(&a), v(&b), v(&c)));
+                    s.store(got[2].as_mut_ptr(), s.product_residue(v(&a), v(&b), v(&p)));
+                    s.store(
+                        got[3].as_mut_ptr(),
+                        s.neg_product_residue(v(&u), v(&b), v(&one)),
+                    );
+                }
+                for i in 0..chunk.len() {
+                    let want = [
+                        a[i].mul_add(b[i], c[i]),
+                        (-a[i]).mul_add(b[i], c[i]),
+                        a[i].mul_add(b[i], -p[i]),
+                        (-u[i]).mul_add(b[i], 1.0),
+                    ];
+                    for (k, w) in want.iter().enumerate() {
+                        assert_eq!(
+                            got[k][i].to_bits(),
+                            w.to_bits(),
+                            "op {k} of ({}, {}, {}): {} vs {w}",
+                            a[i],
+                            b[i],
+                            c[i],
+                            got[k][i]
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+            checked
+        }
+    }
+
+    #[test]
+    fn fused_operations_round_once() {
+        // (1 + 2^-12)² = 1 + 2^-11 + 2^-24, halfway between two floats; a
+        // tiny addend decides the rounding, which an f64 sum loses.
+        let a = 1.0 + f32::powi(2.0, -12);
+        let tiny = f32::powi(2.0, -80);
+        let mut cases = vec![
+            [a, a, tiny],
+            [a, a, -tiny],
+            [-a, a, tiny],
+            [a, -a, -tiny],
+            [a, a, 0.0],
+            [3.0, 1.0 / 3.0, -1.0],
+            [0.0, 5.0, -0.0],
+            [1e-30, 1e-10, 1e-38],
+        ];
+        // A fixed xorshift stream: magnitudes over many binades, both signs.
+        let mut x: u32 = 0x9e37_79b9;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let m = (x >> 9) as f32 / (1u32 << 23) as f32 + 1.0;
+            let e = ((x & 0x3f) as i32) - 32;
+            let sign = if x & 0x40 != 0 { -1.0 } else { 1.0 };
+            sign * m * f32::powi(2.0, e)
+        };
+        for _ in 0..4000 {
+            cases.push([next(), next(), next()]);
+        }
+        // Products near halfway cases: a·b exactly halfway, c tiny.
+        for k in 1..200u32 {
+            let a = 1.0 + k as f32 * f32::powi(2.0, -12);
+            cases.push([a, a, if k % 2 == 0 { tiny } else { -tiny }]);
+        }
+        let n = cases.len();
+        for isa in crate::simd::runnable_isas() {
+            if let Ok(checked) = dispatch_on(isa, FusedOps(cases.clone())) {
+                assert_eq!(checked, n, "{isa:?}");
+            }
+        }
+    }
 }
