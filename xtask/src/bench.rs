@@ -83,7 +83,12 @@ pub struct Opts {
     /// node, next to onnxruntime-web's wasm backend (SIMD, one thread) in
     /// node: both with V8's default tiering, after at least 10 warm-up runs
     /// (past the tier-up of the hot code). One thread; no tract.
-    #[arg(long, value_parser = ["host", "wasm32-wasip1"], default_value = "host")]
+    /// `wasm32-wasip1+relaxed-simd`: lele's build with relaxed SIMD too.
+    #[arg(
+        long,
+        value_parser = ["host", "wasm32-wasip1", "wasm32-wasip1+relaxed-simd"],
+        default_value = "host"
+    )]
     pub target: String,
 }
 
@@ -232,12 +237,8 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
     if cases.is_empty() {
         bail!("no benchmark case matches {:?}", o.models);
     }
-    let wasm = o.target == "wasm32-wasip1";
-    let target = if wasm {
-        Target::Wasm32Wasip1
-    } else {
-        Target::Host
-    };
+    let target: Target = o.target.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    let wasm = target != Target::Host;
     // The ORT engine: native ONNX Runtime from Python, or onnxruntime-web
     // in node.
     let ort_cmd: Box<dyn Fn() -> Command> = if wasm {
@@ -340,11 +341,15 @@ fn report(
     o: &Opts,
     threads: &[usize],
 ) -> anyhow::Result<()> {
-    let wasm = o.target == "wasm32-wasip1";
+    let wasm = o.target.starts_with("wasm32-wasip1");
     let ort = if wasm { "ORT-web" } else { "ORT" };
     let (lele_name, ort_name) = if wasm {
         (
-            "lele (wasm32-wasip1, simd128, node)",
+            if o.target.contains("relaxed") {
+                "lele (wasm32-wasip1, simd128 + relaxed-simd, node)"
+            } else {
+                "lele (wasm32-wasip1, simd128, node)"
+            },
             "onnxruntime-web (wasm, SIMD, node)",
         )
     } else {

@@ -1,6 +1,6 @@
 //! `cargo xtask cross`: lele's tests on the targets this x86_64 machine
-//! emulates — aarch64 (NEON) under `qemu-aarch64`, wasm32-wasip1 (simd128)
-//! under node's WASI. CI runs each target's kernel tests and the parity
+//! emulates — aarch64 (NEON) under `qemu-aarch64`, wasm32-wasip1 (simd128,
+//! and simd128 with relaxed SIMD) under node's WASI. CI runs each target's kernel tests and the parity
 //! tests of the smallest models ([`CI_MODELS`]; on aarch64 both on NEON and
 //! on the portable code); `cargo xtask cross --full` runs every model
 //! ([`ALL_MODELS`]). Both check correctness: emulated timings mean nothing,
@@ -16,7 +16,8 @@ use crate::util::run_inherited;
 /// Options of `cargo xtask cross`.
 #[derive(clap::Args, Default)]
 pub struct Opts {
-    /// Every model's parity tests, not only the smallest ones CI runs.
+    /// Every model's parity tests, not only the smallest ones CI runs, and
+    /// the legs CI skips ([`FULL_ONLY_LEGS`]).
     #[arg(long)]
     pub full: bool,
     /// Only this target (`aarch64` or `wasm`).
@@ -31,6 +32,9 @@ pub enum Target {
     Aarch64,
     /// wasm32-wasip1 with simd128 under node.
     Wasm,
+    /// wasm32-wasip1 with simd128 and relaxed SIMD under node (the V8 flag
+    /// set by the runner where node needs it).
+    WasmRelaxed,
 }
 
 /// What one leg runs.
@@ -82,7 +86,18 @@ pub const LEGS: &[Leg] = &[
         target: Target::Wasm,
         what: What::CliRun,
     },
+    Leg {
+        target: Target::WasmRelaxed,
+        what: What::Kernels,
+    },
 ];
+
+/// Legs only `cargo xtask cross --full` runs (CI's time goes to the legs
+/// above; the relaxed-SIMD kernels are tested there).
+pub const FULL_ONLY_LEGS: &[Leg] = &[Leg {
+    target: Target::WasmRelaxed,
+    what: What::CliRun,
+}];
 
 /// The root package's tests that run real models against ONNX Runtime.
 pub const ALL_MODELS: &[&str] = &["silero_vad", "ppocr", "yolov8", "minilm"];
@@ -96,7 +111,15 @@ impl Target {
     fn triple(self) -> &'static str {
         match self {
             Target::Aarch64 => "aarch64-unknown-linux-gnu",
-            Target::Wasm => "wasm32-wasip1",
+            Target::Wasm | Target::WasmRelaxed => "wasm32-wasip1",
+        }
+    }
+
+    /// Its name for `lele run --target`.
+    fn lele_target(self) -> &'static str {
+        match self {
+            Target::WasmRelaxed => "wasm32-wasip1+relaxed-simd",
+            _ => self.triple(),
         }
     }
 
@@ -106,6 +129,7 @@ impl Target {
         match self {
             Target::Aarch64 => "target/cross",
             Target::Wasm => "target/wasm",
+            Target::WasmRelaxed => "target/wasm-relaxed",
         }
     }
 
@@ -122,15 +146,26 @@ impl Target {
                     "qemu-aarch64 -L /usr/aarch64-linux-gnu",
                 );
             }
-            Target::Wasm => {
+            Target::Wasm | Target::WasmRelaxed => {
                 let runner = python::repo_root().join("lele-build/src/cli/wasi_runner.mjs");
+                let features = if self == Target::WasmRelaxed {
+                    "+simd128,+relaxed-simd"
+                } else {
+                    "+simd128"
+                };
+                // The main-thread collector, as `lele run` uses: node 20.20
+                // has crashed in its garbage collector after a large test
+                // module ran.
                 cmd.env(
                     "CARGO_TARGET_WASM32_WASIP1_RUNNER",
-                    format!("node --no-warnings {}", runner.display()),
+                    format!(
+                        "node --no-warnings --single-threaded-gc {}",
+                        runner.display()
+                    ),
                 )
                 .env(
                     "CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS",
-                    "-C target-feature=+simd128",
+                    format!("-C target-feature={features}"),
                 );
             }
         }
@@ -146,7 +181,7 @@ impl Leg {
             What::ModelsPortable => "model parity tests, LELE_ISA=scalar,",
             What::CliRun => "`lele run --target` (Silero VAD)",
         };
-        format!("{what} on {}", self.target.triple())
+        format!("{what} on {}", self.target.lele_target())
     }
 }
 
@@ -193,14 +228,14 @@ fn cli_run(target: Target, zoo: &Path, fixtures: &Path) -> anyhow::Result<()> {
             .current_dir(&root),
     )?;
     let step0 = fixtures.join("silero_vad_16k/step0");
-    let out = root.join("target/cli-targets").join(target.triple());
+    let out = root.join("target/cli-targets").join(target.lele_target());
     let _ = std::fs::remove_dir_all(&out);
     let mut cmd = Command::new(root.join("target/debug/lele"));
     cmd.arg("run")
         .arg(zoo.join("silero_vad.onnx"))
         .arg("--out")
         .arg(&out)
-        .args(["--target", target.triple()]);
+        .args(["--target", target.lele_target()]);
     for (i, name) in ["input", "state", "sr"].iter().enumerate() {
         cmd.arg("--input").arg(format!(
             "{name}={}",
@@ -226,7 +261,7 @@ fn cli_run(target: Target, zoo: &Path, fixtures: &Path) -> anyhow::Result<()> {
             anyhow::ensure!(
                 (a - b).abs() <= 1e-4 + 1e-3 * b.abs(),
                 "{name}[{k}]: lele on {} gives {a}, ONNX Runtime {b}",
-                target.triple()
+                target.lele_target()
             );
         }
     }
@@ -242,7 +277,7 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<()> {
     let wanted = |t: Target| match opts.target.as_deref() {
         None => true,
         Some("aarch64") => t == Target::Aarch64,
-        Some("wasm") => t == Target::Wasm,
+        Some("wasm") => matches!(t, Target::Wasm | Target::WasmRelaxed),
         Some(_) => false,
     };
     if let Some(t) = opts.target.as_deref()
@@ -250,7 +285,8 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<()> {
     {
         anyhow::bail!("--target takes `aarch64` or `wasm`, not `{t}`");
     }
-    let legs = LEGS.iter().filter(|l| wanted(l.target));
+    let extra = if opts.full { FULL_ONLY_LEGS } else { &[] };
+    let legs = LEGS.iter().chain(extra).filter(|l| wanted(l.target));
     for leg in legs {
         let models = if opts.full { ALL_MODELS } else { CI_MODELS };
         crate::util::step(&leg.describe(), || run(leg, models, &zoo, &fixtures))?;

@@ -477,7 +477,7 @@ pub fn build_runner(
         RunnerKind::Run => (format!("lele-run-{hash}"), "debug"),
         RunnerKind::Bench => (format!("lele-bench-{hash}"), "release"),
     };
-    let target_dir = root.join("target");
+    let target_dir = root.join(target.build_dir_name());
     let exe = target.executable(&target_dir, profile, &package);
     let release = kind == RunnerKind::Bench;
     if exe.exists() && dir.join("src").join("model.rs").exists() {
@@ -648,7 +648,10 @@ fn bench_main(g: &crate::ir::Graph) -> proc_macro2::TokenStream {
             let times: Vec<String> = times.iter().map(|t| format!("{t:.4}")).collect();
             // The instruction set the kernels dispatched to (after any
             // `LELE_ISA` cap), so a report says which code was timed.
-            let isa = format!("{:?}", ::lele::kernels::simd::best_isa()).to_lowercase();
+            let mut isa = format!("{:?}", ::lele::kernels::simd::best_isa()).to_lowercase();
+            if cfg!(target_feature = "relaxed-simd") {
+                isa.push_str("+relaxed-simd");
+            }
             println!(
                 "{{\"engine\":\"lele\",\"isa\":\"{isa}\",\"threads\":{threads},\"init_ms\":{init:.4},\"first_output_ms\":{first:.4},\"times_ms\":[{}],\"peak_rss_kb\":{}{profile}}}",
                 times.join(","),

@@ -17,10 +17,16 @@ pub enum Target {
     Aarch64Linux,
     /// WebAssembly with WASI preview 1 and simd128, run under node.
     Wasm32Wasip1,
+    /// [`Target::Wasm32Wasip1`] also built with relaxed SIMD (fused
+    /// multiply-adds where the CPU has them), which Chromium-based
+    /// browsers run by default; node before 22 needs a V8 flag, which the
+    /// runner sets.
+    Wasm32Wasip1RelaxedSimd,
 }
 
 const AARCH64: &str = "aarch64-unknown-linux-gnu";
 const WASM: &str = "wasm32-wasip1";
+const WASM_RELAXED: &str = "wasm32-wasip1+relaxed-simd";
 
 /// The node runner of wasm32-wasip1 programs.
 const WASI_RUNNER: &str = include_str!("wasi_runner.mjs");
@@ -33,9 +39,10 @@ impl std::str::FromStr for Target {
             "host" => Ok(Target::Host),
             AARCH64 => Ok(Target::Aarch64Linux),
             WASM => Ok(Target::Wasm32Wasip1),
+            WASM_RELAXED => Ok(Target::Wasm32Wasip1RelaxedSimd),
             _ if s == host_triple() => Ok(Target::Host),
             _ => Err(format!(
-                "unsupported target (supported: host, {AARCH64}, {WASM})"
+                "unsupported target (supported: host, {AARCH64}, {WASM}, {WASM_RELAXED})"
             )),
         }
     }
@@ -70,13 +77,27 @@ impl Target {
             Target::Host => None,
             Target::Aarch64Linux if cfg!(target_arch = "aarch64") => None,
             Target::Aarch64Linux => Some(AARCH64),
-            Target::Wasm32Wasip1 => Some(WASM),
+            Target::Wasm32Wasip1 | Target::Wasm32Wasip1RelaxedSimd => Some(WASM),
         }
     }
 
     /// A name for cache keys and messages.
     pub fn name(self) -> &'static str {
-        self.triple().unwrap_or("host")
+        match self {
+            Target::Wasm32Wasip1RelaxedSimd => WASM_RELAXED,
+            _ => self.triple().unwrap_or("host"),
+        }
+    }
+
+    /// The cargo target directory (under the runners' cache) of builds for
+    /// this target: one of its own where the compiler flags differ from
+    /// another target's with the same triple, so switching between them
+    /// rebuilds nothing.
+    pub fn build_dir_name(self) -> &'static str {
+        match self {
+            Target::Wasm32Wasip1RelaxedSimd => "target-relaxed-simd",
+            _ => "target",
+        }
     }
 
     /// Adds `--target` and what building for it needs to a `cargo build`:
@@ -102,10 +123,15 @@ impl Target {
                     cmd.env(key, linker);
                 }
             }
-            Target::Wasm32Wasip1 => {
+            Target::Wasm32Wasip1 | Target::Wasm32Wasip1RelaxedSimd => {
                 let key = "CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS";
                 if std::env::var_os(key).is_none() {
-                    cmd.env(key, "-C target-feature=+simd128");
+                    let features = if self == Target::Wasm32Wasip1RelaxedSimd {
+                        "+simd128,+relaxed-simd"
+                    } else {
+                        "+simd128"
+                    };
+                    cmd.env(key, format!("-C target-feature={features}"));
                 }
             }
             Target::Host => {}
@@ -120,7 +146,9 @@ impl Target {
             None => target_dir.join(profile),
         };
         match self {
-            Target::Wasm32Wasip1 => dir.join(format!("{package}.wasm")),
+            Target::Wasm32Wasip1 | Target::Wasm32Wasip1RelaxedSimd => {
+                dir.join(format!("{package}.wasm"))
+            }
             _ => dir.join(package),
         }
     }
@@ -196,6 +224,12 @@ mod tests {
     fn targets_parse_and_name_their_programs() {
         assert_eq!("host".parse(), Ok(Target::Host));
         assert_eq!(WASM.parse(), Ok(Target::Wasm32Wasip1));
+        assert_eq!(WASM_RELAXED.parse(), Ok(Target::Wasm32Wasip1RelaxedSimd));
+        assert_eq!(Target::Wasm32Wasip1RelaxedSimd.triple(), Some(WASM));
+        assert_ne!(
+            Target::Wasm32Wasip1RelaxedSimd.build_dir_name(),
+            Target::Wasm32Wasip1.build_dir_name()
+        );
         assert_eq!(AARCH64.parse(), Ok(Target::Aarch64Linux));
         assert!("riscv64gc-unknown-linux-gnu".parse::<Target>().is_err());
         let t = Path::new("t");

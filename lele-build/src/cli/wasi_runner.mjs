@@ -6,6 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { WASI } from "node:wasi";
 import process from "node:process";
+import v8 from "node:v8";
 
 const [wasmPath, ...args] = process.argv.slice(2);
 const wasi = new WASI({
@@ -15,6 +16,16 @@ const wasi = new WASI({
   preopens: { ".": process.cwd(), "/": "/" },
   returnOnExit: true,
 });
-const module = await WebAssembly.compile(await readFile(wasmPath));
+const bytes = await readFile(wasmPath);
+// A module built with relaxed SIMD (`--target wasm32-wasip1+relaxed-simd`)
+// does not compile on node before 22 until V8's flag for it is set.
+let module;
+try {
+  module = await WebAssembly.compile(bytes);
+} catch (e) {
+  if (!(e instanceof WebAssembly.CompileError)) throw e;
+  v8.setFlagsFromString("--experimental-wasm-relaxed-simd");
+  module = await WebAssembly.compile(bytes);
+}
 const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
 process.exitCode = wasi.start(instance);

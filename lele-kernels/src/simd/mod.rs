@@ -20,6 +20,8 @@ mod vector;
 pub(crate) use avx2::transpose8x8;
 #[cfg(target_arch = "x86_64")]
 pub(crate) use avx512::transpose16;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub(crate) use simd128::madd as simd128_madd;
 pub(crate) use sums::{pairwise_sum, pairwise_sum_lanes, pairwise_sum_portable as sums_portable};
 pub(crate) use vector::{Simd, SimdKernel, dispatch, dispatch_on};
 

@@ -1,7 +1,9 @@
 //! The wasm32 `simd128` backend of [`Simd`]: four lanes, known at compile
 //! time. Comparisons and selects give x86's NaN behaviour, see
 //! [`super::vector`]; wasm has no fused multiply-add, so the fused
-//! operations are computed in f64 and rounded once (see `fused`).
+//! operations are computed in f64 and rounded once (see `fused`). Built
+//! with `relaxed-simd`, the approximate multiply-adds (products, polynomial
+//! steps) use the relaxed one (see `madd`).
 use core::arch::wasm32::*;
 
 use super::vector::Simd;
@@ -16,6 +18,51 @@ impl Simd128 {
     #[inline(always)]
     pub(crate) fn new() -> Self {
         Simd128(())
+    }
+}
+
+/// `a · b + c` as the engine computes it fastest: in a module built with
+/// `relaxed-simd`, one relaxed multiply-add (fused where the CPU has FMA,
+/// which halves the instructions of every product loop), else a multiply
+/// and an add.
+#[inline(always)]
+pub(crate) fn madd(a: v128, b: v128, c: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    {
+        f32x4_relaxed_madd(a, b, c)
+    }
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    {
+        f32x4_add(f32x4_mul(a, b), c)
+    }
+}
+
+/// `y < x ? y : x`, lane for lane (wasm's `pmin`). In a module built with
+/// `relaxed-simd`, LLVM compiles the `pmin` intrinsic to `relaxed_min`,
+/// whose result for NaN and signed zeros is the engine's choice (V8 on x64
+/// gives other lanes than `pmin`): there, a compare and a bit select.
+#[inline(always)]
+fn pmin(x: v128, y: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    {
+        v128_bitselect(y, x, f32x4_lt(y, x))
+    }
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    {
+        f32x4_pmin(x, y)
+    }
+}
+
+/// `x < y ? y : x`, lane for lane (wasm's `pmax`; see [`pmin`]).
+#[inline(always)]
+fn pmax(x: v128, y: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    {
+        v128_bitselect(y, x, f32x4_lt(x, y))
+    }
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    {
+        f32x4_pmax(x, y)
     }
 }
 
@@ -157,7 +204,7 @@ unsafe impl Simd for Simd128 {
     }
     #[inline(always)]
     fn mul_add_approx(self, a: v128, b: v128, c: v128) -> v128 {
-        f32x4_add(f32x4_mul(a, b), c)
+        madd(a, b, c)
     }
     #[inline(always)]
     fn product_residue(self, a: v128, b: v128, c: v128) -> v128 {
@@ -170,12 +217,12 @@ unsafe impl Simd for Simd128 {
     #[inline(always)]
     fn min(self, a: v128, b: v128) -> v128 {
         // pmin(x, y) = y < x ? y : x, so pmin(b, a) = a < b ? a : b.
-        f32x4_pmin(b, a)
+        pmin(b, a)
     }
     #[inline(always)]
     fn max(self, a: v128, b: v128) -> v128 {
         // pmax(x, y) = x < y ? y : x, so pmax(b, a) = b < a ? a : b.
-        f32x4_pmax(b, a)
+        pmax(b, a)
     }
     #[inline(always)]
     fn and(self, a: v128, b: v128) -> v128 {
@@ -286,8 +333,8 @@ unsafe impl Simd for Simd128 {
     }
     #[inline(always)]
     fn reduce_max(self, v: v128) -> f32 {
-        let m = f32x4_pmax(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
-        let m = f32x4_pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m));
+        let m = pmax(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
+        let m = pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m));
         f32x4_extract_lane::<0>(m)
     }
 }

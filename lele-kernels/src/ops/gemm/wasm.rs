@@ -2,7 +2,8 @@
 //! vectors of a row of `B` and a broadcast element of `A`: 11 registers,
 //! so an engine on x86_64's 16 keeps them all), with variants over fewer
 //! rows and over the first four columns. Baseline simd128 has no fused
-//! multiply-add: each step is a product and a sum.
+//! multiply-add: each step is a product and a sum, or one relaxed
+//! multiply-add in a module built with `relaxed-simd`.
 use core::arch::wasm32::*;
 
 /// Rows of the simd128 tile.
@@ -119,7 +120,7 @@ unsafe fn tile<const H: usize, const V: usize>(
             for (i, row) in acc.iter_mut().enumerate() {
                 let av = v128_load32_splat(ap.add(i).cast());
                 for (x, &bj) in row.iter_mut().zip(&bv) {
-                    *x = f32x4_add(*x, f32x4_mul(av, bj));
+                    *x = crate::simd::simd128_madd(av, bj, *x);
                 }
             }
         }
