@@ -42,7 +42,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 25)]
     pub top: usize,
     /// Build and time the model for this target (as for `lele run`):
-    /// `wasm32-wasip1` times wasm code in node; an aarch64 build on another
+    /// `wasm32-wasip1` (or `wasm32-wasip1+relaxed-simd`) times wasm code in
+    /// node; an aarch64 build on another
     /// host runs under qemu, which checks it but says nothing of speed.
     #[arg(long, default_value = "host")]
     pub target: Target,

@@ -43,8 +43,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub out: PathBuf,
     /// Build the model for this target and run it there: `host` (default),
-    /// `aarch64-unknown-linux-gnu` (under qemu on other hosts) or
-    /// `wasm32-wasip1` (simd128, under node).
+    /// `aarch64-unknown-linux-gnu` (under qemu on other hosts),
+    /// `wasm32-wasip1` (simd128, under node) or `wasm32-wasip1+relaxed-simd`
+    /// (also relaxed SIMD's multiply-add).
     #[arg(long, default_value = "host")]
     pub target: Target,
 }
