@@ -99,8 +99,9 @@ unsafe impl Simd for Neon {
     }
     #[inline(always)]
     fn product_residue(self, a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
-        // a·b - c = -(c - a·b), one rounding either way.
-        unsafe { vnegq_f32(vfmsq_f32(c, a, b)) }
+        // a·b + (-c), one rounding; an exact zero is +0 as a fused
+        // multiply-subtract gives it (negating c - a·b would give -0).
+        unsafe { vfmaq_f32(vnegq_f32(c), a, b) }
     }
     #[inline(always)]
     fn neg_product_residue(self, a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
