@@ -331,7 +331,7 @@ pub fn run(o: &Opts) -> anyhow::Result<()> {
             Ok(())
         })?;
     }
-    report(&cases, &configs, &results, o, threads)
+    report(&cases, &configs, &results, o, target, threads)
 }
 
 fn report(
@@ -339,21 +339,18 @@ fn report(
     configs: &[Config],
     results: &BTreeMap<(&str, Config), Agg>,
     o: &Opts,
+    target: Target,
     threads: &[usize],
 ) -> anyhow::Result<()> {
-    let wasm = o.target.starts_with("wasm32-wasip1");
+    let wasm = target != Target::Host;
     let ort = if wasm { "ORT-web" } else { "ORT" };
     let (lele_name, ort_name) = if wasm {
         (
-            if o.target.contains("relaxed") {
-                "lele (wasm32-wasip1, simd128 + relaxed-simd, node)"
-            } else {
-                "lele (wasm32-wasip1, simd128, node)"
-            },
+            format!("lele ({}, node)", target.name()),
             "onnxruntime-web (wasm, SIMD, node)",
         )
     } else {
-        ("lele", "ONNX Runtime")
+        ("lele".to_string(), "ONNX Runtime")
     };
     let mut jsonl = String::new();
     let mut md = String::new();

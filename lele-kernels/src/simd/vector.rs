@@ -473,8 +473,10 @@ mod tests {
         }
         let n = cases.len();
         for isa in crate::simd::runnable_isas() {
-            if let Ok(checked) = dispatch_on(isa, FusedOps(cases.clone())) {
-                assert_eq!(checked, n, "{isa:?}");
+            match dispatch_on(isa, FusedOps(cases.clone())) {
+                Ok(checked) => assert_eq!(checked, n, "{isa:?}"),
+                // Only the portable code has no vector backend to check.
+                Err(_) => assert_eq!(isa, crate::simd::Isa::Scalar, "{isa:?} did not run"),
             }
         }
     }
