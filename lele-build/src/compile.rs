@@ -7,7 +7,7 @@ use crate::config::{Dim, ModelToml};
 use crate::emit::EmitInput;
 use crate::error::{BuildError, Result, Unsupported};
 use crate::extend::Extensions;
-use crate::ir::{DeclaredDim, Graph, Op, ValueId};
+use crate::ir::{DeclaredDim, Graph, Op};
 use crate::passes;
 
 /// Every unsupported node of the graph.
@@ -115,117 +115,18 @@ pub fn resolve_input_dims(g: &Graph, toml: &ModelToml) -> Result<Vec<Vec<Dim>>> 
     Ok(all)
 }
 
-/// Runs the passes on a loaded graph.
+/// Runs the passes on a loaded graph ([`passes::pipeline::rounds`]).
 pub fn optimize(g: &mut Graph, dims: &[Vec<Dim>], fold: bool, ext: &Extensions) -> Result<()> {
     let unsupported = unsupported_nodes(g);
     if !unsupported.is_empty() {
         return Err(BuildError::Unsupported(unsupported));
     }
-    passes::infer_dtypes(g)?;
-    passes::widen_half_precision(g);
-    let fully_static = dims
-        .iter()
-        .all(|d| d.iter().all(|x| matches!(x, Dim::Fixed(_))));
-    ext.apply_patterns(g)?;
-    passes::identities_from_noops(g);
-    passes::bypass_identities(g);
-    // The fusions run in every block: the main one and each `If` branch.
-    let every = |g: &mut Graph, pass: fn(&mut Graph) -> usize| {
-        passes::in_every_block(g, &mut |g: &mut Graph| pass(g))
-    };
-    every(g, passes::fuse_silu);
-    if !fold {
-        every(g, passes::fuse_hardswish);
-        every(g, passes::fuse_gelu);
-        every(g, passes::fuse_layer_norm);
-        every(g, passes::fuse_matmul_bias);
-        every(g, passes::fuse_conv_activation);
-        every(g, passes::fuse_conv_scalar_affine);
-        passes::eliminate_dead_code(g);
-        return Ok(());
-    }
-    for _ in 0..8 {
-        let mut changed = passes::fold_constants(g, None)?;
-        passes::eliminate_dead_code(g);
-        if fully_static {
-            let point: Vec<Vec<usize>> = dims
-                .iter()
-                .map(|d| d.iter().map(Dim::max).collect())
-                .collect();
-            let sizes = passes::size_graph(g, &[point])?;
-            changed |= passes::fold_constants(g, Some(&sizes.shapes))?;
-            passes::eliminate_dead_code(g);
-        }
-        if !changed {
-            break;
-        }
-    }
-    // After folding, so the constants the patterns check are values.
-    // The activations first (so HardSwish chains are one node), then into
-    // the convolutions.
-    let fused = every(g, passes::fold_conv_affine)
-        + every(g, passes::fuse_hardswish)
-        + every(g, passes::fuse_gelu)
-        + every(g, passes::fuse_layer_norm)
-        + every(g, passes::fuse_matmul_bias);
-    let mut fused =
-        fused + every(g, passes::fuse_conv_activation) + every(g, passes::fuse_conv_scalar_affine);
-    // Last: the residual joins after the activation and affine the
-    // convolution took. Shapes must agree at every sizing point.
-    let point_shapes: Vec<Option<_>> = sizing_points(dims)
-        .into_iter()
-        .map(|p| passes::size_graph(g, &[p]).ok().map(|s| s.shapes))
-        .collect();
-    let shapes: Option<Vec<_>> = point_shapes.iter().cloned().collect();
-    if let Some(shapes) = &shapes {
-        let same = |a: ValueId, b: ValueId| {
-            shapes.iter().all(|s| match (s.get(&a), s.get(&b)) {
-                (Some(x), Some(y)) => x == y,
-                _ => false,
-            })
-        };
-        fused += passes::in_every_block(g, &mut |g| passes::fuse_residual_add(g, &same));
-        fused += passes::in_every_block(g, &mut |g| passes::fuse_attention(g, shapes));
-    }
-    let shapes = shapes.as_deref().unwrap_or(&[]);
-    // After every fusion into the MatMul (its bias and residual).
-    fused += every(g, passes::prepack_matmul_weights);
-    // Then the activation after a packed product (one without a residual:
-    // the graph adds that after the product, before the activation).
-    fused += every(g, passes::fuse_packed_matmul_activation);
-    // And the softmax after it (after the activation, which comes first).
-    fused += passes::in_every_block(g, &mut |g| passes::fuse_packed_matmul_softmax(g, shapes));
-    // Winograd's tile size by the output planes at the sizing points.
-    fused += passes::in_every_block(g, &mut |g| passes::prepack_conv_weights(g, shapes));
-    // The FFT plans of lengths known at build time, as constants. A point
-    // where sizing fails (a feature extractor given fewer samples than one
-    // frame) has no valid input, so the points that size decide.
-    let sized: Vec<_> = point_shapes.into_iter().flatten().collect();
-    passes::in_every_block(g, &mut |g| passes::add_fft_plans(g, &sized));
-    // ScatterND with constant indices as block copies (the indices they
-    // replace become dead).
-    fused += passes::in_every_block(g, &mut |g| passes::add_scatter_runs(g, &sized));
-    if fused > 0 {
-        passes::eliminate_dead_code(g);
-    }
+    let cx = passes::pipeline::Context { dims, ext };
+    passes::pipeline::run(g, passes::pipeline::rounds(fold), &cx)?;
     Ok(())
 }
 
-/// Sample points for sizing: upper bounds, lower bounds, midpoint.
-pub fn sizing_points(dims: &[Vec<Dim>]) -> Vec<Vec<Vec<usize>>> {
-    let at = |f: &dyn Fn(&Dim) -> usize| -> Vec<Vec<usize>> {
-        dims.iter().map(|d| d.iter().map(f).collect()).collect()
-    };
-    let mut pts = vec![
-        at(&Dim::max),
-        at(&Dim::min),
-        // Bounds are non-empty (the toml refuses `n <= 0`); saturating all
-        // the same, so a bound built in code cannot underflow here.
-        at(&|d: &Dim| d.min() + d.max().saturating_sub(d.min()) / 2),
-    ];
-    pts.dedup();
-    pts
-}
+pub use passes::sizing::sizing_points;
 
 /// Compiles an ONNX file into an [`Artifact`] whose weights are written to
 /// `weights_path` (the artifact is not stored).
@@ -243,8 +144,9 @@ pub fn compile_artifact(
     drop(proto);
     let dims = resolve_input_dims(&g, toml)?;
     optimize(&mut g, &dims, toml.codegen.constant_folding, ext)?;
-    if toml.codegen.flush_subnormal_weights && passes::flush_subnormal_weights(&mut g) > 0 {
-        passes::eliminate_dead_code(&mut g);
+    if toml.codegen.flush_subnormal_weights {
+        let cx = passes::pipeline::Context { dims: &dims, ext };
+        passes::pipeline::run(&mut g, &[passes::pipeline::FLUSH_SUBNORMALS], &cx)?;
     }
     copy_outputs_out_of_inputs_and_weights(&mut g);
     let sizes = passes::size_graph(&g, &sizing_points(&dims))?;

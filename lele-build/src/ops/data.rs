@@ -16,41 +16,6 @@ use lele_kernels::ops::transpose::Transpose;
 use super::{LowerCtx, LowerResult, Lowered};
 use crate::ir::{OutDType, Tensor};
 
-/// Op types lowered here.
-pub const OPS: &[&str] = &[
-    "Shape",
-    "Size",
-    "Reshape",
-    "Flatten",
-    "Squeeze",
-    "Unsqueeze",
-    "Identity",
-    "Dropout",
-    "Trilu",
-    "Transpose",
-    "Concat",
-    "Split",
-    "Slice",
-    "Gather",
-    "GatherElements",
-    "GatherND",
-    "ScatterND",
-    "ScatterElements",
-    "Scatter",
-    "Compress",
-    "Unique",
-    "NonMaxSuppression",
-    "ReverseSequence",
-    "Range",
-    "ConstantOfShape",
-    "Pad",
-    "Where",
-    "Expand",
-    "Tile",
-    "NonZero",
-    "TopK",
-];
-
 fn i64_list(v: &[i64]) -> Tensor {
     Tensor::i64_vector(v)
 }

@@ -127,18 +127,6 @@ pub fn lower(ctx: &mut LowerCtx<'_>) -> Lowered {
     }
 }
 
-/// Whether lele has a kernel for this default-domain op type.
-pub fn is_known(op_type: &str) -> bool {
-    math::OPS.contains(&op_type)
-        || nn::OPS.contains(&op_type)
-        || data::OPS.contains(&op_type)
-        || quant::OPS.contains(&op_type)
-        || spatial::OPS.contains(&op_type)
-        || signal::OPS.contains(&op_type)
-        || op_type == "If"
-        || op_type == "Constant"
-}
-
 /// The tensor of a `Constant` node.
 pub fn constant_value(
     np: &proto::NodeProto,

@@ -13,39 +13,6 @@ use lele_kernels::{DType, IntList};
 use super::{Attrs, LowerCtx, LowerResult, Lowered};
 use crate::ir::{OutDType, Tensor};
 
-/// Op types lowered here.
-pub const OPS: &[&str] = &[
-    "MatMul",
-    "Gemm",
-    "Conv",
-    "ConvTranspose",
-    "MaxPool",
-    "AveragePool",
-    "GlobalAveragePool",
-    "GlobalMaxPool",
-    "LpPool",
-    "MaxUnpool",
-    "BatchNormalization",
-    "LayerNormalization",
-    "RMSNormalization",
-    "Attention",
-    "NegativeLogLikelihoodLoss",
-    "SoftmaxCrossEntropyLoss",
-    "InstanceNormalization",
-    "GroupNormalization",
-    "LRN",
-    "LpNormalization",
-    "MeanVarianceNormalization",
-    "Hardmax",
-    "Softmax",
-    "LogSoftmax",
-    "Resize",
-    "Upsample",
-    "LSTM",
-    "GRU",
-    "RNN",
-];
-
 pub(super) fn auto_pad(a: &Attrs<'_>) -> Result<AutoPad, String> {
     Ok(match a.string("auto_pad", "NOTSET").as_str() {
         "NOTSET" | "" => AutoPad::NotSet,

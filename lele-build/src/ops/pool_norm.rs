@@ -1,8 +1,7 @@
 //! Lowering of the windowed pools (`MaxPool`, `AveragePool`, `LpPool`,
 //! `MaxUnpool`) and of the normalizations that are not in `nn.rs`
 //! (`BatchNormalization`, `GroupNormalization`, `LRN`, `LpNormalization`,
-//! `MeanVarianceNormalization`, `Hardmax`). Called from [`super::nn`], whose
-//! `OPS` list names these ops.
+//! `MeanVarianceNormalization`, `Hardmax`). Called from [`super::nn`].
 use lele_kernels::ops::hardmax::Hardmax;
 use lele_kernels::ops::norm::{
     BatchNormalization, GroupNormalization, LpNormalization, Lrn, MeanVarianceNormalization,

@@ -9,17 +9,6 @@ use lele_kernels::{DType, IntList};
 use super::{Attrs, LowerCtx, LowerResult, Lowered};
 use crate::ir::OutDType;
 
-/// Op types lowered here.
-pub const OPS: &[&str] = &[
-    "QuantizeLinear",
-    "DequantizeLinear",
-    "DynamicQuantizeLinear",
-    "MatMulInteger",
-    "QLinearMatMul",
-    "ConvInteger",
-    "QLinearConv",
-];
-
 /// The integer dtypes quantized values may have.
 const QUANT_DTYPES: [DType; 4] = [DType::I8, DType::U8, DType::I16, DType::U16];
 

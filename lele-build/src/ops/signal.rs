@@ -9,16 +9,6 @@ use super::math::dtype_attr;
 use super::{LowerCtx, LowerResult, Lowered};
 use crate::ir::{OutDType, Tensor};
 
-/// Op types lowered here.
-pub const OPS: &[&str] = &[
-    "DFT",
-    "STFT",
-    "HannWindow",
-    "HammingWindow",
-    "BlackmanWindow",
-    "MelWeightMatrix",
-];
-
 /// Lowers `op_type` if it belongs here.
 pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
     let a = ctx.attrs();

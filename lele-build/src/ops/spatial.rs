@@ -9,16 +9,6 @@ use lele_kernels::ops::spatial::grid_sample::{GridPadding, GridSample, GridSampl
 
 use super::{Attrs, LowerCtx, LowerResult, Lowered};
 
-/// Op types lowered here.
-pub const OPS: &[&str] = &[
-    "GridSample",
-    "AffineGrid",
-    "Col2Im",
-    "CenterCropPad",
-    "SpaceToDepth",
-    "DepthToSpace",
-];
-
 /// An optional integer list attribute (absent: empty, meaning the default).
 fn int_list(a: &Attrs<'_>, name: &str) -> Result<IntList, String> {
     IntList::new(a.ints_opt(name).unwrap_or(&[])).map_err(|_| format!("`{name}` is too long"))

@@ -10,7 +10,13 @@ use std::sync::Arc;
 
 use lele_kernels::{DType, Shape, TensorRef};
 
+use lele_kernels::ops::cast::Cast;
+use lele_kernels::ops::layout::{Identity, ShapeOf, Size};
+use lele_kernels::ops::slice::Slice;
+
 use super::eval::eval_kernel;
+use super::fuse::kernel_of;
+use crate::config::Dim;
 use crate::error::{BuildError, Result};
 use crate::ir::{Block, Graph, Node, Op, OutDType, ValueId};
 
@@ -26,6 +32,35 @@ pub fn fold_constants(
     let r = fold_block(g, &mut main, static_shapes);
     g.main = main;
     r
+}
+
+/// Folds constants, removing what dead code they leave, until nothing
+/// changes (at most eight rounds). When every input dimension is fixed,
+/// each round also folds `Shape`/`Size` of values whose shape the graph
+/// sized at those dims. Returns how many rounds changed the graph.
+pub fn fold_to_fixed_point(g: &mut Graph, dims: &[Vec<Dim>]) -> Result<usize> {
+    let fully_static = dims
+        .iter()
+        .all(|d| d.iter().all(|x| matches!(x, Dim::Fixed(_))));
+    let point: Vec<Vec<usize>> = dims
+        .iter()
+        .map(|d| d.iter().map(Dim::max).collect())
+        .collect();
+    let mut rounds = 0;
+    for _ in 0..8 {
+        let mut changed = fold_constants(g, None)?;
+        eliminate_dead_code(g);
+        if fully_static {
+            let sizes = super::sizing::size_graph(g, std::slice::from_ref(&point))?;
+            changed |= fold_constants(g, Some(&sizes.shapes))?;
+            eliminate_dead_code(g);
+        }
+        if !changed {
+            break;
+        }
+        rounds += 1;
+    }
+    Ok(rounds)
 }
 
 /// [`fold_constants`] over one block (the importer folds the block it is
@@ -44,6 +79,8 @@ pub(crate) fn fold_block(
             op: node_op.clone(),
             msg,
         };
+        let reads_only_shape =
+            kernel_of::<ShapeOf>(&n).is_some() || kernel_of::<Size>(&n).is_some();
         match &mut n.op {
             Op::If {
                 then_branch,
@@ -75,7 +112,7 @@ pub(crate) fn fold_block(
                     .iter()
                     .flatten()
                     .all(|&v| g.values[v].constant.is_some());
-                let shape_of_static = (n.op_type == "Shape" || n.op_type == "Size")
+                let shape_of_static = reads_only_shape
                     && n.inputs.len() == 1
                     && static_shapes
                         .and_then(|s| n.inputs[0].and_then(|v| s.get(&v)))
@@ -202,9 +239,8 @@ pub fn bypass_identities(g: &mut Graph) -> usize {
     block_outputs(&g.main, &mut keep);
     let mut source: HashMap<ValueId, ValueId> = HashMap::new();
     g.for_each_node(&mut |n| {
-        if let (Op::View(_), "Identity", &[Some(x)], &[y]) = (
-            &n.op,
-            n.op_type.as_str(),
+        if let (Some(Identity), &[Some(x)], &[y]) = (
+            kernel_of::<Identity>(n),
             n.inputs.as_slice(),
             n.outputs.as_slice(),
         ) && !keep.contains(&y)
@@ -261,8 +297,6 @@ fn dce_block(b: &mut Block, live: &mut HashSet<ValueId>) {
 /// casts float to float twice: five of its nodes a call. Returns how many
 /// nodes became views.
 pub fn identities_from_noops(g: &mut Graph) -> usize {
-    use lele_kernels::ops::cast::Cast;
-    use lele_kernels::ops::slice::Slice;
     fn walk(b: &mut Block, values: &[crate::ir::Value]) -> usize {
         let mut count = 0;
         for n in &mut b.nodes {
@@ -282,9 +316,9 @@ pub fn identities_from_noops(g: &mut Graph) -> usize {
                 let v = n.inputs.get(i).copied().flatten()?;
                 values[v].constant.as_ref()?.to_i64s()
             };
-            let noop = if let Some(cast) = super::fuse::kernel_of::<Cast>(n) {
-                n.op_type == "Cast" && values[src].dtype == Some(cast.to)
-            } else if super::fuse::kernel_of::<Slice>(n).is_some() && n.op_type == "Slice" {
+            let noop = if let Some(cast) = kernel_of::<Cast>(n) {
+                values[src].dtype == Some(cast.to)
+            } else if kernel_of::<Slice>(n).is_some() {
                 let whole = || -> Option<bool> {
                     let (starts, ends) = (constant(1)?, constant(2)?);
                     let steps_one = match n.inputs.get(4).copied().flatten() {

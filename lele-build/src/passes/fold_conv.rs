@@ -73,7 +73,7 @@ enum Affine {
 /// `v`, when its four statistics are f32 constants of `m` values.
 fn batch_norm_affine(g: &Graph, n: &crate::ir::Node, v: ValueId, m: usize) -> Option<Affine> {
     let bn = kernel_of::<BatchNormalization>(n)?;
-    if n.op_type != "BatchNormalization" || bn.training || n.outputs.len() != 1 {
+    if bn.training || n.outputs.len() != 1 {
         return None;
     }
     if n.inputs.first().copied().flatten() != Some(v) || n.inputs.len() != 5 {
@@ -138,15 +138,18 @@ impl ChannelAxis {
 /// lele's own kernel (a `Conv`, or a `ConvTranspose` whose group count
 /// divides its input channels).
 fn output_channels(n: &crate::ir::Node) -> Option<ChannelAxis> {
-    match n.op_type.as_str() {
-        "Conv" => Some(ChannelAxis::First),
-        "ConvTranspose" => {
-            let ct = kernel_of::<ConvTranspose>(n)?;
-            (ct.group > 0 && ct.activation == Activation::None)
-                .then_some(ChannelAxis::Second { group: ct.group })
-        }
-        _ => None,
+    // Only a convolution with nothing fused after it yet (an affine after
+    // an activation or a residual is not one of its weights').
+    if let Some(conv) = kernel_of::<Conv>(n) {
+        let plain = conv.activation == Activation::None
+            && conv.post_mul == 1.0
+            && conv.post_add == 0.0
+            && n.inputs.len() <= 3;
+        return plain.then_some(ChannelAxis::First);
     }
+    let ct = kernel_of::<ConvTranspose>(n)?;
+    (ct.group > 0 && ct.activation == Activation::None && n.inputs.len() <= 3)
+        .then_some(ChannelAxis::Second { group: ct.group })
 }
 
 /// Folds every matching chain; returns how many convolutions absorbed one.
@@ -194,10 +197,9 @@ pub fn fold_conv_affine(g: &mut Graph) -> usize {
                 if let Some(a) = batch_norm_affine(g, n, v, m) {
                     return Some((ni, a));
                 }
-                let op = [BinaryOp::Mul, BinaryOp::Add].into_iter().find(|&op| {
-                    let name = if op == BinaryOp::Mul { "Mul" } else { "Add" };
-                    runs(n, name, &Binary { op })
-                })?;
+                let op = [BinaryOp::Mul, BinaryOp::Add]
+                    .into_iter()
+                    .find(|&op| runs(n, &Binary { op }))?;
                 let (a, b) = (n.inputs.first().copied()??, n.inputs.get(1).copied()??);
                 let other = if a == v { b } else { a };
                 if a == b || n.outputs.len() != 1 {
@@ -444,8 +446,7 @@ pub fn fuse_conv_scalar_affine(g: &mut Graph) -> usize {
                 }
                 let Some(&ni) = reader.get(&v) else { break };
                 let node = &g.main.nodes[ni];
-                let name = if want == BinaryOp::Mul { "Mul" } else { "Add" };
-                if !runs(node, name, &Binary { op: want }) || node.outputs.len() != 1 {
+                if !runs(node, &Binary { op: want }) || node.outputs.len() != 1 {
                     continue;
                 }
                 let (Some(Some(a)), Some(Some(b))) = (node.inputs.first(), node.inputs.get(1))

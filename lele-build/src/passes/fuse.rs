@@ -21,24 +21,29 @@
 //! override is never fused away).
 use std::collections::HashMap;
 
-use lele_kernels::DType;
 use lele_kernels::ops::binary::{Binary, BinaryOp};
 use lele_kernels::ops::conv::Conv;
+use lele_kernels::ops::layout::Identity;
 use lele_kernels::ops::matmul::{MatMul, MatMulBias};
 use lele_kernels::ops::norm::LayerNormalization;
 use lele_kernels::ops::reduce::{Reduce, ReduceOp};
 use lele_kernels::ops::unary::{Clip, GeluErf, Swish, Unary, UnaryOp};
+use lele_kernels::{DType, Shape};
 
 use crate::ir::{Graph, Node, Op, OutDType, Tensor, ValueId};
 
-/// Whether `n` is an `op_type` node running exactly the kernel `own`.
-pub(crate) fn runs<K: PartialEq + 'static>(n: &Node, op_type: &str, own: &K) -> bool {
-    n.op_type == op_type && kernel_of::<K>(n) == Some(own)
+/// Whether `n` runs exactly lele's own kernel `own` (its type and
+/// parameters: the node's op-type label is for display only).
+pub(crate) fn runs<K: PartialEq + 'static>(n: &Node, own: &K) -> bool {
+    kernel_of::<K>(n) == Some(own)
 }
 
-/// The node's kernel when it is lele's own `K` (not a user override).
+/// The node's kernel (or view) when it is lele's own `K` (not a user
+/// override).
 pub(crate) fn kernel_of<K: 'static>(n: &Node) -> Option<&K> {
-    let Op::Kernel(k) = &n.op else { return None };
+    let (Op::Kernel(k) | Op::View(k)) = &n.op else {
+        return None;
+    };
     let any: &dyn std::any::Any = k.as_ref();
     any.downcast_ref::<K>()
 }
@@ -59,7 +64,6 @@ pub(crate) fn readers(g: &Graph) -> HashMap<ValueId, usize> {
 fn is_sigmoid(n: &Node) -> bool {
     runs(
         n,
-        "Sigmoid",
         &Unary {
             op: UnaryOp::Sigmoid,
         },
@@ -122,16 +126,15 @@ impl<'g> Links<'g> {
     }
 
     /// The node producing `v`, when `v` has exactly one reader and the node
-    /// is an `op_type` running exactly `own`.
+    /// runs exactly `own`.
     pub(super) fn inner<K: PartialEq + 'static>(
         &self,
         v: ValueId,
-        op_type: &str,
         own: &K,
     ) -> Option<(usize, &'g Node)> {
         let &i = self.producer.get(&v)?;
         let n = &self.g.main.nodes[i];
-        (self.uses.get(&v) == Some(&1) && runs(n, op_type, own)).then_some((i, n))
+        (self.uses.get(&v) == Some(&1) && runs(n, own)).then_some((i, n))
     }
 
     /// The node producing `v` (any op), when `v` has exactly one reader.
@@ -166,7 +169,7 @@ impl<'g> Links<'g> {
     /// The two operands of `n` when it is an `Add` running lele's own
     /// kernel with both inputs present.
     pub(super) fn add_operands(n: &Node) -> Option<(ValueId, ValueId)> {
-        if !runs(n, "Add", &bin(BinaryOp::Add)) {
+        if !runs(n, &bin(BinaryOp::Add)) {
             return None;
         }
         match n.inputs.as_slice() {
@@ -220,21 +223,20 @@ pub fn fuse_hardswish(g: &mut Graph) -> usize {
     let l = Links::new(g);
     let mut fused = Vec::new();
     for (i, div) in g.main.nodes.iter().enumerate() {
-        if !runs(div, "Div", &bin(BinaryOp::Div)) || div.inputs.len() != 2 {
+        if !runs(div, &bin(BinaryOp::Div)) || div.inputs.len() != 2 {
             continue;
         }
         let found = (|| {
             let m_out = div.inputs[0]?;
             (scalar_const(g, div.inputs[1]) == Some(6.0)).then_some(())?;
-            let (mi, mul) = l.inner(m_out, "Mul", &bin(BinaryOp::Mul))?;
+            let (mi, mul) = l.inner(m_out, &bin(BinaryOp::Mul))?;
             let (a, b) = (mul.inputs.first().copied()??, mul.inputs.get(1).copied()??);
             [(a, b), (b, a)].into_iter().find_map(|(x, c_out)| {
-                let (ci, clip) = l.inner(c_out, "Clip", &Clip)?;
+                let (ci, clip) = l.inner(c_out, &Clip)?;
                 let lo = scalar_const(g, clip.inputs.get(1).copied().flatten());
                 let hi = scalar_const(g, clip.inputs.get(2).copied().flatten());
                 (lo == Some(0.0) && hi == Some(6.0)).then_some(())?;
-                let (ai, add) =
-                    l.inner(clip.inputs.first().copied()??, "Add", &bin(BinaryOp::Add))?;
+                let (ai, add) = l.inner(clip.inputs.first().copied()??, &bin(BinaryOp::Add))?;
                 let plus3 = l.with_const(add) == Some((x, 3.0));
                 (plus3 && l.is_f32(x)).then(|| Fused {
                     last: i,
@@ -261,35 +263,35 @@ pub fn fuse_gelu(g: &mut Graph) -> usize {
     let near = |v: f64, want: f64| (v - want).abs() <= 1e-6 * want;
     let mut fused = Vec::new();
     for (i, half) in g.main.nodes.iter().enumerate() {
-        if !runs(half, "Mul", &bin(BinaryOp::Mul)) {
+        if !runs(half, &bin(BinaryOp::Mul)) {
             continue;
         }
         let found = (|| {
             let (m_out, c) = l.with_const(half)?;
             (c == 0.5).then_some(())?;
-            let (mi, mul) = l.inner(m_out, "Mul", &bin(BinaryOp::Mul))?;
+            let (mi, mul) = l.inner(m_out, &bin(BinaryOp::Mul))?;
             let (a, b) = (mul.inputs.first().copied()??, mul.inputs.get(1).copied()??);
             [(a, b), (b, a)].into_iter().find_map(|(x, add_out)| {
-                let (ai, add) = l.inner(add_out, "Add", &bin(BinaryOp::Add))?;
+                let (ai, add) = l.inner(add_out, &bin(BinaryOp::Add))?;
                 let (e_out, one) = l.with_const(add)?;
                 (one == 1.0).then_some(())?;
-                let (ei, erf) = l.inner(e_out, "Erf", &Unary { op: UnaryOp::Erf })?;
+                let (ei, erf) = l.inner(e_out, &Unary { op: UnaryOp::Erf })?;
                 let d_out = erf.inputs.first().copied()??;
                 let (di, scale) = l
-                    .inner(d_out, "Div", &bin(BinaryOp::Div))
+                    .inner(d_out, &bin(BinaryOp::Div))
                     .filter(|(_, n)| {
                         scalar_const(g, n.inputs.get(1).copied().flatten())
                             .is_some_and(|c| near(c, core::f64::consts::SQRT_2))
                     })
                     .or_else(|| {
-                        l.inner(d_out, "Mul", &bin(BinaryOp::Mul)).filter(|(_, n)| {
+                        l.inner(d_out, &bin(BinaryOp::Mul)).filter(|(_, n)| {
                             l.with_const(n)
                                 .is_some_and(|(_, c)| near(c, core::f64::consts::FRAC_1_SQRT_2))
                         })
                     })?;
                 // Div must divide x (not the constant); Mul either way.
                 let arg_is_x = Links::other_than(scale, x).is_some()
-                    && (scale.op_type == "Mul"
+                    && (runs(scale, &bin(BinaryOp::Mul))
                         || scale.inputs.first().copied().flatten() == Some(x));
                 (arg_is_x && l.is_f32(x)).then(|| Fused {
                     last: i,
@@ -318,7 +320,7 @@ pub fn fuse_silu(g: &mut Graph) -> usize {
     let mut drop = Vec::new();
     for i in 0..g.main.nodes.len() {
         let n = &g.main.nodes[i];
-        if n.op_type != "Mul" || n.inputs.len() != 2 {
+        if !runs(n, &bin(BinaryOp::Mul)) || n.inputs.len() != 2 {
             continue;
         }
         let (Some(a), Some(b)) = (n.inputs[0], n.inputs[1]) else {
@@ -368,7 +370,7 @@ pub fn fuse_layer_norm(g: &mut Graph) -> usize {
     };
     // A ReduceMean over the last axis only.
     let last_axis_mean = |v: ValueId| -> Option<(usize, &Node)> {
-        let (i, n) = l.inner(v, "ReduceMean", &mean)?;
+        let (i, n) = l.inner(v, &mean)?;
         let axes = g
             .values
             .get(n.inputs.get(1).copied()??)?
@@ -388,22 +390,22 @@ pub fn fuse_layer_norm(g: &mut Graph) -> usize {
     );
     let mut found_all: Vec<Found> = Vec::new();
     for (i, div) in g.main.nodes.iter().enumerate() {
-        if !runs(div, "Div", &bin(BinaryOp::Div)) || div.inputs.len() != 2 {
+        if !runs(div, &bin(BinaryOp::Div)) || div.inputs.len() != 2 {
             continue;
         }
         let found = (|| {
             let (d, s) = (div.inputs[0]?, div.inputs[1]?);
-            let (si, sqrt) = l.inner(s, "Sqrt", &Unary { op: UnaryOp::Sqrt })?;
-            let (ai, add) = l.inner(sqrt.inputs.first().copied()??, "Add", &bin(BinaryOp::Add))?;
+            let (si, sqrt) = l.inner(s, &Unary { op: UnaryOp::Sqrt })?;
+            let (ai, add) = l.inner(sqrt.inputs.first().copied()??, &bin(BinaryOp::Add))?;
             let (v, eps) = l.with_const(add)?;
             let (vi, var) = last_axis_mean(v)?;
-            let (pi, pow) = l.inner(var.inputs.first().copied()??, "Pow", &bin(BinaryOp::Pow))?;
+            let (pi, pow) = l.inner(var.inputs.first().copied()??, &bin(BinaryOp::Pow))?;
             let squares_d = pow.inputs.first().copied().flatten() == Some(d)
                 && scalar_const(g, pow.inputs.get(1).copied().flatten()) == Some(2.0);
             // d: read by the Pow and the Div only.
             let &di = l.producer.get(&d)?;
             let sub = &g.main.nodes[di];
-            let d_inner = l.uses.get(&d) == Some(&2) && runs(sub, "Sub", &bin(BinaryOp::Sub));
+            let d_inner = l.uses.get(&d) == Some(&2) && runs(sub, &bin(BinaryOp::Sub));
             (squares_d && d_inner).then_some(())?;
             let (x, m) = (sub.inputs.first().copied()??, sub.inputs.get(1).copied()??);
             let (mi, mn) = last_axis_mean(m)?;
@@ -416,11 +418,11 @@ pub fn fuse_layer_norm(g: &mut Graph) -> usize {
         // The optional constant scale, then bias.
         let mut last = i;
         let (mut scale, mut bias) = (None, None);
-        let affine = |from: usize, op: BinaryOp, name: &str| -> Option<(usize, ValueId)> {
+        let affine = |from: usize, op: BinaryOp| -> Option<(usize, ValueId)> {
             let out = *g.main.nodes[from].outputs.first()?;
             let &ri = reader.get(&out)?;
             let n = &g.main.nodes[ri];
-            (l.uses.get(&out) == Some(&1) && runs(n, name, &bin(op))).then_some(())?;
+            (l.uses.get(&out) == Some(&1) && runs(n, &bin(op))).then_some(())?;
             let c = Links::other_than(n, out)?;
             let t = g.values[c].constant.as_ref()?;
             // Along the last axis only (leading dims 1).
@@ -430,10 +432,10 @@ pub fn fuse_layer_norm(g: &mut Graph) -> usize {
                 .is_none_or(|(_, rest)| rest.iter().all(|&d| d == 1));
             (t.dtype == DType::F32 && last_only).then_some((ri, c))
         };
-        if let Some((mi, c)) = affine(last, BinaryOp::Mul, "Mul") {
+        if let Some((mi, c)) = affine(last, BinaryOp::Mul) {
             inner.push(last);
             (last, scale) = (mi, Some(c));
-            if let Some((ai, c)) = affine(last, BinaryOp::Add, "Add") {
+            if let Some((ai, c)) = affine(last, BinaryOp::Add) {
                 inner.push(last);
                 (last, bias) = (ai, Some(c));
             }
@@ -479,7 +481,7 @@ pub fn fuse_matmul_bias(g: &mut Graph) -> usize {
             continue;
         };
         let hit = [(p, q), (q, p)].into_iter().find_map(|(mm_out, c)| {
-            let (mi, mm) = l.inner(mm_out, "MatMul", &MatMul)?;
+            let (mi, mm) = l.inner(mm_out, &MatMul)?;
             let (a, w) = (mm.inputs.first().copied()??, mm.inputs.get(1).copied()??);
             let wt = g.values[w].constant.as_ref()?;
             let bias = g.values[c].constant.as_ref()?;
@@ -502,11 +504,18 @@ pub fn fuse_matmul_bias(g: &mut Graph) -> usize {
 }
 
 /// Fuses residual adds, `Add(y, r)` with `y` produced by a convolution or
-/// a `MatMulBias` (read only by the `Add`) and `same_shape(y, r)` holding,
-/// into the producer, which takes `r` as its last input; returns how many.
-/// `same_shape` must only hold when the two values have equal shapes at
-/// every input size the model accepts (no broadcasting in the `Add`).
-pub fn fuse_residual_add(g: &mut Graph, same_shape: &dyn Fn(ValueId, ValueId) -> bool) -> usize {
+/// a `MatMulBias` (read only by the `Add`) and `y` and `r` of one shape at
+/// every sizing point in `shapes` (which must be all of them: no
+/// broadcasting in the `Add` at any input size the model accepts), into
+/// the producer, which takes `r` as its last input; returns how many.
+pub fn fuse_residual_add(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -> usize {
+    let same_shape = |a: ValueId, b: ValueId| {
+        !shapes.is_empty()
+            && shapes.iter().all(|s| match (s.get(&a), s.get(&b)) {
+                (Some(x), Some(y)) => x == y,
+                _ => false,
+            })
+    };
     let l = Links::new(g);
     let mut found = Vec::new();
     for (i, add) in g.main.nodes.iter().enumerate() {
@@ -529,8 +538,8 @@ pub fn fuse_residual_add(g: &mut Graph, same_shape: &dyn Fn(ValueId, ValueId) ->
                 if l.uses.get(&v) != Some(&1) || prod.outputs.len() != 1 {
                     return None;
                 }
-                match (&prod.op, prod.op_type.as_str(), prod.inputs.as_slice()) {
-                    (Op::View(_), "Identity", &[Some(x)]) => {
+                match (kernel_of::<Identity>(prod), prod.inputs.as_slice()) {
+                    (Some(_), &[Some(x)]) => {
                         inner.push(pi);
                         v = x;
                     }
@@ -542,7 +551,7 @@ pub fn fuse_residual_add(g: &mut Graph, same_shape: &dyn Fn(ValueId, ValueId) ->
             {
                 (prod.inputs.len() <= 3).then_some(())?;
                 Box::new(*conv)
-            } else if runs(prod, "MatMul+Add", &MatMulBias) && prod.inputs.len() == 3 {
+            } else if runs(prod, &MatMulBias) && prod.inputs.len() == 3 {
                 Box::new(MatMulBias)
             } else {
                 return None;

@@ -29,8 +29,7 @@ use crate::ir::{Graph, ValueId};
 fn transposed_from(l: &Links<'_>, v: ValueId, perm: &[i64]) -> Option<(usize, ValueId)> {
     let (i, n) = l.inner_any(v)?;
     let t = kernel_of::<Transpose>(n)?;
-    (n.op_type == "Transpose" && t.perm.as_slice() == perm && n.inputs.len() == 1)
-        .then_some((i, n.inputs[0]?))
+    (t.perm.as_slice() == perm && n.inputs.len() == 1).then_some((i, n.inputs[0]?))
 }
 
 /// `x` as `MatMul(a, b)` optionally scaled by a constant (`Div(·, c)` or
@@ -43,8 +42,8 @@ fn scaled_scores<'g>(
     let mut nodes = Vec::new();
     let (mut x, mut scale) = (x, 1.0f32);
     let (i, n) = l.inner_any(x)?;
-    let div = runs(n, "Div", &bin(BinaryOp::Div));
-    if div || runs(n, "Mul", &bin(BinaryOp::Mul)) {
+    let div = runs(n, &bin(BinaryOp::Div));
+    if div || runs(n, &bin(BinaryOp::Mul)) {
         let (s, c) = l.with_const(n)?;
         // `c / S` is no scale of S.
         if div && n.inputs.first().copied().flatten() != Some(s) {
@@ -57,7 +56,7 @@ fn scaled_scores<'g>(
         nodes.push(i);
         x = s;
     }
-    let (qk_i, qk) = l.inner(x, "MatMul", &MatMul)?;
+    let (qk_i, qk) = l.inner(x, &MatMul)?;
     nodes.push(qk_i);
     Some((nodes, scale, x, qk))
 }
@@ -106,14 +105,14 @@ pub fn fuse_attention(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -> usiz
         let hit = (|| {
             // Y = Transpose(O, [0, 2, 1, 3]) on O = MatMul(P, V4).
             let t = kernel_of::<Transpose>(out)?;
-            if out.op_type != "Transpose" || t.perm.as_slice() != [0, 2, 1, 3] {
+            if t.perm.as_slice() != [0, 2, 1, 3] {
                 return None;
             }
-            let (pv_i, pv) = l.inner(out.inputs.first().copied()??, "MatMul", &MatMul)?;
+            let (pv_i, pv) = l.inner(out.inputs.first().copied()??, &MatMul)?;
             let (p, v4) = (pv.inputs.first().copied()??, pv.inputs.get(1).copied()??);
             let (sm_i, sm) = l.inner_any(p)?;
             let axis = kernel_of::<Softmax>(sm)?.axis;
-            if sm.op_type != "Softmax" || !(axis == -1 || axis == 3) {
+            if !(axis == -1 || axis == 3) {
                 return None;
             }
             // Optional mask (either operand of the Add), then the scores.

@@ -1,5 +1,6 @@
-//! Graph passes: dtype inference, constant folding, dead-code elimination
-//! and sizing (shape inference at the input bounds).
+//! Graph passes: dtype inference, constant folding, fusions, weight
+//! prepacking, dead-code elimination and sizing (shape inference at the
+//! input bounds). [`pipeline`] names them in the order a build runs them.
 pub mod dtypes;
 pub mod eval;
 pub mod fft_plan;
@@ -7,6 +8,7 @@ pub mod fold;
 pub mod fold_conv;
 pub mod fuse;
 pub mod fuse_attention;
+pub mod pipeline;
 pub mod prepack;
 pub mod scatter_runs;
 pub mod sizing;
@@ -15,7 +17,10 @@ pub mod widen;
 
 pub use dtypes::infer_dtypes;
 pub use fft_plan::add_fft_plans;
-pub use fold::{bypass_identities, eliminate_dead_code, fold_constants, identities_from_noops};
+pub use fold::{
+    bypass_identities, eliminate_dead_code, fold_constants, fold_to_fixed_point,
+    identities_from_noops,
+};
 pub use fold_conv::{fold_conv_affine, fuse_conv_activation, fuse_conv_scalar_affine};
 pub use fuse::{
     fuse_gelu, fuse_hardswish, fuse_layer_norm, fuse_matmul_bias, fuse_residual_add, fuse_silu,
@@ -26,7 +31,7 @@ pub use prepack::{
     prepack_matmul_weights,
 };
 pub use scatter_runs::add_scatter_runs;
-pub use sizing::{Sizes, size_graph};
+pub use sizing::{Sizes, size_graph, sizing_points};
 pub use subnormal::flush_subnormal_weights;
 pub use widen::widen_half_precision;
 

@@ -48,7 +48,7 @@ struct Product {
 /// `beta = 1` (a Linear layer's bias).
 fn product(g: &Graph, i: usize) -> Option<Product> {
     let n = &g.main.nodes[i];
-    let plain = runs(n, "MatMul", &MatMul) && n.inputs.len() == 2;
+    let plain = runs(n, &MatMul) && n.inputs.len() == 2;
     let biased = kernel_of::<MatMulBias>(n).is_some() && (3..=4).contains(&n.inputs.len());
     let (a, w) = (n.inputs.first().copied()??, n.inputs.get(1).copied()??);
     if plain || biased {
@@ -60,7 +60,7 @@ fn product(g: &Graph, i: usize) -> Option<Product> {
             bias_row: false,
         });
     }
-    let gemm = kernel_of::<Gemm>(n).filter(|_| n.op_type == "Gemm")?;
+    let gemm = kernel_of::<Gemm>(n)?;
     if gemm.trans_a || gemm.alpha != 1.0 || n.inputs.len() > 3 {
         return None;
     }
@@ -202,7 +202,7 @@ pub fn fuse_packed_matmul_softmax(g: &mut Graph, shapes: &[HashMap<ValueId, Shap
         g,
         |_, p: &MatMulPacked| !p.softmax,
         |s, out| {
-            let softmax = kernel_of::<Softmax>(s).filter(|_| s.op_type == "Softmax")?;
+            let softmax = kernel_of::<Softmax>(s)?;
             let last = softmax.axis == -1
                 || (softmax.axis >= 0
                     && !shapes.is_empty()

@@ -10,9 +10,13 @@
 //! return an error; it never overflows.
 use std::collections::{HashMap, HashSet};
 
+use lele_kernels::ops::cast::{Cast, CastLike};
+use lele_kernels::ops::layout::{ShapeOf, Size};
 use lele_kernels::{DType, Kernel, KernelError, Shape, TensorRef};
 
 use super::eval::eval_kernel;
+use super::fuse::kernel_of;
+use crate::config::Dim;
 use crate::error::{BuildError, Result};
 use crate::ir::{Block, DeclaredDim, Graph, Node, Op, Tensor, ValueId};
 
@@ -261,7 +265,7 @@ fn node(g: &Graph, n: &Node, p: &mut Point) -> Result<()> {
                 check_addressable(g, o, s)?;
                 p.shapes.insert(o, *s);
             }
-            let shape_only_op = n.op_type == "Shape" || n.op_type == "Size";
+            let shape_only_op = kernel_of::<ShapeOf>(n).is_some() || kernel_of::<Size>(n).is_some();
             let small = shapes
                 .iter()
                 .fold(0usize, |acc, s| acc.saturating_add(s.numel()))
@@ -306,7 +310,8 @@ fn unknown_shape_input(g: &Graph, n: &Node, p: &Point) -> Result<Option<usize>> 
     let keeps_count = match &n.op {
         Op::View(_) => true,
         Op::Kernel(k) => {
-            matches!(n.op_type.as_str(), "Identity" | "Cast" | "CastLike")
+            kernel_of::<Cast>(n).is_some()
+                || kernel_of::<CastLike>(n).is_some()
                 || (k.elementwise() && others_ok)
         }
         _ => false,
@@ -376,4 +381,20 @@ fn bounded_outputs(
     // Scratch is sized for the declared shapes, or as if each output were a
     // flat tensor of its bound.
     Ok((k.scratch_bytes(refs, &shapes), bounds))
+}
+
+/// Sample points for sizing: upper bounds, lower bounds, midpoint.
+pub fn sizing_points(dims: &[Vec<Dim>]) -> Vec<Vec<Vec<usize>>> {
+    let at = |f: &dyn Fn(&Dim) -> usize| -> Vec<Vec<usize>> {
+        dims.iter().map(|d| d.iter().map(f).collect()).collect()
+    };
+    let mut pts = vec![
+        at(&Dim::max),
+        at(&Dim::min),
+        // Bounds are non-empty (the toml refuses `n <= 0`); saturating all
+        // the same, so a bound built in code cannot underflow here.
+        at(&|d: &Dim| d.min() + d.max().saturating_sub(d.min()) / 2),
+    ];
+    pts.dedup();
+    pts
 }

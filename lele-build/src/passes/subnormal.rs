@@ -12,18 +12,40 @@
 //! touched (a subnormal constant elsewhere, such as a `Max` floor, keeps
 //! its exact meaning); a weight another node also reads is copied.
 use lele_kernels::DType;
+use lele_kernels::ops::conv::{Conv, ConvPackedWeights, ConvTranspose, ConvWinograd};
+use lele_kernels::ops::matmul::{Gemm, MatMul, MatMulBias};
+use lele_kernels::ops::matmul_packed::MatMulPacked;
+use lele_kernels::ops::rnn::{Gru, Lstm, Rnn};
 
-use crate::ir::{Graph, Tensor};
+use super::fuse::kernel_of;
+use crate::ir::{Graph, Node, Tensor};
 
-/// The inputs of node type `op_type` that are multiplied into a sum:
-/// the weights of convolutions, products and recurrent layers (fused and
-/// packed forms keep their op type's prefix).
-fn multiplicand_inputs(op_type: &str) -> &'static [usize] {
-    if op_type.starts_with("Conv") {
+/// The inputs of `n` that are multiplied into a sum, by the kernel it
+/// runs: the weights of convolutions (plain, prepacked, Winograd or
+/// transposed), both operands of products (plain, with bias, prepacked,
+/// `Gemm`) and the weight matrices of recurrent layers. Other kernels, and
+/// a user's override of any of these, have none.
+fn multiplicand_inputs(n: &Node) -> &'static [usize] {
+    let runs = |is: &[fn(&Node) -> bool]| is.iter().any(|is| is(n));
+    if runs(&[
+        |n| kernel_of::<Conv>(n).is_some(),
+        |n| kernel_of::<ConvPackedWeights>(n).is_some(),
+        |n| kernel_of::<ConvWinograd>(n).is_some(),
+        |n| kernel_of::<ConvTranspose>(n).is_some(),
+    ]) {
         &[1]
-    } else if op_type.starts_with("MatMul") || op_type == "Gemm" {
+    } else if runs(&[
+        |n| kernel_of::<MatMul>(n).is_some(),
+        |n| kernel_of::<MatMulBias>(n).is_some(),
+        |n| kernel_of::<MatMulPacked>(n).is_some(),
+        |n| kernel_of::<Gemm>(n).is_some(),
+    ]) {
         &[0, 1]
-    } else if matches!(op_type, "LSTM" | "GRU" | "RNN") {
+    } else if runs(&[
+        |n| kernel_of::<Lstm>(n).is_some(),
+        |n| kernel_of::<Gru>(n).is_some(),
+        |n| kernel_of::<Rnn>(n).is_some(),
+    ]) {
         &[1, 2]
     } else {
         &[]
@@ -59,7 +81,7 @@ fn flushed(t: &Tensor) -> Option<(Tensor, usize)> {
 pub fn flush_subnormal_weights(g: &mut Graph) -> usize {
     let mut total = 0;
     for i in 0..g.main.nodes.len() {
-        for &slot in multiplicand_inputs(&g.main.nodes[i].op_type) {
+        for &slot in multiplicand_inputs(&g.main.nodes[i]) {
             let Some(Some(w)) = g.main.nodes[i].inputs.get(slot).copied() else {
                 continue;
             };
@@ -78,8 +100,9 @@ pub fn flush_subnormal_weights(g: &mut Graph) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Node, Op, OutDType, ValueId};
-    use lele_kernels::ops::matmul::MatMul;
+    use crate::ir::{Op, OutDType, ValueId};
+    use lele_kernels::ops::binary::{Binary, BinaryOp};
+    use lele_kernels::ops::norm::LayerNormalization;
 
     fn values(g: &Graph, v: ValueId) -> Vec<f32> {
         g.values[v]
@@ -92,16 +115,25 @@ mod tests {
             .collect()
     }
 
-    fn node(op: &str, ins: &[ValueId], out: ValueId) -> Node {
+    fn node(
+        op: &str,
+        kernel: Box<dyn crate::ops::OpKernel>,
+        ins: &[ValueId],
+        out: ValueId,
+    ) -> Node {
         Node {
             name: format!("{op}_{out}"),
             op_type: op.into(),
             domain: String::new(),
-            op: Op::Kernel(Box::new(MatMul)),
+            op: Op::Kernel(kernel),
             inputs: ins.iter().map(|&v| Some(v)).collect(),
             outputs: vec![out],
             out_dtypes: vec![OutDType::Input(0)],
         }
+    }
+
+    fn binary(op: BinaryOp) -> Box<dyn crate::ops::OpKernel> {
+        Box::new(Binary { op })
     }
 
     #[test]
@@ -136,11 +168,17 @@ mod tests {
             Tensor::from_values::<f32>(&[1], &[sub[0]]).unwrap(),
         );
         let [y, z, m] = ["y", "z", "m"].map(|n| g.add_value(n, Some(DType::F32)));
-        g.main.nodes.push(node("Conv+Relu", &[x, w], y));
+        g.main
+            .nodes
+            .push(node("MatMul", Box::new(MatMul), &[x, w], y));
         // The same weight read by a node that is not a product, and a
         // subnormal constant of an elementwise op: both left as they are.
-        g.main.nodes.push(node("Add", &[w, y], z));
-        g.main.nodes.push(node("Max", &[z, floor], m));
+        g.main
+            .nodes
+            .push(node("Add", binary(BinaryOp::Add), &[w, y], z));
+        g.main
+            .nodes
+            .push(node("Max", binary(BinaryOp::Max), &[z, floor], m));
         assert_eq!(flush_subnormal_weights(&mut g), 4);
         let wf = g.main.nodes[0].inputs[1].unwrap();
         assert_ne!(wf, w);
@@ -164,15 +202,49 @@ mod tests {
     }
 
     #[test]
-    fn multiplicands_by_op_type() {
-        assert_eq!(multiplicand_inputs("Conv"), &[1]);
-        assert_eq!(multiplicand_inputs("ConvTranspose"), &[1]);
-        assert_eq!(multiplicand_inputs("Conv+Swish+Add"), &[1]);
-        assert_eq!(multiplicand_inputs("MatMul+Add+Add"), &[0, 1]);
-        assert_eq!(multiplicand_inputs("Gemm"), &[0, 1]);
-        assert_eq!(multiplicand_inputs("LSTM"), &[1, 2]);
-        assert!(multiplicand_inputs("Add").is_empty());
-        assert!(multiplicand_inputs("Max").is_empty());
-        assert!(multiplicand_inputs("LayerNormalization").is_empty());
+    fn multiplicands_by_kernel_not_by_label() {
+        let [x, y] = [0, 1];
+        let kernels: [(&str, Box<dyn crate::ops::OpKernel>, &[usize]); 6] = [
+            ("MatMul+Add+Add", Box::new(MatMulBias), &[0, 1]),
+            (
+                "Gemm",
+                Box::new(Gemm {
+                    alpha: 1.0,
+                    beta: 1.0,
+                    trans_a: false,
+                    trans_b: true,
+                }),
+                &[0, 1],
+            ),
+            (
+                "LSTM",
+                Box::new(Lstm {
+                    hidden_size: 4,
+                    direction: lele_kernels::ops::rnn::Direction::Forward,
+                    layout: 0,
+                    clip: None,
+                    input_forget: false,
+                }),
+                &[1, 2],
+            ),
+            // A label saying `Conv` or `MatMul` does not make a product.
+            ("Conv+Swish+Add", binary(BinaryOp::Add), &[]),
+            (
+                "MatMul",
+                Box::new(LayerNormalization {
+                    axis: -1,
+                    epsilon: 1e-5,
+                }),
+                &[],
+            ),
+            ("Max", binary(BinaryOp::Max), &[]),
+        ];
+        for (label, kernel, want) in kernels {
+            assert_eq!(
+                multiplicand_inputs(&node(label, kernel, &[x], y)),
+                want,
+                "{label}"
+            );
+        }
     }
 }
