@@ -9,7 +9,7 @@ use lele_kernels::ops::signal::fft;
 use lele_kernels::ops::signal::stft::{STFT_PLAN_INPUT, Stft};
 use lele_kernels::{DType, KernelError, Shape, TensorRef};
 
-use super::fuse::kernel_of;
+use super::matching::kernel_of;
 use crate::ir::{Graph, Node, Tensor, ValueId};
 
 /// Plans above this many floats (a transform of about 3 million points)

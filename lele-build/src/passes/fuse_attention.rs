@@ -21,7 +21,7 @@ use lele_kernels::ops::mha::MultiHeadAttention;
 use lele_kernels::ops::softmax::Softmax;
 use lele_kernels::ops::transpose::Transpose;
 
-use super::fuse::{Fused, Links, bin, kernel_of, rewrite, runs};
+use super::matching::{Fused, Links, bin, kernel_of, rewrite, runs};
 use crate::ir::{Graph, ValueId};
 
 /// The input of a `Transpose` with exactly `perm` producing `v` (read only

@@ -1,36 +1,55 @@
 //! Graph passes: dtype inference, constant folding, fusions, weight
 //! prepacking, dead-code elimination and sizing (shape inference at the
 //! input bounds). [`pipeline`] names them in the order a build runs them.
+pub mod conv_activation;
+pub mod conv_affine;
+pub mod conv_scalar_affine;
+pub mod dead_code;
 pub mod dtypes;
 pub mod eval;
 pub mod fft_plan;
 pub mod fold;
-pub mod fold_conv;
-pub mod fuse;
 pub mod fuse_attention;
+pub mod gelu;
+pub mod hardswish;
+pub mod identities;
+pub mod layer_norm;
+pub mod matching;
+pub mod matmul_bias;
+pub mod packed_activation;
+pub mod packed_softmax;
 pub mod pipeline;
-pub mod prepack;
+pub mod prepack_conv;
+pub mod prepack_matmul;
+pub mod residual_add;
 pub mod scatter_runs;
+pub mod silu;
 pub mod sizing;
 pub mod subnormal;
+#[cfg(test)]
+mod test_graph;
 pub mod widen;
 
+pub use conv_activation::fuse_conv_activation;
+pub use conv_affine::fold_conv_affine;
+pub use conv_scalar_affine::fuse_conv_scalar_affine;
+pub use dead_code::eliminate_dead_code;
 pub use dtypes::infer_dtypes;
 pub use fft_plan::add_fft_plans;
-pub use fold::{
-    bypass_identities, eliminate_dead_code, fold_constants, fold_to_fixed_point,
-    identities_from_noops,
-};
-pub use fold_conv::{fold_conv_affine, fuse_conv_activation, fuse_conv_scalar_affine};
-pub use fuse::{
-    fuse_gelu, fuse_hardswish, fuse_layer_norm, fuse_matmul_bias, fuse_residual_add, fuse_silu,
-};
+pub use fold::{fold_constants, fold_to_fixed_point};
 pub use fuse_attention::fuse_attention;
-pub use prepack::{
-    fuse_packed_matmul_activation, fuse_packed_matmul_softmax, prepack_conv_weights,
-    prepack_matmul_weights,
-};
+pub use gelu::fuse_gelu;
+pub use hardswish::fuse_hardswish;
+pub use identities::{bypass_identities, identities_from_noops};
+pub use layer_norm::fuse_layer_norm;
+pub use matmul_bias::fuse_matmul_bias;
+pub use packed_activation::fuse_packed_matmul_activation;
+pub use packed_softmax::fuse_packed_matmul_softmax;
+pub use prepack_conv::prepack_conv_weights;
+pub use prepack_matmul::prepack_matmul_weights;
+pub use residual_add::fuse_residual_add;
 pub use scatter_runs::add_scatter_runs;
+pub use silu::fuse_silu;
 pub use sizing::{Sizes, size_graph, sizing_points};
 pub use subnormal::flush_subnormal_weights;
 pub use widen::widen_half_precision;

@@ -15,10 +15,6 @@ use std::collections::HashMap;
 
 use lele_kernels::Shape;
 
-use super::fold::{
-    bypass_identities, eliminate_dead_code, fold_to_fixed_point, identities_from_noops,
-};
-use super::sizing::{size_graph, sizing_points};
 use super::*;
 use crate::config::Dim;
 use crate::error::Result;
@@ -300,27 +296,11 @@ pub fn run(g: &mut Graph, rounds: &[Round], cx: &Context<'_>) -> Result<Vec<Pass
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Node, Op, OutDType};
+    use crate::ir::Op;
+    use crate::passes::test_graph::node;
     use lele_kernels::DType;
     use lele_kernels::ops::binary::{Binary, BinaryOp};
     use lele_kernels::ops::unary::{Swish, Unary, UnaryOp};
-
-    fn node(
-        op: &str,
-        kernel: Box<dyn crate::ops::OpKernel>,
-        ins: &[ValueId],
-        out: ValueId,
-    ) -> Node {
-        Node {
-            name: format!("{op}_{out}"),
-            op_type: op.into(),
-            domain: String::new(),
-            op: Op::Kernel(kernel),
-            inputs: ins.iter().map(|&v| Some(v)).collect(),
-            outputs: vec![out],
-            out_dtypes: vec![OutDType::Input(0)],
-        }
-    }
 
     #[test]
     fn pass_names_are_unique_within_a_round() {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use lele_kernels::ops::gather::{ScatterNd, ScatterReduction};
 use lele_kernels::{DType, Shape, TensorRef};
 
-use super::fuse::kernel_of;
+use super::matching::kernel_of;
 use crate::ir::{Graph, Op, Tensor, ValueId};
 
 /// The table replaces the indices only when it is at least this many times

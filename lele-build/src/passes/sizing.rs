@@ -15,7 +15,7 @@ use lele_kernels::ops::layout::{ShapeOf, Size};
 use lele_kernels::{DType, Kernel, KernelError, Shape, TensorRef};
 
 use super::eval::eval_kernel;
-use super::fuse::kernel_of;
+use super::matching::kernel_of;
 use crate::config::Dim;
 use crate::error::{BuildError, Result};
 use crate::ir::{Block, DeclaredDim, Graph, Node, Op, Tensor, ValueId};

@@ -17,7 +17,7 @@ use lele_kernels::ops::matmul::{Gemm, MatMul, MatMulBias};
 use lele_kernels::ops::matmul_packed::MatMulPacked;
 use lele_kernels::ops::rnn::{Gru, Lstm, Rnn};
 
-use super::fuse::kernel_of;
+use super::matching::kernel_of;
 use crate::ir::{Graph, Node, Tensor};
 
 /// The inputs of `n` that are multiplied into a sum, by the kernel it
@@ -100,7 +100,8 @@ pub fn flush_subnormal_weights(g: &mut Graph) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Op, OutDType, ValueId};
+    use crate::ir::ValueId;
+    use crate::passes::test_graph::node;
     use lele_kernels::ops::binary::{Binary, BinaryOp};
     use lele_kernels::ops::norm::LayerNormalization;
 
@@ -113,23 +114,6 @@ mod tests {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect()
-    }
-
-    fn node(
-        op: &str,
-        kernel: Box<dyn crate::ops::OpKernel>,
-        ins: &[ValueId],
-        out: ValueId,
-    ) -> Node {
-        Node {
-            name: format!("{op}_{out}"),
-            op_type: op.into(),
-            domain: String::new(),
-            op: Op::Kernel(kernel),
-            inputs: ins.iter().map(|&v| Some(v)).collect(),
-            outputs: vec![out],
-            out_dtypes: vec![OutDType::Input(0)],
-        }
     }
 
     fn binary(op: BinaryOp) -> Box<dyn crate::ops::OpKernel> {
