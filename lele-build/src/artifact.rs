@@ -7,11 +7,25 @@
 //! offline build without artifacts can still emit the model's API.
 use std::path::{Path, PathBuf};
 
+/// How weights reach the generated code.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WeightsMode {
+    /// `include_bytes!` of this file, 64-byte aligned.
+    Embed(String),
+    /// Memory-mapped at run time.
+    Mmap {
+        /// The file this build wrote.
+        built: String,
+        /// `[codegen] weights_file`: where `new()` looks instead, relative
+        /// to the running executable's directory.
+        runtime: Option<String>,
+    },
+}
+
 use proc_macro2::TokenStream;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::emit::WeightsMode;
 use crate::error::{BuildError, Result};
 use crate::fsutil::hex;
 use crate::fsutil::write_atomic;

@@ -18,6 +18,7 @@ pub mod fsutil;
 pub mod ir;
 pub mod npy;
 pub mod onnx;
+pub mod onnx_file;
 pub mod ops;
 pub mod passes;
 pub mod plan;

@@ -701,3 +701,118 @@ fn bench_profile_counts_each_nodes_work() {
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(table.status.success() && text.contains("GFLOP/s"), "{text}");
 }
+
+/// Where the snapshot of [`gen_output_matches_its_snapshot`] lives.
+fn snapshot_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/small_model.rs")
+}
+
+/// `lele gen` of a small model (a SiLU the compiler fuses, a transpose, a
+/// softmax, a view and a ReLU), compared line by line with the checked-in
+/// `tests/snapshots/small_model.rs`, the model hash masked (it changes
+/// with every compiler change). Each node's statement carries a comment
+/// naming its op type and ONNX node. After an intended change to the
+/// generated code, refresh the snapshot with
+/// `LELE_UPDATE_SNAPSHOTS=1 cargo test -p lele-build --test cli gen_output`
+/// and review its diff.
+#[test]
+fn gen_output_matches_its_snapshot() {
+    use hostile::*;
+    use lele_build::onnx::proto;
+    let dir = scratch("snapshot");
+    let ints = |name: &str, v: &[i64]| proto::AttributeProto {
+        name: Some(name.into()),
+        ints: v.to_vec(),
+        r#type: Some(proto::attribute_proto::AttributeType::Ints as i32),
+        ..Default::default()
+    };
+    let int = |name: &str, v: i64| proto::AttributeProto {
+        name: Some(name.into()),
+        i: Some(v),
+        r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
+        ..Default::default()
+    };
+    let mut transpose = node("Transpose", "/block/Transpose", &["silu"], &["t"]);
+    transpose.attribute.push(ints("perm", &[0, 2, 1]));
+    let mut softmax = node("Softmax", "/block/Softmax", &["t"], &["p"]);
+    softmax.attribute.push(int("axis", -1));
+    let mut flatten = node("Flatten", "/head/Flatten", &["p"], &["f"]);
+    flatten.attribute.push(int("axis", 1));
+    let nodes = vec![
+        node("Sigmoid", "/block/Sigmoid", &["x"], &["s"]),
+        node("Mul", "/block/Mul", &["x", "s"], &["silu"]),
+        transpose,
+        softmax,
+        flatten,
+        node("Relu", "/head/Relu", &["f"], &["y"]),
+    ];
+    let model = write_model(
+        &dir,
+        nodes,
+        vec![vi("x", 1, &["1", "4", "6"])],
+        vec![vi("y", 1, &["1", "24"])],
+        &[],
+    );
+    let gen_dir = dir.join("gen");
+    let out = lele()
+        .arg("gen")
+        .arg(&model)
+        .arg("-o")
+        .arg(&gen_dir)
+        .args(["--name", "SmallModel"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let src = std::fs::read_to_string(gen_dir.join("small_model.rs")).unwrap();
+    let masked: String = src
+        .lines()
+        .map(
+            |l| match l.split_once("pub const MODEL_HASH: &'static str = ") {
+                Some((indent, _)) => {
+                    format!("{indent}pub const MODEL_HASH: &'static str = \"…\";\n")
+                }
+                None => format!("{l}\n"),
+            },
+        )
+        .collect();
+    let path = snapshot_path();
+    if std::env::var_os("LELE_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &masked).unwrap();
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; write it with LELE_UPDATE_SNAPSHOTS=1",
+            path.display()
+        )
+    });
+    if masked != want {
+        let first = masked
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(masked.lines().count().min(want.lines().count()));
+        panic!(
+            "generated code differs from {} from line {}:\n  got:  {:?}\n  want: {:?}\n\
+             (after an intended change: LELE_UPDATE_SNAPSHOTS=1, then review the diff)",
+            path.display(),
+            first + 1,
+            masked.lines().nth(first),
+            want.lines().nth(first)
+        );
+    }
+    for note in [
+        "// Swish `/block/Mul::silu`",
+        "// Transpose `/block/Transpose`",
+        "// Softmax `/block/Softmax`",
+        "// Flatten `/head/Flatten`",
+        "// Relu `/head/Relu`",
+    ] {
+        assert!(masked.contains(note), "no `{note}` comment");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

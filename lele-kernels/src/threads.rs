@@ -16,8 +16,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
-/// Floats of private scratch each worker owns (enough for any GEMM block).
-pub(crate) const WORKER_SCRATCH: usize = crate::ops::gemm::MAX_SCRATCH;
+/// Floats of private scratch each worker owns: a kernel splitting its work
+/// over the pool fits each task's scratch in it. Sized for the GEMM's
+/// largest block (`ops::gemm` asserts that it fits), 1.1 MiB.
+pub(crate) const WORKER_SCRATCH: usize = 286_720;
 
 /// Most threads [`set_num_threads`] accepts.
 pub const MAX_THREADS: usize = 64;

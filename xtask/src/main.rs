@@ -3,6 +3,7 @@ mod bench;
 mod bench_kernels;
 mod conformance;
 mod cross;
+mod cycles;
 mod demo;
 mod fixtures;
 mod fuzz;
@@ -51,6 +52,8 @@ enum Cmd {
     /// and on the portable code) and the kernel tests on wasm32-wasip1
     /// (under node).
     Cross(cross::Opts),
+    /// Fail on module cycles inside lele-build or lele-kernels.
+    Cycles,
     /// Everything CI checks: models, fixtures, fmt, clippy, tests.
     Test {
         /// Extra arguments for `cargo test --workspace` (after `--`).
@@ -70,6 +73,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Bench(opts) => bench::run(&opts),
         Cmd::Fuzz(opts) => fuzz::run(&opts),
         Cmd::Cross(opts) => cross::run_all(&opts),
+        Cmd::Cycles => cycles::run(),
         Cmd::Test { args } => test::run(&args),
     }
 }

@@ -49,6 +49,7 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
         })
     };
     cargo_step("cargo fmt", &["fmt", "--all", "--", "--check"], &[])?;
+    step("module cycles", crate::cycles::run)?;
     cargo_step(
         "cargo clippy",
         &[

@@ -8,6 +8,8 @@ mod shell;
 
 pub use shell::{ShellBody, shell};
 
+pub use crate::artifact::WeightsMode;
+
 use lele_kernels::DType;
 use lele_kernels::codegen::ToRust;
 use proc_macro2::{Literal, TokenStream};
@@ -20,21 +22,6 @@ use crate::signature::{Layout, Port, Signature, dim_text};
 
 /// Most statements in one generated function.
 pub const MAX_STMTS_PER_FN: usize = 120;
-
-/// How weights reach the generated code.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WeightsMode {
-    /// `include_bytes!` of this file, 64-byte aligned.
-    Embed(String),
-    /// Memory-mapped at run time.
-    Mmap {
-        /// The file this build wrote.
-        built: String,
-        /// `[codegen] weights_file`: where `new()` looks instead, relative
-        /// to the running executable's directory.
-        runtime: Option<String>,
-    },
-}
 
 /// Everything the emitter needs.
 pub struct EmitInput<'a> {
@@ -130,15 +117,22 @@ impl Emitter<'_> {
     }
 
     /// The statement running `n`, followed (for kernels and views) by the
-    /// profiler hook naming it.
+    /// profiler hook naming it, and noted with the node's op type and
+    /// ONNX name (a `//` comment once formatted, see [`format_tokens`]).
     fn node_stmt(&mut self, n: &Node) -> TokenStream {
         let call = self.node_call(n);
+        // Model strings only ever reach the note escaped, on one line.
+        let note = Literal::string(&format!(
+            "{NODE_NOTE}{} `{}`",
+            crate::error::escape_controls(&n.op_type),
+            crate::error::escape_controls(&n.name)
+        ));
         if matches!(n.op, Op::Kernel(_) | Op::View(_)) {
             let id = self.labels.len();
             self.labels.push((n.op_type.clone(), n.name.clone()));
-            quote!(#call ::lele::kernels::rt::node_done(ctx, #id);)
+            quote!(#[doc = #note] #call ::lele::kernels::rt::node_done(ctx, #id);)
         } else {
-            call
+            quote!(#[doc = #note] #call)
         }
     }
 
@@ -226,7 +220,7 @@ impl Emitter<'_> {
         for chunk in stmts.chunks(MAX_STMTS_PER_FN) {
             let name = format_ident!("block_{}", self.fns.len());
             self.fns.push(quote! {
-                #[allow(clippy::all, unused_variables)]
+                #[allow(clippy::all, unused_variables, unused_doc_comments)]
                 pub(super) fn #name(ctx: &mut ::lele::kernels::rt::Ctx<'_, '_>) -> ::core::result::Result<(), ::lele::kernels::KernelError> {
                     #(#chunk)*
                     Ok(())
@@ -330,10 +324,30 @@ pub fn emit_core(inp: &EmitInput<'_>) -> (TokenStream, Signature, Layout) {
     (core, sig, layout)
 }
 
-/// Formats generated tokens as a Rust file.
+/// How the note on each node's statement begins: `format_tokens` turns
+/// these doc attributes into plain `//` comments.
+const NODE_NOTE: &str = " lele-node: ";
+
+/// Formats generated tokens as a Rust file; each node's statement is
+/// preceded by a comment naming its op type and ONNX node.
 pub fn format_tokens(tokens: proc_macro2::TokenStream) -> crate::error::Result<String> {
     let file: syn::File = syn::parse2(tokens).map_err(|e| {
         crate::error::BuildError::Other(format!("generated code does not parse: {e}"))
     })?;
-    Ok(prettyplease::unparse(&file))
+    let text = prettyplease::unparse(&file);
+    let mut out = String::with_capacity(text.len());
+    let marker = format!("///{NODE_NOTE}");
+    for line in text.lines() {
+        let body = line.trim_start();
+        match body.strip_prefix(&marker) {
+            Some(note) => {
+                out.push_str(&line[..line.len() - body.len()]);
+                out.push_str("// ");
+                out.push_str(note);
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    Ok(out)
 }

@@ -5,11 +5,15 @@ mod tensor;
 use std::fmt;
 use std::sync::Arc;
 
-use lele_kernels::DType;
+use lele_kernels::codegen::ToRust;
+use lele_kernels::{DType, Kernel};
 
 pub use tensor::Tensor;
 
-use crate::ops::OpKernel;
+/// A kernel with its parameters, printable as Rust (and, through `Any`,
+/// recognizable by the fusion passes).
+pub trait OpKernel: Kernel + ToRust + fmt::Debug + Send + Sync + std::any::Any {}
+impl<T: Kernel + ToRust + fmt::Debug + Send + Sync + std::any::Any> OpKernel for T {}
 
 /// Index of a value in [`Graph::values`].
 pub type ValueId = usize;

@@ -1,101 +1,21 @@
-//! Reading ONNX files into the IR: protobuf decoding with limits, tensors of
-//! every dtype, external data confined to the model's directory.
-#[allow(missing_docs, clippy::all)]
+//! Reading ONNX files into the IR: the graph, its nodes lowered to kernels
+//! (`crate::ops`), ONNX Runtime's contrib operators rewritten into
+//! standard ones, subgraphs and constants. The file format itself
+//! (protobuf types, limits, tensors) is [`crate::onnx_file`].
 mod contrib;
-pub mod proto;
-mod tensor;
-pub mod wire;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use lele_kernels::DType;
-use prost::Message;
 
 use crate::error::{BuildError, Result};
 use crate::extend::Extensions;
 use crate::ir::{Block, DeclaredDim, Graph, Node, Op, ValueId};
 
-pub use tensor::tensor_from_proto;
-
-/// Limits that keep a hostile file from exhausting memory.
-#[derive(Clone, Debug)]
-pub struct Limits {
-    /// Largest model file accepted, in bytes.
-    pub max_file_bytes: u64,
-    /// Largest single tensor, in bytes.
-    pub max_tensor_bytes: u64,
-    /// Most nodes (all subgraphs included).
-    pub max_nodes: usize,
-    /// Deepest subgraph nesting.
-    pub max_depth: usize,
-    /// The decoded model may take at most this many bytes per byte of the
-    /// file, plus [`Limits::decoded_fixed_bytes`] (checked on the wire
-    /// format before decoding, see [`wire`]).
-    pub decoded_bytes_per_file_byte: usize,
-    /// See [`Limits::decoded_bytes_per_file_byte`].
-    pub decoded_fixed_bytes: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_file_bytes: 4 << 30,
-            max_tensor_bytes: 4 << 30,
-            // Compiling takes tens of KiB per node (values, shapes at each
-            // sizing point, the plan): this many stay within a few GiB.
-            max_nodes: 100_000,
-            max_depth: 16,
-            decoded_bytes_per_file_byte: 4,
-            decoded_fixed_bytes: 1 << 30,
-        }
-    }
-}
-
-/// Decodes a `ModelProto` from bytes after checking, on the wire format,
-/// that its node count and decoded size stay within `limits`.
-pub fn decode_model_proto(bytes: &[u8], limits: &Limits) -> Result<proto::ModelProto> {
-    let census = wire::census(bytes)?;
-    if census.nodes > limits.max_nodes {
-        return Err(BuildError::Limit(format!(
-            "{} nodes, the limit is {}",
-            census.nodes, limits.max_nodes
-        )));
-    }
-    let budget = bytes
-        .len()
-        .saturating_mul(limits.decoded_bytes_per_file_byte)
-        .saturating_add(limits.decoded_fixed_bytes);
-    if census.decoded_bytes > budget {
-        return Err(BuildError::Limit(format!(
-            "decoding this {}-byte file would take about {} bytes of memory, more than the \
-             limit of {} per file byte plus {}",
-            bytes.len(),
-            census.decoded_bytes,
-            limits.decoded_bytes_per_file_byte,
-            limits.decoded_fixed_bytes
-        )));
-    }
-    proto::ModelProto::decode(bytes).map_err(|e| BuildError::Decode(e.to_string()))
-}
-
-/// Reads and decodes an ONNX file.
-pub fn read_model_proto(path: &Path, limits: &Limits) -> Result<proto::ModelProto> {
-    let meta = std::fs::metadata(path).map_err(|source| BuildError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    if meta.len() > limits.max_file_bytes {
-        return Err(BuildError::Limit(format!(
-            "file is {} bytes, the limit is {}",
-            meta.len(),
-            limits.max_file_bytes
-        )));
-    }
-    // Regular files only: a FIFO or a device would block or never end.
-    let bytes = crate::fsutil::read_regular_file(path, limits.max_file_bytes)?;
-    decode_model_proto(&bytes, limits)
-}
+pub use crate::onnx_file::{
+    Limits, decode_model_proto, proto, read_model_proto, tensor_from_proto, wire,
+};
 
 /// Loads an ONNX file into the IR.
 pub fn load(path: &Path) -> Result<Graph> {

@@ -1,5 +1,5 @@
 //! Typed access to ONNX node attributes.
-use crate::onnx::proto;
+use crate::onnx_file::proto;
 
 /// The attributes of one node.
 pub struct Attrs<'a> {

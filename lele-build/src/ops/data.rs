@@ -237,7 +237,7 @@ pub fn lower(op_type: &str, ctx: &mut LowerCtx<'_>) -> Option<LowerResult> {
         }
         "ConstantOfShape" => {
             let value = match a.tensor("value") {
-                Some(tp) => match crate::onnx::tensor_from_proto(
+                Some(tp) => match crate::onnx_file::tensor_from_proto(
                     tp,
                     std::path::Path::new("."),
                     &Default::default(),

@@ -10,21 +10,15 @@ mod quant;
 mod signal;
 mod spatial;
 
-use std::fmt::Debug;
 use std::path::Path;
 
-use lele_kernels::codegen::ToRust;
-use lele_kernels::{DType, Kernel};
+use lele_kernels::DType;
 
+pub use crate::ir::OpKernel;
 pub use attrs::Attrs;
 
 use crate::ir::{Graph, Op, OutDType, Tensor, ValueId};
-use crate::onnx::{Limits, proto};
-
-/// A kernel with its parameters, printable as Rust (and, through `Any`,
-/// recognizable by the fusion passes).
-pub trait OpKernel: Kernel + ToRust + Debug + Send + Sync + std::any::Any {}
-impl<T: Kernel + ToRust + Debug + Send + Sync + std::any::Any> OpKernel for T {}
+use crate::onnx_file::{Limits, proto};
 
 /// What lowering needs to know about a node.
 pub struct LowerCtx<'a> {
@@ -135,7 +129,7 @@ pub fn constant_value(
 ) -> std::result::Result<Tensor, String> {
     let a = Attrs::new(np);
     if let Some(t) = a.tensor("value") {
-        return crate::onnx::tensor_from_proto(t, dir, limits).map_err(|e| e.to_string());
+        return crate::onnx_file::tensor_from_proto(t, dir, limits).map_err(|e| e.to_string());
     }
     if let Some(v) = a.float_opt("value_float") {
         return Tensor::from_values::<f32>(&[], &[v]).ok_or_else(|| "bad value_float".into());

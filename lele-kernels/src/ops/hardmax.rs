@@ -105,7 +105,7 @@ impl Kernel for Hardmax {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::gemm::testutil::*;
+    use crate::ops::test_util::*;
     use alloc::vec;
     use alloc::vec::Vec;
 

@@ -458,7 +458,7 @@ const _: () = assert!(MAX_RANK >= 3);
 #[allow(clippy::excessive_precision)]
 mod tests {
     use super::*;
-    use crate::ops::gemm::testutil::*;
+    use crate::ops::test_util::*;
     use alloc::vec;
     use alloc::vec::Vec;
 

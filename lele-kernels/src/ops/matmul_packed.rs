@@ -190,8 +190,8 @@ impl Kernel for MatMulPacked {
 mod tests {
     use super::*;
     use crate::ops::gemm::prepacked::pack_into;
-    use crate::ops::gemm::testutil::*;
     use crate::ops::matmul::{MatMul, MatMulBias};
+    use crate::ops::test_util::*;
     use alloc::vec;
     use alloc::vec::Vec;
 
@@ -408,8 +408,8 @@ mod tests {
 mod softmax_tests {
     use super::*;
     use crate::ops::gemm::prepacked::pack_into;
-    use crate::ops::gemm::testutil::*;
     use crate::ops::softmax::Softmax;
+    use crate::ops::test_util::*;
     use alloc::vec;
     use alloc::vec::Vec;
 

@@ -268,7 +268,7 @@ impl Kernel for MultiHeadAttention {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::gemm::testutil::*;
+    use crate::ops::test_util::*;
     use alloc::vec;
     use alloc::vec::Vec;
 

@@ -213,7 +213,7 @@ impl Kernel for LogSoftmax {
 #[allow(clippy::excessive_precision)]
 mod tests {
     use super::*;
-    use crate::ops::gemm::testutil::*;
+    use crate::ops::test_util::*;
     use alloc::vec;
     use alloc::vec::Vec;
 

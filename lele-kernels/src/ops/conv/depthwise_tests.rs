@@ -3,7 +3,7 @@
 //! channels at a time).
 use super::tests::{conv, naive_conv};
 use super::*;
-use crate::ops::gemm::testutil::*;
+use crate::ops::test_util::*;
 use alloc::vec;
 use alloc::vec::Vec;
 

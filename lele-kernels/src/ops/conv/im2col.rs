@@ -342,7 +342,7 @@ mod tests {
         use super::super::tests::conv;
         use super::Im2col;
         use crate::ops::gemm::PackB;
-        use crate::ops::gemm::testutil::*;
+        use crate::ops::test_util::*;
         use alloc::vec;
         // (c, h, w, kh, kw, strides, pads, dilations)
         type Case = (

@@ -113,7 +113,7 @@ mod tests {
 
     use super::*;
     use crate::ops::conv::AutoPad;
-    use crate::ops::gemm::testutil::{rand_vec, run, t};
+    use crate::ops::test_util::{rand_vec, run, t};
     use crate::ops::unary::Activation;
 
     fn conv(group: usize, strides: [usize; 2], pads: [usize; 4]) -> Conv {
@@ -201,7 +201,7 @@ mod tests {
                 let got =
                     run(&kernel, &[Some(x), Some(t(&packed, &wdims)), Some(b), r], 1).unwrap();
                 assert_eq!(got[0].0, want[0].0);
-                crate::ops::gemm::testutil::assert_close(&got[0].1, &want[0].1, 1e-5);
+                crate::ops::test_util::assert_close(&got[0].1, &want[0].1, 1e-5);
                 let ohw: usize = want[0].0[2..].iter().product();
                 if ohw > 8 {
                     let same = got[0].1.iter().zip(&want[0].1);

@@ -1,6 +1,6 @@
 use super::transpose_tests::naive_convt;
 use super::*;
-use crate::ops::gemm::testutil::*;
+use crate::ops::test_util::*;
 use alloc::vec;
 use alloc::vec::Vec;
 

@@ -1,7 +1,7 @@
 //! Tests of `ConvTranspose` against a scatter-form reference and ONNX's
 //! own examples (split from `tests.rs`).
 use super::*;
-use crate::ops::gemm::testutil::*;
+use crate::ops::test_util::*;
 use alloc::vec;
 use alloc::vec::Vec;
 

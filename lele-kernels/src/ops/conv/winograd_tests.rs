@@ -2,7 +2,7 @@
 use alloc::vec::Vec;
 
 use super::{AutoPad, Conv, ConvWinograd};
-use crate::ops::gemm::testutil::{assert_close, rand_vec, run, t};
+use crate::ops::test_util::{assert_close, rand_vec, run, t};
 use crate::ops::unary::Activation;
 
 /// A 3×3, unit-stride, one-group convolution with these pads and epilogue.

@@ -23,8 +23,6 @@ mod skinny;
 #[cfg(test)]
 #[allow(clippy::excessive_precision)]
 mod tests;
-#[cfg(test)]
-pub(crate) mod testutil;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm;
 #[cfg(target_arch = "x86_64")]
@@ -771,3 +769,6 @@ const PARALLEL_MIN_MACS: usize = 1 << 20;
 /// Floats of scratch the largest GEMM block needs (a worker's buffer).
 pub(crate) const MAX_SCRATCH: usize =
     MC.next_multiple_of(MR_LCM) * KC + NC.next_multiple_of(NR_LCM) * KC;
+// A worker's buffer holds the largest block.
+#[cfg(feature = "std")]
+const _: () = assert!(MAX_SCRATCH <= crate::threads::WORKER_SCRATCH);

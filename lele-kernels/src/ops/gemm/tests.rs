@@ -1,6 +1,6 @@
 use super::pack_a::pack_a_rows;
-use super::testutil::*;
 use super::*;
+use crate::ops::test_util::*;
 use alloc::vec;
 use alloc::vec::Vec;
 

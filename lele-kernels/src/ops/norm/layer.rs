@@ -319,7 +319,7 @@ impl Kernel for RmsNormalization {
 #[cfg(test)]
 mod tests {
     use super::{Rows, VectorRows};
-    use crate::ops::gemm::testutil::rand_vec;
+    use crate::ops::test_util::rand_vec;
     use crate::simd::{Isa, dispatch_on};
     use alloc::vec;
     use alloc::vec::Vec;

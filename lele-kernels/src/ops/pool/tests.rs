@@ -1,7 +1,7 @@
 #![allow(clippy::excessive_precision)]
 use super::*;
 use crate::Elem;
-use crate::ops::gemm::testutil::*;
+use crate::ops::test_util::*;
 use alloc::vec;
 use alloc::vec::Vec;
 

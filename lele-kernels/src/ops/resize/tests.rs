@@ -1,5 +1,5 @@
 use super::*;
-use crate::ops::gemm::testutil::*;
+use crate::ops::test_util::*;
 use alloc::vec::Vec;
 
 /// A Resize with these modes and the attributes' defaults otherwise

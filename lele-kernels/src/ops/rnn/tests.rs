@@ -1,6 +1,6 @@
 use super::*;
 use crate::Kernel;
-use crate::ops::gemm::testutil::*;
+use crate::ops::test_util::*;
 use alloc::vec;
 use alloc::vec::Vec;
 

@@ -1,6 +1,6 @@
 use super::super::tests::{conv, naive_conv};
 use super::*;
-use crate::ops::gemm::testutil::{assert_close, rand_vec, run, t};
+use crate::ops::test_util::{assert_close, rand_vec, run, t};
 use crate::ops::unary::Activation;
 use alloc::vec::Vec;
 

@@ -1,7 +1,7 @@
 use super::super::tests::{conv, naive_conv};
 use super::layout::crowds_l1;
 use super::*;
-use crate::ops::gemm::testutil::*;
+use crate::ops::test_util::*;
 use crate::ops::unary::Activation;
 use alloc::vec;
 use alloc::vec::Vec;

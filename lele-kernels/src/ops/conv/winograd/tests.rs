@@ -7,7 +7,7 @@ use super::*;
 use crate::dtype::DType;
 use crate::ops::conv::AutoPad;
 use crate::ops::conv::winograd_tests::conv;
-use crate::ops::gemm::testutil::{rand_vec, t};
+use crate::ops::test_util::{rand_vec, t};
 use crate::ops::unary::Activation;
 
 /// After a run, the columns of `V`'s last panel past the block's tiles

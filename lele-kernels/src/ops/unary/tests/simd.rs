@@ -436,7 +436,7 @@ fn vector_softmax_rows_equal_the_per_row_calls() {
 
 /// [`vector_softmax_rows_equal_the_per_row_calls`] on one backend.
 fn softmax_rows_equal_the_per_row_calls_on(isa: Isa) {
-    use crate::ops::gemm::testutil::rand_vec;
+    use crate::ops::test_util::rand_vec;
     let rows = 5;
     for t in [1, 7, 15, 16, 17, 31, 33, 64, 100, 128, 131] {
         let mut scores: Vec<f32> = rand_vec(rows * t, t as u64)
