@@ -264,11 +264,8 @@ fn arith_rows_f32(
                 let p = x[ox];
                 map_f32(&y[oy..oy + n], dst, |q| f(p, q));
             }
-            _ => {
-                for (j, d) in dst.iter_mut().enumerate() {
-                    *d = f(x[ox + j * sx], y[oy + j * sy]);
-                }
-            }
+            // Both broadcast along the row (inner strides are 0 or 1).
+            _ => dst.fill(f(x[ox], y[oy])),
         }
     });
 }
@@ -440,32 +437,65 @@ fn pow_base<A: Num>(
     if a.dtype == DType::F32 && b.dtype == DType::F32 {
         return pow_f32(rows, a, b, out);
     }
-    dispatch_num!(b.dtype, OP, |E| pow_generic::<A, E>(rows, a, b, out))
+    let x = a.typed::<A>(OP)?;
+    let o = out.typed::<A>(OP)?;
+    // The exponent is read through `dyn Exponents`: one loop per base
+    // type rather than one per (base, exponent) pair of the 144.
+    dispatch_num!(b.dtype, OP, |E| {
+        pow_generic::<A>(rows, x, &b.typed::<E>(OP)?, o);
+        Ok(())
+    })
 }
 
-#[inline]
-fn pow_scalar<A: Num, E: Num>(x: A, e: E) -> A {
-    if !A::FLOAT && !E::FLOAT {
-        let e = e.to_i128();
-        if e >= 0 {
-            let base = x.to_i128() as i64;
-            let e = e.min(u32::MAX as i128) as u32;
-            return A::from_i128(base.wrapping_pow(e) as i128);
+/// An exponent as [`pow_scalar`] needs it.
+#[derive(Clone, Copy)]
+enum Exponent {
+    /// From an integer tensor.
+    Int(i128),
+    /// From a float tensor.
+    Float(f64),
+}
+
+/// Element `i` of an exponent tensor of any numeric type.
+trait Exponents {
+    fn at(&self, i: usize) -> Exponent;
+}
+
+impl<E: Num> Exponents for &[E] {
+    #[inline]
+    fn at(&self, i: usize) -> Exponent {
+        let e = self[i];
+        if E::FLOAT {
+            Exponent::Float(e.to_f64())
+        } else {
+            Exponent::Int(e.to_i128())
         }
     }
-    A::from_f64(x.to_f64().powf(e.to_f64()))
 }
 
-fn pow_generic<A: Num, E: Num>(
-    rows: &Rows<2>,
-    a: &TensorRef<'_>,
-    b: &TensorRef<'_>,
-    out: &mut TensorMut<'_>,
-) -> Result<(), KernelError> {
-    let (x, y) = (a.typed::<A>(OP)?, b.typed::<E>(OP)?);
-    let o = out.typed::<A>(OP)?;
-    zip2(rows, x, y, o, pow_scalar::<A, E>);
-    Ok(())
+/// `x` to the power `e`: an integer base to a non-negative integer
+/// exponent by repeated multiplication (wrapping on overflow),
+/// everything else in f64.
+#[inline]
+fn pow_scalar<A: Num>(x: A, e: Exponent) -> A {
+    match e {
+        Exponent::Int(e) if !A::FLOAT && e >= 0 => {
+            let base = x.to_i128() as i64;
+            let e = e.min(u32::MAX as i128) as u32;
+            A::from_i128(base.wrapping_pow(e) as i128)
+        }
+        Exponent::Int(e) => A::from_f64(x.to_f64().powf(e as f64)),
+        Exponent::Float(e) => A::from_f64(x.to_f64().powf(e)),
+    }
+}
+
+fn pow_generic<A: Num>(rows: &Rows<2>, x: &[A], e: &dyn Exponents, o: &mut [A]) {
+    rows.for_each(|off, n, [ox, oe], [sx, se]| {
+        let y = &mut o[off..off + n];
+        for (j, y) in y.iter_mut().enumerate() {
+            *y = pow_scalar(x[ox + j * sx], e.at(oe + j * se));
+        }
+    });
 }
 
 fn pow_f32(
