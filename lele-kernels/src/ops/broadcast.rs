@@ -125,7 +125,7 @@ impl<const N: usize> Rows<N> {
     /// count rather than once per element type and operation (it was a
     /// fifth of the crate's machine code), while the per-row loops the
     /// visitor runs stay inlined.
-    fn walk(&self, first: usize, count: usize, visit: &mut dyn FnMut(&[(usize, [usize; N])])) {
+    fn walk(&self, first: usize, count: usize, visit: &mut dyn FnMut(&[RowStart<N>])) {
         let rank = self.rank;
         if self.dims[..rank].contains(&0) || count == 0 || first >= self.rows() {
             return;
@@ -186,6 +186,9 @@ impl<const N: usize> Rows<N> {
 
 /// Rows [`Rows::for_each_in`] hands its visitor at a time.
 const ROW_BATCH: usize = 32;
+
+/// Where a row starts: its output offset and each input's offset.
+type RowStart<const N: usize> = (usize, [usize; N]);
 
 /// Applies `f` elementwise over two broadcast inputs.
 #[inline]
