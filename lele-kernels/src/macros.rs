@@ -1,7 +1,7 @@
 //! Macros that let kernel parameter structs print themselves as Rust
 //! (the impls only exist with the `codegen` feature).
 
-/// Implements [`ToRust`] for a struct by listing all of its fields:
+/// Implements `codegen::ToRust` for a struct by listing all of its fields:
 /// `to_rust_struct!(ops::conv::Conv { group, strides });`
 #[macro_export]
 macro_rules! to_rust_struct {
@@ -17,7 +17,7 @@ macro_rules! to_rust_struct {
     };
 }
 
-/// Implements [`ToRust`] for a fieldless enum: `to_rust_enum!(ops::x::Mode { A, B });`
+/// Implements `codegen::ToRust` for a fieldless enum: `to_rust_enum!(ops::x::Mode { A, B });`
 #[macro_export]
 macro_rules! to_rust_enum {
     ($($seg:ident)::+ { $($variant:ident),* $(,)? }) => {

@@ -85,6 +85,26 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
         &["check", "-p", "lele", "--no-default-features"],
         &[],
     )?;
+    // The crates users depend on document without a warning (broken or
+    // private links).
+    step("cargo doc of the published crates", || {
+        run_inherited(
+            Command::new(cargo())
+                .args(["doc", "--no-deps"])
+                .args([
+                    "-p",
+                    "lele",
+                    "-p",
+                    "lele-macros",
+                    "-p",
+                    "lele-build",
+                    "-p",
+                    "lele-kernels",
+                ])
+                .current_dir(python::repo_root())
+                .env("RUSTDOCFLAGS", "-D warnings"),
+        )
+    })?;
     cargo_step("cargo test", &["test", "--workspace"], extra)?;
     // The model parity tests again on the narrower paths the CPU can run,
     // so no path rots while CI has AVX-512 (LELE_ISA caps the ISA at run

@@ -223,7 +223,7 @@ const MAX_FILE_STEM: usize = 96;
 
 /// File names of `lele run`'s inputs (`NAME.input.npy`) and outputs
 /// (`NAME.npy`), which share one directory: [`file_name`] of each ONNX name
-/// (cut to [`MAX_FILE_STEM`] bytes), then `_2`, `_3`, … until no two are
+/// (cut to `MAX_FILE_STEM` bytes), then `_2`, `_3`, … until no two are
 /// equal ignoring ASCII case (`a/b` and `a_b`, or two non-ASCII names,
 /// would otherwise overwrite each other, also on case-insensitive file
 /// systems).

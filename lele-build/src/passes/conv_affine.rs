@@ -1,6 +1,6 @@
 //! Convolution fusions.
 //!
-//! [`fuse_conv_activation`]: a Relu, Sigmoid, Swish (SiLU), HardSwish or
+//! [`fuse_conv_activation`](super::fuse_conv_activation): a Relu, Sigmoid, Swish (SiLU), HardSwish or
 //! GELU whose input is a convolution's output (and its only reader) becomes
 //! the convolution's epilogue, applied to each block of the output as the
 //! GEMM finishes it; after a transposed convolution, to each output once

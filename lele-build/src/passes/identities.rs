@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 /// instead, so patterns match across them (Paddle exports put one after
 /// most convolutions: `Conv → Add → Identity → Relu`). Identities whose
 /// output is a model output or a branch's result stay; the bypassed ones
-/// are left for [`eliminate_dead_code`]. Returns how many were bypassed.
+/// are left for [`eliminate_dead_code`](super::eliminate_dead_code). Returns how many were bypassed.
 pub fn bypass_identities(g: &mut Graph) -> usize {
     fn block_outputs(b: &Block, keep: &mut HashSet<ValueId>) {
         for n in &b.nodes {

@@ -14,7 +14,7 @@ pub mod gelu;
 pub mod hardswish;
 pub mod identities;
 pub mod layer_norm;
-pub mod matching;
+pub(crate) mod matching;
 pub mod matmul_bias;
 pub mod packed_activation;
 pub mod packed_softmax;

@@ -23,7 +23,7 @@ const FEW_POSITIONS: usize = 8;
 ///   the direct path takes: 128 for a 1×1 kernel, 64 for larger ones)
 ///   reads its weight packed for the GEMM's left operand
 ///   ([`ConvPackedWeights`]), unless every sizing point that knows its
-///   output has at most [`FEW_POSITIONS`] output positions.
+///   output has at most `FEW_POSITIONS` output positions.
 ///
 /// Returns how many.
 pub fn prepack_conv_weights(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -> usize {

@@ -93,9 +93,9 @@ fn product(g: &Graph, i: usize) -> Option<Product> {
 }
 
 /// Rewrites every main-block product by a constant 2-D f32 weight at least
-/// [`MIN_COLUMNS`] wide (and an f32 left operand) into a
+/// `MIN_COLUMNS` wide (and an f32 left operand) into a
 /// [`MatMulPacked`]: `MatMul`, `MatMulBias` and the `Gemm`s of
-/// [`product`] (a `transB` weight is transposed as it is packed). Returns
+/// `product` (a `transB` weight is transposed as it is packed). Returns
 /// how many. A single row (a GEMV) reads the packed weight as fast as a
 /// row-major one.
 pub fn prepack_matmul_weights(g: &mut Graph) -> usize {

@@ -76,7 +76,7 @@ fn flushed(t: &Tensor) -> Option<(Tensor, usize)> {
 
 /// Zeroes the subnormal values of every constant float32 weight of a
 /// main-block convolution, product or recurrent layer (see
-/// [`multiplicand_inputs`]), reading a flushed copy where needed. Returns
+/// `multiplicand_inputs`), reading a flushed copy where needed. Returns
 /// how many values were zeroed.
 pub fn flush_subnormal_weights(g: &mut Graph) -> usize {
     let mut total = 0;

@@ -3,7 +3,7 @@
 //! and offsets in one arena so that values whose lifetimes do not overlap
 //! share memory. Views (Reshape, Squeeze, …) share their input's storage,
 //! and the pieces of a Concat or Split may live inside the whole (see
-//! [`pieces`]).
+//! `plan/pieces.rs`).
 mod pieces;
 
 use std::collections::HashMap;

@@ -163,7 +163,7 @@ fn prod_len(m: usize, tiles: usize, t: usize) -> usize {
 impl ConvWinograd {
     /// Whether a convolution with weight dims `dims` (`[M, C, kH, kW]`) runs
     /// this way: one group, a 3×3 kernel, unit strides and dilations, at
-    /// least [`MIN_CHANNELS`] input channels, and a block small enough for
+    /// least `MIN_CHANNELS` input channels, and a block small enough for
     /// a worker thread's scratch.
     pub fn applies(conv: &Conv, dims: &[usize]) -> bool {
         let &[m, c, 3, 3] = dims else { return false };
@@ -181,8 +181,8 @@ impl ConvWinograd {
     /// The output tile size to transform the weight `dims` for, given the
     /// output plane (`oh·ow`) it is expected to see, if known: 4
     /// (`F(4×4, 3×3)`: 36 products per 16 outputs instead of 64, larger
-    /// transforms) for at least [`TILE4_MIN_CHANNELS`] input channels,
-    /// unless the plane is known to be smaller than [`TILE4_MIN_AREA`], when
+    /// transforms) for at least `TILE4_MIN_CHANNELS` input channels,
+    /// unless the plane is known to be smaller than `TILE4_MIN_AREA`, when
     /// its block fits a worker's scratch; else 2 (`F(2×2, 3×3)`).
     pub fn tile_for(dims: &[usize], out_area: Option<usize>) -> usize {
         match dims {

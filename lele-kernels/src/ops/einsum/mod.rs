@@ -1,5 +1,5 @@
 //! ONNX `Einsum`. Two f32 inputs run as a loop of matrix products through
-//! the GEMM ([`products`]); anything else (one input, three or more, other
+//! the GEMM (`products`); anything else (one input, three or more, other
 //! dtypes) runs as a direct loop over every label assignment: each output
 //! element sums, over the labels missing from the output, the product of
 //! the inputs at their indices, accumulating in f64. A label repeated

@@ -9,8 +9,8 @@
 //! `spatial = 2` (the input must then have rank 4).
 //!
 //! 1-D and 2-D float32 max and (undilated) average pools run on a dedicated
-//! plane loop ([`plane2d`]); everything else (3-D, other dtypes, dilated
-//! averages, `LpPool`, indices) on the general N-D loop ([`nd`]).
+//! plane loop (`plane2d`); everything else (3-D, other dtypes, dilated
+//! averages, `LpPool`, indices) on the general N-D loop (`nd`).
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output};

@@ -5,7 +5,7 @@
 //! (other integer reductions, wrapping to the output width at the end) in
 //! scratch memory, except f32 Sum and Mean over trailing axes (an SE
 //! block's mean, a global average pool): those sum each contiguous run in
-//! 64 f32 partial sums at the CPU's vector width ([`sum_f32`]; eight f64
+//! 64 f32 partial sums at the CPU's vector width (`sum_f32`; eight f64
 //! partials made large means, such as an SE block's over 92K floats,
 //! markedly slower).
 use crate::dtype::DType;
