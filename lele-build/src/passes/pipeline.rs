@@ -111,48 +111,32 @@ pub const PREPARE: Round = Round {
     ],
 };
 
-/// The activation fusions that need no constant values, for a build with
-/// `constant_folding = false`.
-pub const FUSE_UNFOLDED: Round = Round {
-    name: "fuse-unfolded",
-    passes: &[
-        pass("fuse-silu", Run::EveryBlock(fuse_silu)),
-        pass("fuse-hardswish", Run::EveryBlock(fuse_hardswish)),
-        pass("fuse-gelu", Run::EveryBlock(fuse_gelu)),
-        pass("fuse-layer-norm", Run::EveryBlock(fuse_layer_norm)),
-        pass("fuse-matmul-bias", Run::EveryBlock(fuse_matmul_bias)),
-        pass(
-            "fuse-conv-activation",
-            Run::EveryBlock(fuse_conv_activation),
-        ),
-        pass(
-            "fuse-conv-scalar-affine",
-            Run::EveryBlock(fuse_conv_scalar_affine),
-        ),
-        DEAD_CODE,
-    ],
+/// SiLU before anything else (its `Sigmoid` would otherwise be folded
+/// into nothing it could match).
+pub const SILU: Round = Round {
+    name: "silu",
+    passes: &[pass("fuse-silu", Run::EveryBlock(fuse_silu))],
 };
 
-/// SiLU first (its `Sigmoid` would otherwise be folded into nothing it
-/// could match), then constants folded until nothing changes.
+/// Constants folded until nothing changes (`constant_folding`, the
+/// default).
 pub const FOLD: Round = Round {
     name: "fold",
     passes: &[
-        pass("fuse-silu", Run::EveryBlock(fuse_silu)),
         pass(
             "fold-constants",
             Run::Graph(|g, cx| fold_to_fixed_point(g, cx.dims)),
         ),
+        // After folding, so the per-channel operands it checks are values.
+        pass("fold-conv-affine", Run::EveryBlock(fold_conv_affine)),
     ],
 };
 
-/// After folding, so the constants the patterns check are values. The
-/// affine steps into the convolutions' weights, the activations (so a
-/// HardSwish chain is one node), then those into the convolutions.
+/// The activations (so a HardSwish chain is one node), normalizations and
+/// biases, then those after a convolution into it.
 pub const FUSE: Round = Round {
     name: "fuse",
     passes: &[
-        pass("fold-conv-affine", Run::EveryBlock(fold_conv_affine)),
         pass("fuse-hardswish", Run::EveryBlock(fuse_hardswish)),
         pass("fuse-gelu", Run::EveryBlock(fuse_gelu)),
         pass("fuse-layer-norm", Run::EveryBlock(fuse_layer_norm)),
@@ -166,6 +150,13 @@ pub const FUSE: Round = Round {
             Run::EveryBlock(fuse_conv_scalar_affine),
         ),
     ],
+};
+
+/// Dead code removed, for a build without folding (whose last round
+/// [`FUSE`] is).
+pub const CLEANUP: Round = Round {
+    name: "cleanup",
+    passes: &[DEAD_CODE],
 };
 
 /// The rewrites that need shapes. The residual joins after the
@@ -222,9 +213,9 @@ pub const FLUSH_SUBNORMALS: Round = Round {
 /// The rounds of a build: with constant folding (the default) or without.
 pub fn rounds(constant_folding: bool) -> &'static [Round] {
     if constant_folding {
-        &[PREPARE, FOLD, FUSE, SIZED]
+        &[PREPARE, SILU, FOLD, FUSE, SIZED]
     } else {
-        &[PREPARE, FUSE_UNFOLDED]
+        &[PREPARE, SILU, FUSE, CLEANUP]
     }
 }
 
