@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use lele_kernels::ops::cast::{Cast, CastLike};
-use lele_kernels::ops::layout::{ShapeOf, Size};
+use lele_kernels::ops::layout::{Identity, ShapeOf, Size};
 use lele_kernels::{DType, Kernel, KernelError, Shape, TensorRef};
 
 use super::eval::eval_kernel;
@@ -310,7 +310,10 @@ fn unknown_shape_input(g: &Graph, n: &Node, p: &Point) -> Result<Option<usize>> 
     let keeps_count = match &n.op {
         Op::View(_) => true,
         Op::Kernel(k) => {
-            kernel_of::<Cast>(n).is_some()
+            // The output copy of a model output that is an input's view
+            // is an `Identity` kernel (not a view).
+            kernel_of::<Identity>(n).is_some()
+                || kernel_of::<Cast>(n).is_some()
                 || kernel_of::<CastLike>(n).is_some()
                 || (k.elementwise() && others_ok)
         }

@@ -251,3 +251,27 @@ fn data_dependent_outputs_are_sized_from_bounds_or_declarations() {
     let err = size_declared(&g).unwrap_err().to_string();
     assert!(err.contains("no bound"), "{err}");
 }
+
+/// A model output that is a view of a model input, reshaped by a
+/// caller-given shape: the output gets its own copy (an `Identity`
+/// kernel, added after the passes), which sizing must take as keeping the
+/// element count of the data-dependent view it reads (the conformance
+/// suite's Reshape/Squeeze/Unsqueeze cases with the shape as an input).
+#[test]
+fn the_copy_of_a_data_dependent_view_output_is_sized() {
+    let m = model(
+        vec![node("Reshape", &["x", "shape"], &["y"], vec![])],
+        vec![],
+        vec![value_info("x", 1, &[2, 3, 4]), value_info("shape", 7, &[3])],
+        vec![value_info("y", 1, &[4, 2, 3])],
+    );
+    let mut g = load(&m).unwrap();
+    let toml = ModelToml::parse("[model]\npath = \"m.onnx\"\n").unwrap();
+    let dims = resolve_input_dims(&g, &toml).unwrap();
+    optimize(&mut g, &dims, true, &Default::default()).unwrap();
+    lele_build::compile::copy_outputs_out_of_inputs_and_weights(&mut g);
+    let copy = g.main.nodes.last().unwrap();
+    assert!(copy.name.ends_with("::copy"), "{}", copy.name);
+    let sizes = size_declared(&g).unwrap();
+    assert_eq!(sizes.max_bytes[&g.outputs[0]], 2 * 3 * 4 * 4);
+}
