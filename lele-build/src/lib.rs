@@ -15,6 +15,7 @@ pub mod error;
 pub mod extend;
 pub mod fetch;
 pub mod fsutil;
+pub mod gguf;
 pub mod ir;
 pub mod npy;
 pub mod onnx;

@@ -9,6 +9,9 @@ use crate::ir::{DeclaredDim, Op};
 /// types, domains, dim names, the producer) is shown escaped: control
 /// characters and bidi overrides never reach the terminal raw.
 pub fn inspect(path: &Path) -> Result<()> {
+    if starts_like_gguf(path) {
+        return inspect_gguf(path);
+    }
     let g = crate::onnx::load(path)?;
     outln!("model: {}", esc(&path.display().to_string()));
     outln!("opset: {}   producer: {}", g.opset, esc(&g.producer));
@@ -109,4 +112,64 @@ fn qualified(n: &crate::ir::Node) -> String {
     } else {
         format!("{}.{}", esc(&n.domain), esc(&n.op_type))
     }
+}
+
+/// Whether the file at `path` begins with GGUF's magic (unreadable files
+/// go on to the ONNX reader, which reports why).
+fn starts_like_gguf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 4];
+    crate::fsutil::open_regular_file(path)
+        .ok()
+        .and_then(|mut f| f.read_exact(&mut head).ok())
+        .is_some_and(|()| crate::gguf::is_gguf(&head))
+}
+
+/// `lele inspect` of a GGUF file: its version, architecture and metadata
+/// (long arrays summarized), and its tensors by element type. The tensor
+/// data are not read.
+fn inspect_gguf(path: &Path) -> Result<()> {
+    use crate::gguf::Value;
+    let g = crate::gguf::read_header(path, &crate::gguf::Limits::default())?;
+    outln!("model: {}", esc(&path.display().to_string()));
+    outln!(
+        "GGUF version {}   architecture: {}   tensors: {}   data from byte {} (alignment {})",
+        g.version,
+        esc(g.architecture().unwrap_or("?")),
+        g.tensors.len(),
+        g.data_start,
+        g.alignment
+    );
+    outln!("metadata:");
+    for (key, value) in &g.metadata {
+        let shown = match value {
+            Value::String(s) => format!("{:?}", esc(s)),
+            Value::Array(_, items) if items.len() > 8 => format!("[{} items]", items.len()),
+            Value::Array(_, items) => format!(
+                "[{}]",
+                items
+                    .iter()
+                    .map(|v| match v {
+                        Value::String(s) => format!("{:?}", esc(s)),
+                        v => format!("{v:?}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            v => format!("{v:?}"),
+        };
+        outln!("  {:<44} {shown}", esc(key));
+    }
+    let mut by_type: BTreeMap<String, (usize, u64, u64)> = BTreeMap::new();
+    for t in &g.tensors {
+        let e = by_type.entry(format!("{:?}", t.ggml_type)).or_default();
+        e.0 += 1;
+        e.1 += t.elements();
+        e.2 += t.bytes;
+    }
+    outln!("tensors by element type (count, elements, bytes):");
+    for (ty, (n, elements, bytes)) in &by_type {
+        outln!("  {ty:<6} {n:>5} {elements:>12} {bytes:>12}");
+    }
+    Ok(())
 }

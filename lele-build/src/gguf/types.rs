@@ -1,0 +1,104 @@
+//! The `ggml` element types a GGUF tensor may have, and their blocks.
+
+/// A tensor's element type: plain numbers, or quantized blocks of
+/// elements that share scales.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GgmlType {
+    /// 32-bit float.
+    F32,
+    /// 16-bit float.
+    F16,
+    /// bfloat16.
+    Bf16,
+    /// 64-bit float.
+    F64,
+    /// 8-bit integer.
+    I8,
+    /// 16-bit integer.
+    I16,
+    /// 32-bit integer.
+    I32,
+    /// 64-bit integer.
+    I64,
+    /// Blocks of 32: an f16 scale and 4-bit values.
+    Q4_0,
+    /// Blocks of 32: f16 scale and minimum, 4-bit values.
+    Q4_1,
+    /// Blocks of 32: an f16 scale and 5-bit values.
+    Q5_0,
+    /// Blocks of 32: f16 scale and minimum, 5-bit values.
+    Q5_1,
+    /// Blocks of 32: an f16 scale and 8-bit values.
+    Q8_0,
+    /// Blocks of 32: f16 scale and sum, 8-bit values.
+    Q8_1,
+    /// Super-blocks of 256, 2-bit values.
+    Q2K,
+    /// Super-blocks of 256, 3-bit values.
+    Q3K,
+    /// Super-blocks of 256: 8 sub-blocks of 32 with 6-bit scales and
+    /// minimums, 4-bit values.
+    Q4K,
+    /// Super-blocks of 256, 5-bit values.
+    Q5K,
+    /// Super-blocks of 256: 16 sub-blocks with 8-bit scales, 6-bit values.
+    Q6K,
+    /// Super-blocks of 256, 8-bit values (activations).
+    Q8K,
+    /// A type this reader has no block size for (its code).
+    Other(u32),
+}
+
+impl GgmlType {
+    /// The type of `ggml` type code `code`.
+    pub fn from_code(code: u32) -> GgmlType {
+        use GgmlType::*;
+        match code {
+            0 => F32,
+            1 => F16,
+            2 => Q4_0,
+            3 => Q4_1,
+            6 => Q5_0,
+            7 => Q5_1,
+            8 => Q8_0,
+            9 => Q8_1,
+            10 => Q2K,
+            11 => Q3K,
+            12 => Q4K,
+            13 => Q5K,
+            14 => Q6K,
+            15 => Q8K,
+            24 => I8,
+            25 => I16,
+            26 => I32,
+            27 => I64,
+            28 => F64,
+            30 => Bf16,
+            c => Other(c),
+        }
+    }
+
+    /// `(elements per block, bytes per block)`, `None` for [`GgmlType::Other`].
+    pub fn block(self) -> Option<(u64, u64)> {
+        use GgmlType::*;
+        Some(match self {
+            F32 | I32 => (1, 4),
+            F16 | Bf16 | I16 => (1, 2),
+            F64 | I64 => (1, 8),
+            I8 => (1, 1),
+            Q4_0 => (32, 18),
+            Q4_1 => (32, 20),
+            Q5_0 => (32, 22),
+            Q5_1 => (32, 24),
+            Q8_0 => (32, 34),
+            Q8_1 => (32, 40),
+            Q2K => (256, 84),
+            Q3K => (256, 110),
+            Q4K => (256, 144),
+            Q5K => (256, 176),
+            Q6K => (256, 210),
+            Q8K => (256, 292),
+            Other(_) => return None,
+        })
+    }
+}
