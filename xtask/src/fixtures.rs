@@ -64,7 +64,23 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
         return Ok(());
     }
     app_references(&py, &zoo, &out.join("apps"))?;
-    audio_references(&py, &zoo, &out.join("audio"))
+    audio_references(&py, &zoo, &out.join("audio"))?;
+    ggml_references(&py, &out.join("ggml"))
+}
+
+/// Dequantized ggml blocks by llama.cpp's `gguf` package
+/// (`xtask/python/ggml_reference.py`) into `out`.
+fn ggml_references(py: &std::path::Path, out: &std::path::Path) -> anyhow::Result<()> {
+    let mut cmd = Command::new(py);
+    cmd.arg(
+        repo_root()
+            .join("xtask")
+            .join("python")
+            .join("ggml_reference.py"),
+    )
+    .arg("--out")
+    .arg(out);
+    run_inherited(&mut cmd).context("dequantizing ggml blocks with the gguf package")
 }
 
 /// NumPy references of `lele::audio` (`xtask/python/audio_reference.py`)

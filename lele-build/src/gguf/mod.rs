@@ -13,15 +13,13 @@
 //! u64), then the data, starting at the next multiple of the alignment
 //! (`general.alignment`, default 32); each tensor's offset is relative to
 //! that start and a multiple of the alignment.
-mod types;
-
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashSet;
 use std::path::Path;
 
-pub use types::GgmlType;
+pub use lele_kernels::ops::ggml::GgmlType;
 
 use crate::error::{BuildError, Result};
 
@@ -454,6 +452,7 @@ fn parse_header(r: &mut Reader<'_>, file_len: u64) -> Result<Gguf> {
 fn data_bytes(dims: &[u64], ty: GgmlType) -> std::result::Result<u64, String> {
     let (block, size) = ty
         .block()
+        .map(|(b, s)| (b as u64, s as u64))
         .ok_or_else(|| format!("element type {ty:?} has no known block size"))?;
     let elements = dims
         .iter()

@@ -15,6 +15,7 @@ pub mod filter;
 pub mod gather;
 pub mod gemm;
 pub mod generate;
+pub mod ggml;
 pub mod hardmax;
 pub mod layout;
 pub mod loss;
