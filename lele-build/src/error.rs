@@ -75,6 +75,10 @@ pub enum BuildError {
     /// The file is not a valid ONNX model.
     #[error("invalid ONNX model: {}", escape_lines(.0))]
     Decode(String),
+    /// A GGUF file that cannot be read (malformed, truncated, or beyond a
+    /// limit).
+    #[error("invalid GGUF file: {}", escape_lines(.0))]
+    Gguf(String),
     /// A limit that protects against hostile files was exceeded.
     #[error("model exceeds a safety limit: {}", escape_lines(.0))]
     Limit(String),

@@ -6,7 +6,13 @@ use crate::python::repo_root;
 use crate::util::run_inherited;
 
 /// The targets, in the order they run.
-pub const TARGETS: &[&str] = &["onnx_loader", "npy_reader", "toml_parser", "compiler"];
+pub const TARGETS: &[&str] = &[
+    "onnx_loader",
+    "npy_reader",
+    "toml_parser",
+    "compiler",
+    "gguf_reader",
+];
 
 /// Options of `cargo xtask fuzz`.
 #[derive(clap::Args)]

@@ -165,7 +165,7 @@ pub fn is_gguf(bytes: &[u8]) -> bool {
 }
 
 fn bad(msg: impl Into<String>) -> BuildError {
-    BuildError::Decode(format!("GGUF: {}", msg.into()))
+    BuildError::Gguf(msg.into())
 }
 
 /// A cursor over the header bytes, every read checked.

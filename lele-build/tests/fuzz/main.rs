@@ -1,12 +1,13 @@
-//! Seeded, structure-aware fuzzing on stable Rust: four targets (the ONNX
-//! loader, the `.npy` reader, the `model.toml` parser and the compiler from
-//! bytes to generated tokens). Each runs `LELE_FUZZ_CASES` cases (default
+//! Seeded, structure-aware fuzzing on stable Rust: five targets (the ONNX
+//! loader, the `.npy` reader, the `model.toml` parser, the compiler from
+//! bytes to generated tokens and the GGUF reader). Each runs `LELE_FUZZ_CASES` cases (default
 //! 5000, the same on every machine) or `LELE_FUZZ_SECS` seconds from
 //! `LELE_FUZZ_SEED`; any panic, hang, giant allocation or runaway
 //! memory is a finding, written minimized to `target/fuzz-findings/<target>/`
 //! and failing the test. `LELE_FUZZ_CASE=<index>` replays one case.
 //! `cargo xtask fuzz --secs N [--target T]` runs them long; see
 //! `docs/fuzzing.md`.
+mod gguf_gen;
 mod graphs;
 mod harness;
 mod mutate;
@@ -271,6 +272,41 @@ fn npy_reader() {
         generate: npy_gen::generate,
         exec: npy_exec,
         save: |b, stem| vec![save_as(stem, "npy", b)],
+        shrink: |b| harness::shrink_bytes(b),
+    });
+}
+
+// ---------------------------------------------------------------- gguf_reader
+
+/// Parses the header; on success dequantizes every tensor whose type lele
+/// reads from the byte range the table gives it.
+#[allow(clippy::ptr_arg)]
+fn gguf_exec(bytes: &Vec<u8>, _dir: &Path) -> String {
+    let r = lele_build::gguf::parse(bytes, bytes.len() as u64, &Default::default());
+    if let Ok(g) = &r {
+        for t in &g.tensors {
+            let (Some((block, size)), Ok(at), Ok(len)) = (
+                t.ggml_type.block(),
+                usize::try_from(t.offset),
+                usize::try_from(t.bytes),
+            ) else {
+                continue;
+            };
+            let raw = &bytes[at..at + len];
+            let mut out = vec![0f32; len / size * block];
+            let _ = lele_kernels::ops::ggml::dequantize(t.ggml_type, raw, &mut out);
+        }
+    }
+    label("parse", &r)
+}
+
+#[test]
+fn gguf_reader() {
+    harness::run(Target {
+        name: "gguf_reader",
+        generate: gguf_gen::generate,
+        exec: gguf_exec,
+        save: |b, stem| vec![save_as(stem, "gguf", b)],
         shrink: |b| harness::shrink_bytes(b),
     });
 }
