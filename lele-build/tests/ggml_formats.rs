@@ -1,10 +1,11 @@
 //! lele's dequantization of ggml blocks (`lele_kernels::ops::ggml`)
 //! against llama.cpp's Python package (`gguf`, pinned), on the random
 //! blocks `cargo xtask fixtures` wrote (`xtask/python/ggml_reference.py`):
-//! every element equal bit for bit, NaN where the reference has NaN.
+//! every element equal bit for bit, NaN where the reference has NaN; and
+//! the Q8_0 quantization of activations byte for byte.
 use std::path::{Path, PathBuf};
 
-use lele_kernels::ops::ggml::{GgmlType, dequantize};
+use lele_kernels::ops::ggml::{GgmlType, dequantize, quantize_q8_0};
 
 fn fixtures_dir() -> PathBuf {
     std::env::var_os("LELE_FIXTURES")
@@ -55,5 +56,23 @@ fn dequantization_matches_llama_cpp_reference() {
             "{name}: {finite} of {}",
             want.len()
         );
+    }
+}
+
+#[test]
+fn q8_0_quantization_matches_llama_cpp_reference() {
+    let dir = fixtures_dir();
+    let x = lele_build::npy::read(&dir.join("q8_0.in.npy"))
+        .unwrap_or_else(|e| panic!("{e} (run `cargo xtask fixtures`)"));
+    let want = lele_build::npy::read(&dir.join("q8_0.out.npy")).unwrap();
+    let x: Vec<f32> = x
+        .bytes()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let mut got = vec![0u8; want.bytes().len()];
+    quantize_q8_0(&x, &mut got).unwrap();
+    for (b, (g, w)) in got.chunks(34).zip(want.bytes().chunks(34)).enumerate() {
+        assert_eq!(g, w, "block {b}");
     }
 }

@@ -8,7 +8,11 @@ scale in [-2, 2) written over the raw bytes, half left as random bits, which
 include infinite and NaN scales) are dequantized by `gguf.quants.dequantize`,
 and saved as OUTDIR/<type>.raw.npy (uint8, blocks × bytes) and
 OUTDIR/<type>.f32.npy (float32, blocks × elements).
-lele-build/tests/ggml_formats.rs compares lele's dequantization with them.
+It also quantizes random activations (with exact halves, ties and zero
+blocks) to Q8_0 as llama.cpp's reference does: OUTDIR/q8_0.in.npy (float32)
+and OUTDIR/q8_0.out.npy (uint8 blocks).
+lele-build/tests/ggml_formats.rs compares lele's dequantization and
+quantization with them.
 """
 
 import argparse
@@ -16,7 +20,7 @@ import os
 
 import numpy as np
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
-from gguf.quants import dequantize
+from gguf.quants import dequantize, quantize
 
 # Each type's f16 scale fields (byte offsets): overwritten with finite values
 # in the "valid" half of the blocks.
@@ -51,6 +55,15 @@ def main():
         np.save(os.path.join(args.out, f"{name}.raw.npy"), raw, allow_pickle=False)
         np.save(os.path.join(args.out, f"{name}.f32.npy"), values, allow_pickle=False)
         print(f"ggml       {name:<5} {BLOCKS} blocks of {block} ({size} bytes)", flush=True)
+    x = rng.normal(0, 3, size=(BLOCKS, 32)).astype(np.float32)
+    # Values whose quotient by the scale is a tie (k + 0.5), and a zero block.
+    x[1] = np.arange(32, dtype=np.float32) - 15.5
+    x[1, 0] = 127.0
+    x[2] = 0.0
+    q = quantize(x, GGMLQuantizationType.Q8_0)
+    np.save(os.path.join(args.out, "q8_0.in.npy"), x, allow_pickle=False)
+    np.save(os.path.join(args.out, "q8_0.out.npy"), np.asarray(q, dtype=np.uint8), allow_pickle=False)
+    print(f"ggml       Q8_0 quantization of {BLOCKS} blocks", flush=True)
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ pub(super) fn q8_0(b: &[u8], y: &mut [f32]) {
 /// super-block, packed in 12 bytes: sub-blocks 0..4 in the low 6 bits of
 /// bytes `j` and `j + 4`, sub-blocks 4..8 in the nibbles of bytes 8..12
 /// with their top 2 bits in the high bits of bytes `j - 4` and `j`.
-fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
+pub(super) fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
     } else {
@@ -151,5 +151,14 @@ pub(super) fn q6_k(b: &[u8], y: &mut [f32]) {
             y[l + 64] = s(4) * q3 as f32;
             y[l + 96] = s(6) * q4 as f32;
         }
+    }
+}
+
+/// Q8_K (activations): an f32 scale, 256 signed bytes (and their sums,
+/// not needed here); each `q·d`.
+pub(super) fn q8_k(b: &[u8], y: &mut [f32]) {
+    let d = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    for (y, &q) in y.iter_mut().zip(&b[4..260]) {
+        *y = q as i8 as f32 * d;
     }
 }

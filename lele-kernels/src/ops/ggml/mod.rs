@@ -7,6 +7,9 @@
 //! reference (each product in f32, in its order), so a model's weights
 //! read here are the values llama.cpp computes with.
 mod blocks;
+mod dot;
+
+pub use dot::{Q8_0_BYTES, Q8_K_BYTES, activation_type, quantize_q8_0, quantize_q8_k, vec_dot};
 
 use half::f16;
 
@@ -123,7 +126,7 @@ const OP: &str = "ggml dequantize";
 /// elements as the blocks hold: `out.len()` a multiple of the block and
 /// `raw.len()` the bytes of `out.len()` elements). Float types convert;
 /// the quantized types lele reads are Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
-/// Q5_K and Q6_K (an error names any other).
+/// Q5_K, Q6_K and Q8_K (an error names any other).
 pub fn dequantize(ty: GgmlType, raw: &[u8], out: &mut [f32]) -> Result<(), KernelError> {
     let (block, bytes) = ty.block().ok_or(KernelError::Invalid {
         op: OP,
@@ -144,6 +147,7 @@ pub fn dequantize(ty: GgmlType, raw: &[u8], out: &mut [f32]) -> Result<(), Kerne
         GgmlType::Q4K => blocks::q4_k,
         GgmlType::Q5K => blocks::q5_k,
         GgmlType::Q6K => blocks::q6_k,
+        GgmlType::Q8K => blocks::q8_k,
         _ => {
             return Err(KernelError::Invalid {
                 op: OP,

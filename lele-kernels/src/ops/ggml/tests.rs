@@ -4,6 +4,8 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+use half::f16;
+
 use super::*;
 
 const ONE: [u8; 2] = [0x00, 0x3c];
@@ -114,4 +116,122 @@ fn sizes_are_checked_and_unknown_types_refused() {
     assert!(dequantize(GgmlType::Other(23), &[], &mut []).is_err());
     assert_eq!(GgmlType::from_code(14), GgmlType::Q6K);
     assert_eq!(GgmlType::from_code(99), GgmlType::Other(99));
+}
+
+/// A deterministic stream of bytes.
+fn bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 24) as u8
+        })
+        .collect()
+}
+
+/// `blocks` random blocks of `ty` whose f16 scales (at `scales`) are
+/// finite, in ±[2^-8, 2^-4).
+fn weights(ty: GgmlType, blocks: usize, scales: &[usize], seed: u64) -> Vec<u8> {
+    let (_, size) = ty.block().unwrap();
+    let mut raw = bytes(blocks * size, seed);
+    for (b, block) in raw.chunks_exact_mut(size).enumerate() {
+        for (k, &at) in scales.iter().enumerate() {
+            let v =
+                (1.0 + ((b + k) % 16) as f32 / 16.0) / 256.0 * if b % 3 == 0 { -1.0 } else { 1.0 };
+            block[at..at + 2].copy_from_slice(&f16::from_f32(v).to_le_bytes());
+        }
+    }
+    raw
+}
+
+/// Each quantized dot product against the f64 dot of the dequantized
+/// weights and activations (the same values, summed exactly): within
+/// 1e-5 of the sum of the terms' magnitudes, over rows of 1, 2 and 5
+/// blocks.
+#[test]
+fn quantized_dot_products_equal_the_dot_of_the_dequantized_rows() {
+    let types: [(GgmlType, &[usize]); 6] = [
+        (GgmlType::Q8_0, &[0]),
+        (GgmlType::Q4_0, &[0]),
+        (GgmlType::Q5_0, &[0]),
+        (GgmlType::Q4K, &[0, 2]),
+        (GgmlType::Q5K, &[0, 2]),
+        (GgmlType::Q6K, &[208]),
+    ];
+    for (ty, scales) in types {
+        let (block, _) = ty.block().unwrap();
+        let aty = activation_type(ty).unwrap();
+        let (ablock, asize) = aty.block().unwrap();
+        for blocks in [1usize, 2, 5] {
+            let n = blocks * block;
+            let w = weights(ty, blocks, scales, n as u64 + block as u64);
+            let x: Vec<f32> = bytes(n, 7 + n as u64)
+                .iter()
+                .map(|&b| (b as f32 - 127.5) / 37.0)
+                .collect();
+            let mut a = vec![0u8; n / ablock * asize];
+            if aty == GgmlType::Q8_0 {
+                quantize_q8_0(&x, &mut a).unwrap();
+            } else {
+                quantize_q8_k(&x, &mut a).unwrap();
+            }
+            let (mut wf, mut af) = (vec![0f32; n], vec![0f32; n]);
+            dequantize(ty, &w, &mut wf).unwrap();
+            dequantize(aty, &a, &mut af).unwrap();
+            let exact: f64 = wf.iter().zip(&af).map(|(&p, &q)| p as f64 * q as f64).sum();
+            let scale: f64 = wf
+                .iter()
+                .zip(&af)
+                .map(|(&p, &q)| (p as f64 * q as f64).abs())
+                .sum();
+            let got = vec_dot(ty, &w, &a).unwrap() as f64;
+            assert!(
+                (got - exact).abs() <= 1e-5 * scale + 1e-9,
+                "{ty:?} x {blocks}: {got} vs {exact} (scale {scale})"
+            );
+            assert!(scale > 0.0);
+        }
+    }
+}
+
+/// Q8_K: each value within half a step of its input, the block's largest
+/// magnitude exactly ±128 steps, the sums of 16 right; zeros give zeros.
+#[test]
+fn q8_k_quantization_is_faithful() {
+    let x: Vec<f32> = bytes(512, 3)
+        .iter()
+        .map(|&b| (b as f32 - 100.0) / 9.0)
+        .collect();
+    let mut a = vec![0u8; 2 * Q8_K_BYTES];
+    quantize_q8_k(&x, &mut a).unwrap();
+    let mut y = vec![0f32; 512];
+    dequantize(GgmlType::Q8K, &a, &mut y).unwrap();
+    for (blk, (x, a)) in x
+        .chunks_exact(256)
+        .zip(a.chunks_exact(Q8_K_BYTES))
+        .enumerate()
+    {
+        let d = f32::from_le_bytes([a[0], a[1], a[2], a[3]]);
+        for (j, (&v, &q)) in x.iter().zip(&y[256 * blk..]).enumerate() {
+            assert!(
+                (v - q).abs() <= d.abs() * 0.5 + 1e-6,
+                "{blk}/{j}: {v} vs {q}"
+            );
+        }
+        assert!(a[4..260].iter().any(|&q| q as i8 == -128));
+        for s in 0..16 {
+            let want: i32 = a[4 + 16 * s..4 + 16 * s + 16]
+                .iter()
+                .map(|&q| i32::from(q as i8))
+                .sum();
+            let got = i16::from_le_bytes([a[260 + 2 * s], a[261 + 2 * s]]);
+            assert_eq!(i32::from(got), want);
+        }
+    }
+    quantize_q8_k(&[0.0; 256], &mut a[..Q8_K_BYTES]).unwrap();
+    assert!(a[..Q8_K_BYTES].iter().all(|&b| b == 0));
+    assert!(vec_dot(GgmlType::Q4_1, &[0; 20], &[0; 34]).is_err());
+    assert!(vec_dot(GgmlType::Q8_0, &[0; 34], &[0; 33]).is_err());
 }

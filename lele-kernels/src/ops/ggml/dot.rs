@@ -1,0 +1,220 @@
+//! Dot products of quantized weight rows with quantized activations, the
+//! way llama.cpp computes a quantized model's products: the activations
+//! are quantized to 8 bits per block ([`quantize_q8_0`] for the 32-element
+//! weight types, [`quantize_q8_k`] for the 256-element K types), each
+//! block's products summed in integers, and the block's scales applied to
+//! that sum once. This is the portable reference the vector versions will
+//! be checked against.
+
+use half::f16;
+
+use super::GgmlType;
+use crate::error::KernelError;
+
+const OP: &str = "ggml dot";
+
+/// Bytes of a Q8_0 block: an f16 scale and 32 signed bytes.
+pub const Q8_0_BYTES: usize = 34;
+/// Bytes of a Q8_K block: an f32 scale, 256 signed bytes and the sums of
+/// each 16 of them (i16).
+pub const Q8_K_BYTES: usize = 292;
+
+/// The activation type a weight type's dot product takes.
+pub fn activation_type(weights: GgmlType) -> Option<GgmlType> {
+    match weights {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => Some(GgmlType::Q8_0),
+        GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K => Some(GgmlType::Q8K),
+        _ => None,
+    }
+}
+
+/// Quantizes `x` (a multiple of 32 floats) to Q8_0 blocks in `out`: per
+/// block the scale `max|x| / 127` (stored as f16) and each `x / scale`
+/// rounded half away from zero, as llama.cpp's reference does.
+pub fn quantize_q8_0(x: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
+    if !x.len().is_multiple_of(32) || out.len() != x.len() / 32 * Q8_0_BYTES {
+        return Err(KernelError::Buffer { op: OP });
+    }
+    for (x, b) in x.chunks_exact(32).zip(out.chunks_exact_mut(Q8_0_BYTES)) {
+        let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        b[..2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
+        for (q, &v) in b[2..].iter_mut().zip(x) {
+            // Half away from zero, as C's `roundf`.
+            *q = (v * id).round() as i8 as u8;
+        }
+    }
+    Ok(())
+}
+
+/// Rounds to nearest, ties to even (llama.cpp's `nearest_int`).
+fn nearest_int(v: f32) -> i32 {
+    v.round_ties_even() as i32
+}
+
+/// Quantizes `x` (a multiple of 256 floats) to Q8_K blocks in `out`: per
+/// block the scale `max / -128` of the element of largest magnitude (f32),
+/// each `x / scale` rounded to nearest (at most 127), and the sums of each
+/// 16 quantized values, as llama.cpp's reference does.
+pub fn quantize_q8_k(x: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
+    if !x.len().is_multiple_of(256) || out.len() != x.len() / 256 * Q8_K_BYTES {
+        return Err(KernelError::Buffer { op: OP });
+    }
+    for (x, b) in x.chunks_exact(256).zip(out.chunks_exact_mut(Q8_K_BYTES)) {
+        let (mut max, mut amax) = (0f32, 0f32);
+        for &v in x {
+            if v.abs() > amax {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        if amax == 0.0 {
+            b.fill(0);
+            continue;
+        }
+        let iscale = -128.0 / max;
+        let mut sums = [0i16; 16];
+        for (j, &v) in x.iter().enumerate() {
+            let q = nearest_int(iscale * v).min(127) as i8;
+            b[4 + j] = q as u8;
+            sums[j / 16] += i16::from(q);
+        }
+        b[..4].copy_from_slice(&(1.0 / iscale).to_le_bytes());
+        for (s, sum) in b[260..].chunks_exact_mut(2).zip(sums) {
+            s.copy_from_slice(&sum.to_le_bytes());
+        }
+    }
+    Ok(())
+}
+
+fn half_at(b: &[u8], at: usize) -> f32 {
+    f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
+}
+
+fn i8s(b: &[u8]) -> impl Iterator<Item = i32> + '_ {
+    b.iter().map(|&v| i32::from(v as i8))
+}
+
+/// `Σ w·a` over one row: `w` blocks of type `weights`, `act` the same
+/// number of elements quantized to [`activation_type`]`(weights)`.
+pub fn vec_dot(weights: GgmlType, w: &[u8], act: &[u8]) -> Result<f32, KernelError> {
+    let (block, bytes) = weights.block().ok_or(KernelError::Buffer { op: OP })?;
+    let a_bytes = match activation_type(weights) {
+        Some(GgmlType::Q8_0) => Q8_0_BYTES * (block / 32),
+        Some(_) => Q8_K_BYTES,
+        None => {
+            return Err(KernelError::Invalid {
+                op: OP,
+                msg: "no quantized dot product for this ggml type",
+            });
+        }
+    };
+    if !w.len().is_multiple_of(bytes) || act.len() != w.len() / bytes * a_bytes {
+        return Err(KernelError::Buffer { op: OP });
+    }
+    let block_dot: fn(&[u8], &[u8]) -> f32 = match weights {
+        GgmlType::Q8_0 => |w, a| {
+            let sum: i32 = i8s(&w[2..34]).zip(i8s(&a[2..34])).map(|(x, y)| x * y).sum();
+            sum as f32 * (half_at(w, 0) * half_at(a, 0))
+        },
+        GgmlType::Q4_0 => |w, a| {
+            let q = &a[2..34];
+            let mut sum = 0i32;
+            for j in 0..16 {
+                sum += (i32::from(w[2 + j] & 0x0f) - 8) * i32::from(q[j] as i8);
+                sum += (i32::from(w[2 + j] >> 4) - 8) * i32::from(q[j + 16] as i8);
+            }
+            sum as f32 * (half_at(w, 0) * half_at(a, 0))
+        },
+        GgmlType::Q5_0 => |w, a| {
+            let qh = u32::from_le_bytes([w[2], w[3], w[4], w[5]]);
+            let q = &a[2..34];
+            let mut sum = 0i32;
+            for j in 0..16 {
+                let lo = (w[6 + j] & 0x0f) | ((((qh >> j) & 1) as u8) << 4);
+                let hi = (w[6 + j] >> 4) | ((((qh >> (j + 16)) & 1) as u8) << 4);
+                sum += (i32::from(lo) - 16) * i32::from(q[j] as i8);
+                sum += (i32::from(hi) - 16) * i32::from(q[j + 16] as i8);
+            }
+            sum as f32 * (half_at(w, 0) * half_at(a, 0))
+        },
+        GgmlType::Q4K | GgmlType::Q5K => k4_block_dot,
+        GgmlType::Q6K => q6_k_block_dot,
+        _ => unreachable!("activation_type covers exactly these"),
+    };
+    Ok(w.chunks_exact(bytes)
+        .zip(act.chunks_exact(a_bytes))
+        .map(|(w, a)| block_dot(w, a))
+        .sum())
+}
+
+/// The activation block's scale and its 256 values and 16 sums.
+fn q8_k(a: &[u8]) -> (f32, &[u8], impl Fn(usize) -> i32 + '_) {
+    let d = f32::from_le_bytes([a[0], a[1], a[2], a[3]]);
+    let sums = move |i: usize| i32::from(i16::from_le_bytes([a[260 + 2 * i], a[261 + 2 * i]]));
+    (d, &a[4..260], sums)
+}
+
+/// A Q4_K or Q5_K super-block (told apart by its length) against a Q8_K
+/// one: per sub-block of 32, `sc·Σ q·a` and `m·Σ a` (from the activation's
+/// sums), then `d·da·Σ sc·Σqa − dmin·da·Σ m·Σa`.
+fn k4_block_dot(w: &[u8], a: &[u8]) -> f32 {
+    let five = w.len() == 176;
+    let (d, dmin) = (half_at(w, 0), half_at(w, 2));
+    let scales = &w[4..16];
+    let (qh, qs) = if five {
+        (&w[16..48], &w[48..176])
+    } else {
+        (&w[..0], &w[16..144])
+    };
+    let (da, aq, asum) = q8_k(a);
+    let (mut sum_q, mut sum_m) = (0i32, 0i32);
+    for k in 0..4 {
+        let q = &qs[32 * k..32 * k + 32];
+        for half in 0..2 {
+            let sub = 2 * k + half;
+            let (sc, m) = super::blocks::scale_min_k4(sub, scales);
+            let mut s = 0i32;
+            for l in 0..32 {
+                let mut v = if half == 0 { q[l] & 0x0f } else { q[l] >> 4 };
+                if five && qh[l] & (1 << sub) != 0 {
+                    v += 16;
+                }
+                s += i32::from(v) * i32::from(aq[32 * sub + l] as i8);
+            }
+            sum_q += i32::from(sc) * s;
+            sum_m += i32::from(m) * (asum(2 * sub) + asum(2 * sub + 1));
+        }
+    }
+    d * da * sum_q as f32 - dmin * da * sum_m as f32
+}
+
+/// A Q6_K super-block against a Q8_K one: `d·da·Σ sc·Σ (q − 32)·a` over
+/// the 16 sub-blocks of 16.
+fn q6_k_block_dot(w: &[u8], a: &[u8]) -> f32 {
+    let d = half_at(w, 208);
+    let (da, aq, _) = q8_k(a);
+    let mut q = [0i8; 256];
+    for half in 0..2 {
+        let ql = &w[64 * half..64 * half + 64];
+        let qh = &w[128 + 32 * half..128 + 32 * half + 32];
+        let y = &mut q[128 * half..128 * half + 128];
+        for l in 0..32 {
+            y[l] = ((ql[l] & 0x0f) | ((qh[l] & 3) << 4)) as i8 - 32;
+            y[l + 32] = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) as i8 - 32;
+            y[l + 64] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i8 - 32;
+            y[l + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i8 - 32;
+        }
+    }
+    let mut sum = 0i32;
+    for (sub, (q, aq)) in q.chunks_exact(16).zip(aq.chunks_exact(16)).enumerate() {
+        let s: i32 = q
+            .iter()
+            .zip(aq)
+            .map(|(&x, &y)| i32::from(x) * i32::from(y as i8))
+            .sum();
+        sum += i32::from(w[192 + sub] as i8) * s;
+    }
+    d * da * sum as f32
+}
