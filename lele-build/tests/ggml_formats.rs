@@ -145,3 +145,35 @@ fn gemma_3_270m_header_and_rows() {
         [GgmlType::Q4K, GgmlType::Q5_0, GgmlType::Q6K, GgmlType::Q8_0]
     );
 }
+
+/// Gemma 3 270M's decoder configuration from its metadata, every weight
+/// present with the dimensions it implies.
+#[test]
+fn gemma_3_270m_decoder_config() {
+    use lele_build::gguf::{Arch, Limits, decoder_config, read_header};
+    let path = lele_build::config::zoo_dir().join("gemma-3-270m-q4_k_m.gguf");
+    let g = read_header(&path, &Limits::default())
+        .unwrap_or_else(|e| panic!("{e} (run `cargo xtask models`)"));
+    let c = decoder_config(&g).unwrap();
+    assert_eq!(c.arch, Arch::Gemma3);
+    assert_eq!(
+        (
+            c.layers,
+            c.width,
+            c.heads,
+            c.kv_heads,
+            c.head_dim,
+            c.value_dim,
+            c.ffn
+        ),
+        (18, 640, 4, 1, 256, 256, 2048)
+    );
+    assert_eq!(
+        (c.vocab, c.context, c.sliding_window),
+        (262_144, 32_768, 512)
+    );
+    assert_eq!((c.eps, c.rope_base, c.rope_base_local), (1e-6, 1e6, 1e4));
+    assert!(c.tied_embeddings);
+    let global: Vec<usize> = (0..c.layers).filter(|&l| !c.is_local(l)).collect();
+    assert_eq!(global, [5, 11, 17]);
+}

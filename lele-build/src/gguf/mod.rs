@@ -13,12 +13,14 @@
 //! u64), then the data, starting at the next multiple of the alignment
 //! (`general.alignment`, default 32); each tensor's offset is relative to
 //! that start and a multiple of the alignment.
+mod arch;
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashSet;
 use std::path::Path;
 
+pub use arch::{Arch, DecoderConfig, decoder_config};
 pub use lele_kernels::ops::ggml::GgmlType;
 
 use crate::error::{BuildError, Result};

@@ -379,3 +379,29 @@ fn read_header_reads_past_its_first_megabyte() {
     assert!(e.to_string().contains("magic"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A file that says `gemma3` but lacks most of a decoder: one error that
+/// lists every missing key and tensor, and one for a tensor of the wrong
+/// shape and heads that do not group.
+#[test]
+fn a_broken_decoder_reports_every_problem_at_once() {
+    let bytes = sample().bytes();
+    let g = parse(&bytes, bytes.len() as u64, &Limits::default()).unwrap();
+    let e = decoder_config(&g).unwrap_err().to_string();
+    for says in [
+        "no `gemma3.embedding_length`",
+        "no `gemma3.attention.head_count`",
+        "no `gemma3.attention.layer_norm_rms_epsilon`",
+        "no tensor `output_norm.weight`",
+        "no tensor `blk.17.ffn_down.weight`",
+        "tensor `token_embd.weight` is [256, 3]",
+    ] {
+        assert!(e.contains(says), "{says} not in: {e}");
+    }
+    let mut w = Writer::default();
+    w.meta("general.architecture", 8, string("llama"));
+    let bytes = w.bytes();
+    let g = parse(&bytes, bytes.len() as u64, &Limits::default()).unwrap();
+    let e = decoder_config(&g).unwrap_err().to_string();
+    assert!(e.contains("architecture `llama` is not supported"), "{e}");
+}
