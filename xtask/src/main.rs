@@ -8,6 +8,7 @@ mod demo;
 mod fixtures;
 mod fuzz;
 mod fuzz_coverage;
+mod llm;
 mod models;
 mod protos;
 mod python;
@@ -54,6 +55,9 @@ enum Cmd {
     Cross(cross::Opts),
     /// Fail on module cycles inside lele-build or lele-kernels.
     Cycles,
+    /// llama.cpp's greedy generations and first logits of the zoo's GGUF
+    /// model (builds llama-cpp-python into the venv the first time).
+    LlmReference(llm::Opts),
     /// Everything CI checks: models, fixtures, fmt, clippy, tests.
     Test {
         /// Extra arguments for `cargo test --workspace` (after `--`).
@@ -74,6 +78,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Fuzz(opts) => fuzz::run(&opts),
         Cmd::Cross(opts) => cross::run_all(&opts),
         Cmd::Cycles => cycles::run(),
+        Cmd::LlmReference(opts) => llm::run(&opts),
         Cmd::Test { args } => test::run(&args),
     }
 }
