@@ -8,7 +8,7 @@
 
 use half::f16;
 
-use super::GgmlType;
+use super::{GgmlType, blocks};
 use crate::error::KernelError;
 
 const OP: &str = "ggml dot";
@@ -88,10 +88,6 @@ pub fn quantize_q8_k(x: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
     Ok(())
 }
 
-fn half_at(b: &[u8], at: usize) -> f32 {
-    f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
-}
-
 fn i8s(b: &[u8]) -> impl Iterator<Item = i32> + '_ {
     b.iter().map(|&v| i32::from(v as i8))
 }
@@ -114,31 +110,9 @@ pub fn vec_dot(weights: GgmlType, w: &[u8], act: &[u8]) -> Result<f32, KernelErr
         return Err(KernelError::Buffer { op: OP });
     }
     let block_dot: fn(&[u8], &[u8]) -> f32 = match weights {
-        GgmlType::Q8_0 => |w, a| {
-            let sum: i32 = i8s(&w[2..34]).zip(i8s(&a[2..34])).map(|(x, y)| x * y).sum();
-            sum as f32 * (half_at(w, 0) * half_at(a, 0))
-        },
-        GgmlType::Q4_0 => |w, a| {
-            let q = &a[2..34];
-            let mut sum = 0i32;
-            for j in 0..16 {
-                sum += (i32::from(w[2 + j] & 0x0f) - 8) * i32::from(q[j] as i8);
-                sum += (i32::from(w[2 + j] >> 4) - 8) * i32::from(q[j + 16] as i8);
-            }
-            sum as f32 * (half_at(w, 0) * half_at(a, 0))
-        },
-        GgmlType::Q5_0 => |w, a| {
-            let qh = u32::from_le_bytes([w[2], w[3], w[4], w[5]]);
-            let q = &a[2..34];
-            let mut sum = 0i32;
-            for j in 0..16 {
-                let lo = (w[6 + j] & 0x0f) | ((((qh >> j) & 1) as u8) << 4);
-                let hi = (w[6 + j] >> 4) | ((((qh >> (j + 16)) & 1) as u8) << 4);
-                sum += (i32::from(lo) - 16) * i32::from(q[j] as i8);
-                sum += (i32::from(hi) - 16) * i32::from(q[j + 16] as i8);
-            }
-            sum as f32 * (half_at(w, 0) * half_at(a, 0))
-        },
+        GgmlType::Q8_0 => |w, a| dot_32(w[2..34].iter().map(|&q| q as i8), w, a),
+        GgmlType::Q4_0 => |w, a| dot_32(blocks::q4_0_values(w).into_iter(), w, a),
+        GgmlType::Q5_0 => |w, a| dot_32(blocks::q5_0_values(w).into_iter(), w, a),
         GgmlType::Q4K | GgmlType::Q5K => k4_block_dot,
         GgmlType::Q6K => q6_k_block_dot,
         _ => unreachable!("activation_type covers exactly these"),
@@ -156,36 +130,29 @@ fn q8_k(a: &[u8]) -> (f32, &[u8], impl Fn(usize) -> i32 + '_) {
     (d, &a[4..260], sums)
 }
 
+/// A 32-element block's values (`w`'s scale at 0) against a Q8_0 block:
+/// the integer sum times the product of the scales.
+fn dot_32(values: impl Iterator<Item = i8>, w: &[u8], a: &[u8]) -> f32 {
+    let sum: i32 = values
+        .zip(i8s(&a[2..34]))
+        .map(|(x, y)| i32::from(x) * y)
+        .sum();
+    sum as f32 * (blocks::half_at(w, 0) * blocks::half_at(a, 0))
+}
+
 /// A Q4_K or Q5_K super-block (told apart by its length) against a Q8_K
 /// one: per sub-block of 32, `sc·Σ q·a` and `m·Σ a` (from the activation's
 /// sums), then `d·da·Σ sc·Σqa − dmin·da·Σ m·Σa`.
 fn k4_block_dot(w: &[u8], a: &[u8]) -> f32 {
-    let five = w.len() == 176;
-    let (d, dmin) = (half_at(w, 0), half_at(w, 2));
-    let scales = &w[4..16];
-    let (qh, qs) = if five {
-        (&w[16..48], &w[48..176])
-    } else {
-        (&w[..0], &w[16..144])
-    };
+    let (d, dmin) = (blocks::half_at(w, 0), blocks::half_at(w, 2));
+    let values = blocks::k4_values(w);
     let (da, aq, asum) = q8_k(a);
     let (mut sum_q, mut sum_m) = (0i32, 0i32);
-    for k in 0..4 {
-        let q = &qs[32 * k..32 * k + 32];
-        for half in 0..2 {
-            let sub = 2 * k + half;
-            let (sc, m) = super::blocks::scale_min_k4(sub, scales);
-            let mut s = 0i32;
-            for l in 0..32 {
-                let mut v = if half == 0 { q[l] & 0x0f } else { q[l] >> 4 };
-                if five && qh[l] & (1 << sub) != 0 {
-                    v += 16;
-                }
-                s += i32::from(v) * i32::from(aq[32 * sub + l] as i8);
-            }
-            sum_q += i32::from(sc) * s;
-            sum_m += i32::from(m) * (asum(2 * sub) + asum(2 * sub + 1));
-        }
+    for (sub, (q, aq)) in values.chunks_exact(32).zip(aq.chunks_exact(32)).enumerate() {
+        let (sc, m) = blocks::scale_min_k4(sub, &w[4..16]);
+        let s: i32 = q.iter().zip(i8s(aq)).map(|(&x, y)| i32::from(x) * y).sum();
+        sum_q += i32::from(sc) * s;
+        sum_m += i32::from(m) * (asum(2 * sub) + asum(2 * sub + 1));
     }
     d * da * sum_q as f32 - dmin * da * sum_m as f32
 }
@@ -193,20 +160,9 @@ fn k4_block_dot(w: &[u8], a: &[u8]) -> f32 {
 /// A Q6_K super-block against a Q8_K one: `d·da·Σ sc·Σ (q − 32)·a` over
 /// the 16 sub-blocks of 16.
 fn q6_k_block_dot(w: &[u8], a: &[u8]) -> f32 {
-    let d = half_at(w, 208);
+    let d = blocks::half_at(w, 208);
     let (da, aq, _) = q8_k(a);
-    let mut q = [0i8; 256];
-    for half in 0..2 {
-        let ql = &w[64 * half..64 * half + 64];
-        let qh = &w[128 + 32 * half..128 + 32 * half + 32];
-        let y = &mut q[128 * half..128 * half + 128];
-        for l in 0..32 {
-            y[l] = ((ql[l] & 0x0f) | ((qh[l] & 3) << 4)) as i8 - 32;
-            y[l + 32] = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) as i8 - 32;
-            y[l + 64] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i8 - 32;
-            y[l + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i8 - 32;
-        }
-    }
+    let q = blocks::q6_k_values(w);
     let mut sum = 0i32;
     for (sub, (q, aq)) in q.chunks_exact(16).zip(aq.chunks_exact(16)).enumerate() {
         let s: i32 = q

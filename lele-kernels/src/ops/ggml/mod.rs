@@ -144,8 +144,7 @@ pub fn dequantize(ty: GgmlType, raw: &[u8], out: &mut [f32]) -> Result<(), Kerne
         GgmlType::Q5_0 => blocks::q5_0,
         GgmlType::Q5_1 => blocks::q5_1,
         GgmlType::Q8_0 => blocks::q8_0,
-        GgmlType::Q4K => blocks::q4_k,
-        GgmlType::Q5K => blocks::q5_k,
+        GgmlType::Q4K | GgmlType::Q5K => blocks::k4,
         GgmlType::Q6K => blocks::q6_k,
         GgmlType::Q8K => blocks::q8_k,
         _ => {
