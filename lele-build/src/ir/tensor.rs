@@ -140,6 +140,16 @@ impl Tensor {
         })
     }
 
+    /// The values of an f32 tensor (`None` for other dtypes).
+    pub fn to_f32s(&self) -> Option<Vec<f32>> {
+        (self.dtype == DType::F32).then(|| {
+            self.bytes()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        })
+    }
+
     /// Values as f64 for numeric dtypes (used in diagnostics and tests).
     pub fn to_f64s(&self) -> Option<Vec<f64>> {
         let b = self.bytes();

@@ -62,11 +62,9 @@ pub fn prepack_conv_weights(g: &mut Graph, shapes: &[HashMap<ValueId, Shape>]) -
         if !winograd && few_positions {
             continue;
         }
-        let values: Vec<f32> = wt
-            .bytes()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let Some(values) = wt.to_f32s() else {
+            continue;
+        };
         let dims = wt.dims.clone();
         let (t, suffix, op): (_, _, Box<dyn crate::ops::OpKernel>) = if winograd {
             // The largest output plane over the sizing points that know it.

@@ -129,11 +129,9 @@ pub fn prepack_matmul_weights(g: &mut Graph) -> usize {
         {
             continue;
         }
-        let values: Vec<f32> = wt
-            .bytes()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let Some(values) = wt.to_f32s() else {
+            continue;
+        };
         let b = if transposed {
             MatRef::transposed(&values, k)
         } else {
