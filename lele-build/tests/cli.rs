@@ -816,3 +816,21 @@ fn gen_output_matches_its_snapshot() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `lele inspect` of the zoo's GGUF model: its header, not an ONNX error.
+#[test]
+fn inspect_reads_a_gguf_header() {
+    let path = lele_build::config::zoo_dir().join("gemma-3-270m-q4_k_m.gguf");
+    let out = lele().arg("inspect").arg(&path).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for says in [
+        "GGUF version 3   architecture: gemma3   tensors: 236",
+        "gemma3.block_count",
+        "tokenizer.ggml.tokens                        [262144 items]",
+        "Q4K",
+        "Q6K",
+    ] {
+        assert!(text.contains(says), "{says} not in:\n{text}");
+    }
+}
