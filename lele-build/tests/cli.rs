@@ -823,7 +823,11 @@ fn inspect_reads_a_gguf_header() {
     let path = lele_build::config::zoo_dir().join("gemma-3-270m-q4_k_m.gguf");
     let out = lele().arg("inspect").arg(&path).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for says in [
         "GGUF version 3   architecture: gemma3   tensors: 236",
         "gemma3.block_count",
