@@ -834,6 +834,7 @@ fn inspect_reads_a_gguf_header() {
         "tokenizer.ggml.tokens                        [262144 items]",
         "Q4K",
         "Q6K",
+        "decoder: Gemma3, 18 layers of width 640, 4 heads over 1 key/value heads of 256",
     ] {
         assert!(text.contains(says), "{says} not in:\n{text}");
     }

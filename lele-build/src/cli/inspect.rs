@@ -171,5 +171,26 @@ fn inspect_gguf(path: &Path) -> Result<()> {
     for (ty, (n, elements, bytes)) in &by_type {
         outln!("  {ty:<6} {n:>5} {elements:>12} {bytes:>12}");
     }
+    match crate::gguf::decoder_config(&g) {
+        Ok(c) => outln!(
+            "decoder: {:?}, {} layers of width {}, {} heads over {} key/value heads of {}, \
+             feed-forward {}, vocabulary {}, context {}{}",
+            c.arch,
+            c.layers,
+            c.width,
+            c.heads,
+            c.kv_heads,
+            c.head_dim,
+            c.ffn,
+            c.vocab,
+            c.context,
+            if c.tied_embeddings {
+                ", tied embeddings"
+            } else {
+                ""
+            }
+        ),
+        Err(e) => outln!("decoder: not one lele can build yet: {e}"),
+    }
     Ok(())
 }
