@@ -31,11 +31,7 @@ fn dequantization_matches_llama_cpp_reference() {
         let raw = lele_build::npy::read(&dir.join(format!("{name}.raw.npy")))
             .unwrap_or_else(|e| panic!("{name}: {e} (run `cargo xtask fixtures`)"));
         let want = lele_build::npy::read(&dir.join(format!("{name}.f32.npy"))).unwrap();
-        let want: Vec<f32> = want
-            .bytes()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let want = want.to_f32s().unwrap();
         let (block, bytes) = ty.block().unwrap();
         assert_eq!(raw.dims[1], bytes, "{name}");
         assert_eq!(want.len(), raw.dims[0] * block, "{name}");
@@ -65,11 +61,7 @@ fn q8_0_quantization_matches_llama_cpp_reference() {
     let x = lele_build::npy::read(&dir.join("q8_0.in.npy"))
         .unwrap_or_else(|e| panic!("{e} (run `cargo xtask fixtures`)"));
     let want = lele_build::npy::read(&dir.join("q8_0.out.npy")).unwrap();
-    let x: Vec<f32> = x
-        .bytes()
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let x = x.to_f32s().unwrap();
     let mut got = vec![0u8; want.bytes().len()];
     quantize_q8_0(&x, &mut got).unwrap();
     for (b, (g, w)) in got.chunks(34).zip(want.bytes().chunks(34)).enumerate() {

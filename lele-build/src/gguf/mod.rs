@@ -480,9 +480,8 @@ pub fn read_header(path: &Path, limits: &Limits) -> Result<Gguf> {
         path: path.to_path_buf(),
         source,
     };
-    let f = crate::fsutil::open_regular_file(path)?;
+    let mut f = crate::fsutil::open_regular_file(path)?;
     let file_len = f.metadata().map_err(io)?.len();
-    let mut f = f;
     let mut buf = Vec::new();
     let mut want: u64 = 1 << 20;
     loop {

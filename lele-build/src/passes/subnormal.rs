@@ -26,26 +26,22 @@ use crate::ir::{Graph, Node, Tensor};
 /// `Gemm`) and the weight matrices of recurrent layers. Other kernels, and
 /// a user's override of any of these, have none.
 fn multiplicand_inputs(n: &Node) -> &'static [usize] {
-    let runs = |is: &[fn(&Node) -> bool]| is.iter().any(|is| is(n));
-    if runs(&[
-        |n| kernel_of::<Conv>(n).is_some(),
-        |n| kernel_of::<ConvPackedWeights>(n).is_some(),
-        |n| kernel_of::<ConvWinograd>(n).is_some(),
-        |n| kernel_of::<ConvTranspose>(n).is_some(),
-    ]) {
+    if kernel_of::<Conv>(n).is_some()
+        || kernel_of::<ConvPackedWeights>(n).is_some()
+        || kernel_of::<ConvWinograd>(n).is_some()
+        || kernel_of::<ConvTranspose>(n).is_some()
+    {
         &[1]
-    } else if runs(&[
-        |n| kernel_of::<MatMul>(n).is_some(),
-        |n| kernel_of::<MatMulBias>(n).is_some(),
-        |n| kernel_of::<MatMulPacked>(n).is_some(),
-        |n| kernel_of::<Gemm>(n).is_some(),
-    ]) {
+    } else if kernel_of::<MatMul>(n).is_some()
+        || kernel_of::<MatMulBias>(n).is_some()
+        || kernel_of::<MatMulPacked>(n).is_some()
+        || kernel_of::<Gemm>(n).is_some()
+    {
         &[0, 1]
-    } else if runs(&[
-        |n| kernel_of::<Lstm>(n).is_some(),
-        |n| kernel_of::<Gru>(n).is_some(),
-        |n| kernel_of::<Rnn>(n).is_some(),
-    ]) {
+    } else if kernel_of::<Lstm>(n).is_some()
+        || kernel_of::<Gru>(n).is_some()
+        || kernel_of::<Rnn>(n).is_some()
+    {
         &[1, 2]
     } else {
         &[]

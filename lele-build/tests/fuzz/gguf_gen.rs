@@ -30,12 +30,8 @@ fn value(rng: &mut Rng, code: u32, depth: usize, out: &mut Vec<u8>) {
             string(out, &s);
         }
         9 => {
-            let elem = if depth == 0 {
-                rng.below(9) as u32
-            } else {
-                rng.below(13) as u32
-            };
-            let elem = if elem == 9 && depth == 0 { 4 } else { elem };
+            // No nested array once the depth is used up (types 0..9).
+            let elem = rng.below(if depth == 0 { 9 } else { 13 }) as u32;
             let n = rng.below(6);
             out.extend(elem.to_le_bytes());
             out.extend((n as u64).to_le_bytes());

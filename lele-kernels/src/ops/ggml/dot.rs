@@ -19,13 +19,32 @@ pub const Q8_0_BYTES: usize = 34;
 /// each 16 of them (i16).
 pub const Q8_K_BYTES: usize = 292;
 
+/// One weight block against the activation blocks covering it.
+type BlockDot = fn(&[u8], &[u8]) -> f32;
+
+/// A weight type's block product and the activation type it takes (the
+/// one table of which types have a quantized dot product).
+fn block_product(weights: GgmlType) -> Option<(BlockDot, GgmlType)> {
+    use GgmlType::{Q4_0, Q4K, Q5_0, Q5K, Q6K, Q8_0, Q8K};
+    Some(match weights {
+        Q8_0 => (|w, a| dot_32(w[2..34].iter().map(|&q| q as i8), w, a), Q8_0),
+        Q4_0 => (
+            |w, a| dot_32(blocks::q4_0_values(w).into_iter(), w, a),
+            Q8_0,
+        ),
+        Q5_0 => (
+            |w, a| dot_32(blocks::q5_0_values(w).into_iter(), w, a),
+            Q8_0,
+        ),
+        Q4K | Q5K => (k4_block_dot, Q8K),
+        Q6K => (q6_k_block_dot, Q8K),
+        _ => return None,
+    })
+}
+
 /// The activation type a weight type's dot product takes.
 pub fn activation_type(weights: GgmlType) -> Option<GgmlType> {
-    match weights {
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => Some(GgmlType::Q8_0),
-        GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K => Some(GgmlType::Q8K),
-        _ => None,
-    }
+    block_product(weights).map(|(_, a)| a)
 }
 
 /// Quantizes `x` (a multiple of 32 floats) to Q8_0 blocks in `out`: per
@@ -96,27 +115,16 @@ fn i8s(b: &[u8]) -> impl Iterator<Item = i32> + '_ {
 /// number of elements quantized to [`activation_type`]`(weights)`.
 pub fn vec_dot(weights: GgmlType, w: &[u8], act: &[u8]) -> Result<f32, KernelError> {
     let (block, bytes) = weights.block().ok_or(KernelError::Buffer { op: OP })?;
-    let a_bytes = match activation_type(weights) {
-        Some(GgmlType::Q8_0) => Q8_0_BYTES * (block / 32),
-        Some(_) => Q8_K_BYTES,
-        None => {
-            return Err(KernelError::Invalid {
-                op: OP,
-                msg: "no quantized dot product for this ggml type",
-            });
-        }
-    };
+    let (block_dot, act_type) = block_product(weights).ok_or(KernelError::Invalid {
+        op: OP,
+        msg: "no quantized dot product for this ggml type",
+    })?;
+    // The activation blocks covering one weight block.
+    let (a_block, a_size) = act_type.block().ok_or(KernelError::Buffer { op: OP })?;
+    let a_bytes = block / a_block * a_size;
     if !w.len().is_multiple_of(bytes) || act.len() != w.len() / bytes * a_bytes {
         return Err(KernelError::Buffer { op: OP });
     }
-    let block_dot: fn(&[u8], &[u8]) -> f32 = match weights {
-        GgmlType::Q8_0 => |w, a| dot_32(w[2..34].iter().map(|&q| q as i8), w, a),
-        GgmlType::Q4_0 => |w, a| dot_32(blocks::q4_0_values(w).into_iter(), w, a),
-        GgmlType::Q5_0 => |w, a| dot_32(blocks::q5_0_values(w).into_iter(), w, a),
-        GgmlType::Q4K | GgmlType::Q5K => k4_block_dot,
-        GgmlType::Q6K => q6_k_block_dot,
-        _ => unreachable!("activation_type covers exactly these"),
-    };
     Ok(w.chunks_exact(bytes)
         .zip(act.chunks_exact(a_bytes))
         .map(|(w, a)| block_dot(w, a))
