@@ -137,12 +137,17 @@ pub fn compile_artifact(
     weights_path: &Path,
     ext: &Extensions,
 ) -> Result<Artifact> {
-    let limits = crate::onnx::Limits::default();
-    let proto = crate::onnx::read_model_proto(model_path, &limits)?;
-    let dir = model_path.parent().unwrap_or(Path::new("."));
-    let mut g = crate::onnx::from_proto_with(&proto, dir, &limits, ext)?;
-    drop(proto);
-    let dims = resolve_input_dims(&g, toml)?;
+    let (mut g, dims) = if crate::gguf::is_gguf_file(model_path)? {
+        load_decoder(model_path, toml)?
+    } else {
+        let limits = crate::onnx::Limits::default();
+        let proto = crate::onnx::read_model_proto(model_path, &limits)?;
+        let dir = model_path.parent().unwrap_or(Path::new("."));
+        let g = crate::onnx::from_proto_with(&proto, dir, &limits, ext)?;
+        drop(proto);
+        let dims = resolve_input_dims(&g, toml)?;
+        (g, dims)
+    };
     optimize(&mut g, &dims, toml.codegen.constant_folding, ext)?;
     if toml.codegen.flush_subnormal_weights {
         let cx = passes::pipeline::Context { dims: &dims, ext };
@@ -177,6 +182,36 @@ pub fn compile_artifact(
         weights_mode: toml.codegen.weights.clone(),
         weights_file: toml.codegen.weights_file.clone(),
     })
+}
+
+/// Builds the decoder graph of a GGUF file (see [`crate::gguf::decoder_graph`])
+/// with the toml's `[inputs] tokens` bound and `[decoder] context`.
+fn load_decoder(path: &Path, toml: &ModelToml) -> Result<(Graph, Vec<Vec<Dim>>)> {
+    let data = crate::gguf::read_file(path)?;
+    let file = crate::gguf::parse(&data, data.len() as u64, &crate::gguf::Limits::default())?;
+    let cfg = crate::gguf::decoder_config(&file)?;
+    // The tokens bound decides the sliding-window caches' size, so it is
+    // read before the graph exists.
+    let tokens_max = match toml.input_dims(crate::gguf::TOKENS) {
+        Some(Ok(dims)) => match dims[..] {
+            [d] => d.max(),
+            _ => {
+                return Err(BuildError::Config(
+                    "[inputs] tokens must have one dim, e.g. tokens = [\"n <= 64\"]".into(),
+                ));
+            }
+        },
+        Some(Err(e)) => return Err(BuildError::Config(format!("[inputs] `tokens`: {e}"))),
+        None => {
+            return Err(BuildError::Config(
+                "a GGUF decoder needs [inputs] tokens = [\"n <= 64\"] (the most tokens per call)"
+                    .into(),
+            ));
+        }
+    };
+    let g = crate::gguf::decoder_graph(&file, &data, &cfg, tokens_max, toml.decoder.context)?;
+    let dims = resolve_input_dims(&g, toml)?;
+    Ok((g, dims))
 }
 
 /// Refuses a model whose largest value (or node scratch) exceeds `cap`

@@ -19,6 +19,34 @@ pub struct ModelToml {
     /// `[inputs]`: dims of each input (numbers pin a dim, strings bound it).
     #[serde(default)]
     pub inputs: BTreeMap<String, Vec<DimSpec>>,
+    /// `[decoder]`: options of a language model read from a GGUF file.
+    #[serde(default)]
+    pub decoder: DecoderSection,
+}
+
+/// `[decoder]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecoderSection {
+    /// Positions a workspace's key/value cache holds (prompt and generated
+    /// tokens together); default [`DEFAULT_CONTEXT`].
+    #[serde(default = "default_context")]
+    pub context: usize,
+}
+
+/// The default of `[decoder] context`.
+pub const DEFAULT_CONTEXT: usize = 1024;
+
+fn default_context() -> usize {
+    DEFAULT_CONTEXT
+}
+
+impl Default for DecoderSection {
+    fn default() -> Self {
+        DecoderSection {
+            context: DEFAULT_CONTEXT,
+        }
+    }
 }
 
 /// `[model]`.

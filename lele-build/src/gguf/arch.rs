@@ -60,8 +60,8 @@ impl DecoderConfig {
     }
 }
 
-/// Gemma 3's sliding-window layers use this RoPE base (llama.cpp's, not in
-/// the file's metadata).
+/// Gemma 3's sliding-window layers use this RoPE base unless the file
+/// says otherwise (`gemma3.rope.freq_base_swa`; llama.cpp's default).
 const GEMMA3_LOCAL_ROPE_BASE: f32 = 10_000.0;
 /// In Gemma 3 every sixth layer attends globally.
 const GEMMA3_GLOBAL_EVERY: usize = 6;
@@ -121,6 +121,16 @@ pub fn decoder_config(g: &Gguf) -> Result<DecoderConfig> {
     };
     let eps = float("attention.layer_norm_rms_epsilon");
     let rope_base = float("rope.freq_base");
+    let rope_base_local = match g.get(&format!("{prefix}.rope.freq_base_swa")) {
+        Some(Value::F32(v)) if v.is_finite() && *v > 0.0 => *v,
+        Some(_) => {
+            problems.push(format!(
+                "`{prefix}.rope.freq_base_swa` is not a positive f32"
+            ));
+            0.0
+        }
+        None => GEMMA3_LOCAL_ROPE_BASE,
+    };
     if heads > 0 && kv_heads > 0 && !heads.is_multiple_of(kv_heads) {
         problems.push(format!(
             "{heads} query heads do not group over {kv_heads} key/value heads"
@@ -187,7 +197,7 @@ pub fn decoder_config(g: &Gguf) -> Result<DecoderConfig> {
         ffn,
         eps,
         rope_base,
-        rope_base_local: GEMMA3_LOCAL_ROPE_BASE,
+        rope_base_local,
         sliding_window,
         global_every: GEMMA3_GLOBAL_EVERY,
         vocab,

@@ -14,6 +14,7 @@
 //! (`general.alignment`, default 32); each tensor's offset is relative to
 //! that start and a multiple of the alignment.
 mod arch;
+mod build;
 #[cfg(test)]
 mod tests;
 
@@ -21,6 +22,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 pub use arch::{Arch, DecoderConfig, decoder_config};
+pub use build::{LOGITS, POSITION, TOKENS, decoder_graph};
 pub use lele_kernels::ops::ggml::GgmlType;
 
 use crate::error::{BuildError, Result};
@@ -164,6 +166,33 @@ impl Gguf {
 /// Whether `bytes` start like a GGUF file.
 pub fn is_gguf(bytes: &[u8]) -> bool {
     bytes.get(..4) == Some(&MAGIC.to_le_bytes()[..])
+}
+
+/// Whether the file at `path` starts with the GGUF magic.
+pub fn is_gguf_file(path: &Path) -> Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4);
+    crate::fsutil::open_regular_file(path)?
+        .take(4)
+        .read_to_end(&mut head)
+        .map_err(|source| BuildError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(is_gguf(&head))
+}
+
+/// Reads the whole GGUF file at `path` (header and tensor data).
+pub fn read_file(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    crate::fsutil::open_regular_file(path)?
+        .read_to_end(&mut data)
+        .map_err(|source| BuildError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(data)
 }
 
 fn bad(msg: impl Into<String>) -> BuildError {

@@ -129,6 +129,11 @@ pub struct Graph {
     /// Outputs of pre-opset-13 Softmax nodes with a non-default axis, to be
     /// checked once ranks are known.
     pub legacy_softmax: Vec<(ValueId, i64)>,
+    /// Values kept from one call to the next (a decoder's key/value
+    /// caches, outputs of the node that updates them): the planner gives
+    /// each an arena region of its own, live for the whole run, so the
+    /// next call finds them as this one left them.
+    pub persistent: Vec<ValueId>,
 }
 
 impl Graph {

@@ -366,6 +366,16 @@ pub fn plan(g: &Graph, sizes: &Sizes) -> Plan {
             l.last = end;
         }
     }
+    // Persistent values own their region across calls: live from before
+    // the first node to after the last.
+    for &v in &g.persistent {
+        if let Some(r) = p.root(v)
+            && let Some(l) = p.live.get_mut(&r)
+        {
+            l.def = 0;
+            l.last = end;
+        }
+    }
     // A tree of pieces is placed as its root, live while any member is.
     let members: Vec<ValueId> = p.pieces.parent.keys().copied().collect();
     for &v in &members {

@@ -7,6 +7,7 @@ pub mod broadcast;
 pub mod cast;
 pub mod concat;
 pub mod conv;
+pub mod decoder;
 pub mod det;
 pub mod dropout;
 pub(crate) mod dtype_dispatch;

@@ -67,13 +67,34 @@ pub fn quantize_q8_0(x: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
     Ok(())
 }
 
+/// Quantizes activations `x` (a multiple of 32 floats) to Q8_0 blocks in
+/// `out` the way llama.cpp's x86 build does before a product (its vector
+/// quantizer, not the reference): the scale `max|x| / 127` (stored as
+/// f16), each `x · (127 / max|x|)` rounded to nearest, ties to even. The
+/// two differ in the last bit of some values, and which one a decoder uses
+/// decides whether its greedy tokens equal llama.cpp's.
+pub fn quantize_q8_0_activations(x: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
+    if !x.len().is_multiple_of(32) || out.len() != x.len() / 32 * Q8_0_BYTES {
+        return Err(KernelError::Buffer { op: OP });
+    }
+    for (x, b) in x.chunks_exact(32).zip(out.chunks_exact_mut(Q8_0_BYTES)) {
+        let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+        b[..2].copy_from_slice(&f16::from_f32(amax / 127.0).to_le_bytes());
+        for (q, &v) in b[2..].iter_mut().zip(x) {
+            *q = nearest_int(v * id) as i8 as u8;
+        }
+    }
+    Ok(())
+}
+
 /// Rounds to nearest, ties to even (llama.cpp's `nearest_int`).
 fn nearest_int(v: f32) -> i32 {
     v.round_ties_even() as i32
 }
 
 /// Quantizes `x` (a multiple of 256 floats) to Q8_K blocks in `out`: per
-/// block the scale `max / -128` of the element of largest magnitude (f32),
+/// block the scale `max / -127` of the element of largest magnitude (f32),
 /// each `x / scale` rounded to nearest (at most 127), and the sums of each
 /// 16 quantized values, as llama.cpp's reference does.
 pub fn quantize_q8_k(x: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
@@ -92,7 +113,7 @@ pub fn quantize_q8_k(x: &[f32], out: &mut [u8]) -> Result<(), KernelError> {
             b.fill(0);
             continue;
         }
-        let iscale = -128.0 / max;
+        let iscale = -127.0 / max;
         let mut sums = [0i16; 16];
         for (j, &v) in x.iter().enumerate() {
             let q = nearest_int(iscale * v).min(127) as i8;

@@ -9,7 +9,15 @@
 mod blocks;
 mod dot;
 
-pub use dot::{Q8_0_BYTES, Q8_K_BYTES, activation_type, quantize_q8_0, quantize_q8_k, vec_dot};
+mod embed;
+mod matmul;
+
+pub use dot::{
+    Q8_0_BYTES, Q8_K_BYTES, activation_type, quantize_q8_0, quantize_q8_0_activations,
+    quantize_q8_k, vec_dot,
+};
+pub use embed::GgmlGather;
+pub use matmul::GgmlMatMul;
 
 use half::f16;
 
@@ -67,7 +75,7 @@ pub enum GgmlType {
 
 impl GgmlType {
     /// The type of `ggml` type code `code`.
-    pub fn from_code(code: u32) -> GgmlType {
+    pub const fn from_code(code: u32) -> GgmlType {
         use GgmlType::*;
         match code {
             0 => F32,
@@ -94,6 +102,45 @@ impl GgmlType {
         }
     }
 
+    /// The type's `ggml` code (the inverse of [`GgmlType::from_code`]).
+    pub const fn code(self) -> u32 {
+        use GgmlType::*;
+        match self {
+            F32 => 0,
+            F16 => 1,
+            Q4_0 => 2,
+            Q4_1 => 3,
+            Q5_0 => 6,
+            Q5_1 => 7,
+            Q8_0 => 8,
+            Q8_1 => 9,
+            Q2K => 10,
+            Q3K => 11,
+            Q4K => 12,
+            Q5K => 13,
+            Q6K => 14,
+            Q8K => 15,
+            I8 => 24,
+            I16 => 25,
+            I32 => 26,
+            I64 => 27,
+            F64 => 28,
+            Bf16 => 30,
+            Other(c) => c,
+        }
+    }
+
+    /// Bytes of a row of `elements` elements, `None` when the type has no
+    /// known block layout, `elements` is not a whole number of blocks or
+    /// the size overflows.
+    pub fn row_bytes(self, elements: usize) -> Option<usize> {
+        let (block, bytes) = self.block()?;
+        if !elements.is_multiple_of(block) {
+            return None;
+        }
+        (elements / block).checked_mul(bytes)
+    }
+
     /// `(elements per block, bytes per block)`, `None` for
     /// [`GgmlType::Other`].
     pub fn block(self) -> Option<(usize, usize)> {
@@ -117,6 +164,14 @@ impl GgmlType {
             Q8K => (256, 292),
             Other(_) => return None,
         })
+    }
+}
+
+#[cfg(feature = "codegen")]
+impl crate::codegen::ToRust for GgmlType {
+    fn to_rust(&self) -> proc_macro2::TokenStream {
+        let code = self.code();
+        quote::quote!(::lele::kernels::ops::ggml::GgmlType::from_code(#code))
     }
 }
 

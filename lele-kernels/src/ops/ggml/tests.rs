@@ -197,7 +197,7 @@ fn quantized_dot_products_equal_the_dot_of_the_dequantized_rows() {
 }
 
 /// Q8_K: each value within half a step of its input, the block's largest
-/// magnitude exactly ±128 steps, the sums of 16 right; zeros give zeros.
+/// magnitude exactly ±127 steps, the sums of 16 right; zeros give zeros.
 #[test]
 fn q8_k_quantization_is_faithful() {
     let x: Vec<f32> = bytes(512, 3)
@@ -220,7 +220,7 @@ fn q8_k_quantization_is_faithful() {
                 "{blk}/{j}: {v} vs {q}"
             );
         }
-        assert!(a[4..260].iter().any(|&q| q as i8 == -128));
+        assert!(a[4..260].iter().any(|&q| q as i8 == -127));
         for s in 0..16 {
             let want: i32 = a[4 + 16 * s..4 + 16 * s + 16]
                 .iter()
@@ -234,4 +234,148 @@ fn q8_k_quantization_is_faithful() {
     assert!(a[..Q8_K_BYTES].iter().all(|&b| b == 0));
     assert!(vec_dot(GgmlType::Q4_1, &[0; 20], &[0; 34]).is_err());
     assert!(vec_dot(GgmlType::Q8_0, &[0; 34], &[0; 33]).is_err());
+}
+
+/// The activation quantizer of products: each value within half a step
+/// of its input (plus what rounding the step to f16 moves 127 steps), the largest magnitude exactly ±127 steps, and the same
+/// bytes as the reference quantizer except where the two round a tie or
+/// a last bit differently (a step apart at most).
+#[test]
+fn q8_0_activation_quantization_is_faithful() {
+    let x: Vec<f32> = bytes(96, 11)
+        .iter()
+        .map(|&b| (b as f32 - 120.0) / 7.0)
+        .collect();
+    let (mut a, mut r) = (vec![0u8; 3 * Q8_0_BYTES], vec![0u8; 3 * Q8_0_BYTES]);
+    quantize_q8_0_activations(&x, &mut a).unwrap();
+    quantize_q8_0(&x, &mut r).unwrap();
+    let mut y = vec![0f32; 96];
+    dequantize(GgmlType::Q8_0, &a, &mut y).unwrap();
+    for (blk, (x, a)) in x
+        .chunks_exact(32)
+        .zip(a.chunks_exact(Q8_0_BYTES))
+        .enumerate()
+    {
+        let d = f16::from_le_bytes([a[0], a[1]]).to_f32();
+        for (&v, &q) in x.iter().zip(&y[32 * blk..]) {
+            assert!((v - q).abs() <= d * (0.5 + 127.0 / 2048.0), "{v} vs {q}");
+        }
+        assert!(a[2..].iter().any(|&q| (q as i8).abs() == 127));
+    }
+    for (p, q) in a.iter().zip(&r) {
+        assert!(((*p as i8) as i32 - (*q as i8) as i32).abs() <= 1);
+    }
+}
+
+fn tref<'a, T: bytemuck::Pod>(
+    d: &'a [T],
+    dtype: crate::DType,
+    s: &[usize],
+) -> Option<crate::TensorRef<'a>> {
+    Some(crate::TensorRef {
+        dtype,
+        shape: crate::Shape::new(s).unwrap(),
+        data: bytemuck::cast_slice(d),
+    })
+}
+
+/// `GgmlMatMul`: every output the quantized dot product of its row of X
+/// (quantized as the kernel's activation type) with its weight row; a
+/// row length that is not whole blocks, or a weight of the wrong row
+/// size, is an error.
+#[test]
+fn ggml_matmul_is_the_row_by_row_quantized_product() {
+    use crate::kernel::Kernel;
+    use crate::{DType, Shape, TensorMut};
+    for (ty, scales) in [(GgmlType::Q5_0, &[0usize][..]), (GgmlType::Q4K, &[0, 2])] {
+        let (block, size) = ty.block().unwrap();
+        let (rows, n, k) = (3, 5, 2 * 256);
+        let w = weights(ty, n * k / block, scales, 21);
+        let x: Vec<f32> = bytes(rows * k, 22)
+            .iter()
+            .map(|&b| (b as f32 - 127.5) / 41.0)
+            .collect();
+        let mm = GgmlMatMul { ty, k };
+        let ins = [
+            tref(&x, DType::F32, &[rows, k]),
+            tref(&w, DType::U8, &[n, k / block * size]),
+        ];
+        let mut shape = [Shape::SCALAR];
+        mm.infer(&ins, &mut shape).unwrap();
+        assert_eq!(shape[0].dims(), &[rows, n]);
+        let mut y = vec![0f32; rows * n];
+        let mut scratch = vec![0u8; mm.scratch_bytes(&ins, &shape)];
+        let mut out = [TensorMut {
+            dtype: DType::F32,
+            shape: shape[0],
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
+        mm.run(&ins, &mut out, &mut scratch).unwrap();
+        let aty = activation_type(ty).unwrap();
+        let row_bytes = aty.row_bytes(k).unwrap();
+        for r in 0..rows {
+            let mut a = vec![0u8; row_bytes];
+            if aty == GgmlType::Q8_0 {
+                quantize_q8_0_activations(&x[r * k..][..k], &mut a).unwrap();
+            } else {
+                quantize_q8_k(&x[r * k..][..k], &mut a).unwrap();
+            }
+            for c in 0..n {
+                let wr = &w[c * k / block * size..][..k / block * size];
+                assert_eq!(y[r * n + c], vec_dot(ty, wr, &a).unwrap(), "{ty:?} {r} {c}");
+            }
+        }
+        let bad = GgmlMatMul { ty, k: k + 1 };
+        assert!(bad.infer(&ins, &mut shape).is_err());
+        let short = [
+            ins[0],
+            tref(
+                &w[..n * (k / block * size - 1)],
+                DType::U8,
+                &[n, k / block * size - 1],
+            ),
+        ];
+        assert!(mm.infer(&short, &mut shape).is_err());
+    }
+}
+
+/// `GgmlGather`: picked rows dequantized, an index outside the table an
+/// error.
+#[test]
+fn ggml_gather_dequantizes_the_picked_rows() {
+    use crate::kernel::Kernel;
+    use crate::{DType, Shape, TensorMut};
+    let (rows, cols) = (4, 64);
+    let w = weights(GgmlType::Q8_0, rows * 2, &[0], 31);
+    let mut all = vec![0f32; rows * cols];
+    dequantize(GgmlType::Q8_0, &w, &mut all).unwrap();
+    let g = GgmlGather {
+        ty: GgmlType::Q8_0,
+        cols,
+    };
+    for (ids, ok) in [
+        (vec![3i64, 0, 3], true),
+        (vec![4], false),
+        (vec![-1], false),
+    ] {
+        let ins = [
+            tref(&w, DType::U8, &[rows, 68]),
+            tref(&ids, DType::I64, &[ids.len()]),
+        ];
+        let mut shape = [Shape::SCALAR];
+        g.infer(&ins, &mut shape).unwrap();
+        let mut y = vec![0f32; ids.len() * cols];
+        let mut out = [TensorMut {
+            dtype: DType::F32,
+            shape: shape[0],
+            data: bytemuck::cast_slice_mut(&mut y),
+        }];
+        let r = g.run(&ins, &mut out, &mut []);
+        assert_eq!(r.is_ok(), ok, "{ids:?}");
+        if ok {
+            for (i, &id) in ids.iter().enumerate() {
+                assert_eq!(y[i * cols..][..cols], all[id as usize * cols..][..cols]);
+            }
+        }
+    }
 }

@@ -1,0 +1,139 @@
+//! Gemma 3 270M (the zoo's Q4_K_M GGUF) compiled by the macro into a
+//! decoder whose key/value cache lives in the workspace.
+//!
+//! Run in every test run: the cache carries a prompt from call to call
+//! exactly, and hostile positions and tokens are errors. Against
+//! llama.cpp (`cargo xtask llm-reference` writes its generations, then
+//! `cargo test --test gemma3 -- --ignored`): the first step's 20 largest
+//! logits within 1e-2 and 64 greedy tokens equal, for five prompts. That
+//! one is ignored because it does not hold yet (issue 55): llama.cpp's
+//! products sum in the lane order of its vector code, lele's portable
+//! kernels do not, and the f16 and 8-bit roundings of attention and of
+//! the activations turn those last-bit differences into logits 0.3–0.5
+//! apart.
+#![cfg(not(target_family = "wasm"))]
+mod common;
+
+use lele::TensorView;
+
+#[lele::model("tests/models/gemma3_270m.toml")]
+struct Gemma3;
+
+/// "The capital of France is" in Gemma's vocabulary, after BOS.
+const PROMPT: [i64; 6] = [2, 818, 5279, 529, 7001, 563];
+
+/// Feeds `tokens` from position `pos`; the last token's logits.
+fn step(
+    model: &Gemma3,
+    ws: &mut Gemma3Workspace,
+    tokens: &[i64],
+    pos: i64,
+) -> Result<Vec<f32>, lele::Error> {
+    let t = TensorView::new(tokens, &[tokens.len()])?;
+    let p = [pos];
+    let p = TensorView::new(&p, &[1])?;
+    Ok(model.forward(ws, t, p)?.logits.to_vec())
+}
+
+fn argmax(v: &[f32]) -> i64 {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
+            best = i;
+        }
+    }
+    best as i64
+}
+
+#[test]
+fn a_prompt_fed_in_pieces_gives_the_logits_of_one_call() {
+    let model = Gemma3::new().unwrap();
+    let mut ws = model.workspace();
+    let whole = step(&model, &mut ws, &PROMPT, 0).unwrap();
+    assert_eq!(whole.len(), 262_144);
+    // A fresh workspace, the prompt in pieces of 2, 1 and 3 tokens: each
+    // call must find the keys and values of the ones before in the cache.
+    let mut ws = model.workspace();
+    step(&model, &mut ws, &PROMPT[..2], 0).unwrap();
+    step(&model, &mut ws, &PROMPT[2..3], 2).unwrap();
+    let pieces = step(&model, &mut ws, &PROMPT[3..], 3).unwrap();
+    assert_eq!(pieces, whole);
+    // Continuing from the wrong position gives other logits (the cache is
+    // read, not ignored).
+    let mut ws2 = model.workspace();
+    step(&model, &mut ws2, &PROMPT[..3], 0).unwrap();
+    let skipped = step(&model, &mut ws2, &PROMPT[3..], 4).unwrap();
+    assert_ne!(skipped, whole);
+    assert!(argmax(&whole) >= 0);
+}
+
+#[test]
+fn positions_past_the_context_and_unknown_tokens_are_errors() {
+    let model = Gemma3::new().unwrap();
+    let mut ws = model.workspace();
+    // `[decoder] context = 512`.
+    assert!(step(&model, &mut ws, &PROMPT, 512 - 6).is_ok());
+    assert!(step(&model, &mut ws, &PROMPT, 512 - 5).is_err());
+    assert!(step(&model, &mut ws, &PROMPT, -1).is_err());
+    assert!(step(&model, &mut ws, &PROMPT, i64::MAX).is_err());
+    assert!(step(&model, &mut ws, &[262_144], 0).is_err());
+    assert!(step(&model, &mut ws, &[-3], 0).is_err());
+    // More tokens than `[inputs] tokens = ["n <= 64"]`.
+    assert!(step(&model, &mut ws, &[2; 65], 0).is_err());
+    assert!(step(&model, &mut ws, &[], 0).is_err());
+}
+
+fn reference() -> serde_json::Value {
+    let p = common::fixtures_dir().join("llm").join("gemma3_270m.json");
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}\n(run `cargo xtask llm-reference` first)",
+            p.display()
+        )
+    });
+    serde_json::from_str(&text).expect("reference JSON")
+}
+
+fn ids(v: &serde_json::Value) -> Vec<i64> {
+    v.as_array()
+        .expect("id list")
+        .iter()
+        .map(|t| t.as_i64().expect("id"))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs `cargo xtask llm-reference` (llama.cpp) and is not token-exact yet (issue 55)"]
+fn greedy_decoding_equals_llama_cpp() {
+    let reference = reference();
+    let model = Gemma3::new().unwrap();
+    let mut ws = model.workspace();
+    let mut failures = Vec::new();
+    for case in reference["cases"].as_array().expect("cases") {
+        let prompt = ids(&case["prompt_ids"]);
+        let logits = step(&model, &mut ws, &prompt, 0).unwrap();
+        let top = ids(&case["top_ids"]);
+        let mut worst = 0f64;
+        for (&id, want) in top.iter().zip(case["top_logits"].as_array().unwrap()) {
+            let d = (f64::from(logits[id as usize]) - want.as_f64().unwrap()).abs();
+            worst = worst.max(d);
+        }
+        let want = ids(&case["greedy_ids"]);
+        let mut got = Vec::new();
+        let mut next = argmax(&logits);
+        for pos in (prompt.len() as i64..).take(want.len()) {
+            got.push(next);
+            next = argmax(&step(&model, &mut ws, &[next], pos).unwrap());
+        }
+        let same = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+        eprintln!(
+            "{}: first-step top-20 logits within {worst:.2e}; first {same} of {} greedy tokens equal",
+            case["prompt"],
+            want.len()
+        );
+        if worst > 1e-2 || got != want {
+            failures.push(case["prompt"].to_string());
+        }
+    }
+    assert!(failures.is_empty(), "differ from llama.cpp: {failures:?}");
+}
