@@ -64,8 +64,8 @@ fn round_f16(v: f32) -> f32 {
 /// Sums 16 lanes as a 512-bit vector's horizontal add does: halves,
 /// quarters, eighths, then the last pair.
 fn lane_tree(l: &[f32; 16]) -> f32 {
-    let h: [f32; 8] = std::array::from_fn(|i| l[i] + l[i + 8]);
-    let q: [f32; 4] = std::array::from_fn(|i| h[i] + h[i + 4]);
+    let h: [f32; 8] = core::array::from_fn(|i| l[i] + l[i + 8]);
+    let q: [f32; 4] = core::array::from_fn(|i| h[i] + h[i + 4]);
     (q[0] + q[1]) + (q[2] + q[3])
 }
 
