@@ -64,7 +64,6 @@ fn a_prompt_fed_in_pieces_gives_the_logits_of_one_call() {
     step(&model, &mut ws2, &PROMPT[..3], 0).unwrap();
     let skipped = step(&model, &mut ws2, &PROMPT[3..], 4).unwrap();
     assert_ne!(skipped, whole);
-    assert!(argmax(&whole) >= 0);
 }
 
 #[test]

@@ -4,6 +4,7 @@ use super::gelu_gate::gelu_f16;
 use super::*;
 use crate::DType;
 use crate::kernel::Kernel;
+use crate::ops::test_util::rand_vec as values;
 use crate::shape::Shape;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -45,18 +46,6 @@ fn run_into(
         })
         .collect();
     k.run(ins, &mut outs, &mut scratch)
-}
-
-fn values(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(12345);
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s % 2001) as f32 / 1000.0 - 1.0
-        })
-        .collect()
 }
 
 #[test]
