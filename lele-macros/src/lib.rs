@@ -91,6 +91,9 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream2, Errors
     })?;
     // include_bytes! makes cargo rebuild when the toml, the model or a lock
     // file changes, option_env! when a variable that changes the result does.
+    // The bytes sit in a closure body that is never called: a `const` holding
+    // them would copy the model (several times over) into the crate's
+    // metadata, which cost gigabytes of disk across the workspace's builds.
     let files = compiled
         .tracked
         .iter()
@@ -102,7 +105,7 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> Result<TokenStream2, Errors
         .chain(compiled.env_vars.iter().cloned());
     let tokens = compiled.tokens;
     Ok(quote! {
-        #(const _: &[u8] = include_bytes!(#files);)*
+        #(const _: fn() = || { let _ = include_bytes!(#files); };)*
         #(const _: ::core::option::Option<&str> = option_env!(#vars);)*
         #tokens
     })
