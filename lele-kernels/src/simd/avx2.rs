@@ -235,6 +235,88 @@ unsafe impl Simd for Avx2 {
             _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)))
         }
     }
+
+    type I8x32 = __m256i;
+    #[inline(always)]
+    unsafe fn load_i8x32(self, p: *const u8) -> __m256i {
+        unsafe { _mm256_loadu_si256(p.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn nibbles_i8x32(self, p: *const u8) -> __m256i {
+        unsafe {
+            let v = _mm_loadu_si128(p.cast());
+            let low = _mm_set1_epi8(0x0f);
+            let hi = _mm_and_si128(_mm_srli_epi16::<4>(v), low);
+            _mm256_set_m128i(hi, _mm_and_si128(v, low))
+        }
+    }
+    #[inline(always)]
+    fn bit_bytes_i8x32(self, bits: u32) -> __m256i {
+        unsafe {
+            // Byte j takes byte j / 8 of the word, then keeps bit j % 8.
+            let word = _mm256_set1_epi32(bits as i32);
+            let pick = _mm256_setr_epi8(
+                0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, //
+                2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+            );
+            let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+            let b = _mm256_and_si256(_mm256_shuffle_epi8(word, pick), bit);
+            _mm256_cmpeq_epi8(b, bit)
+        }
+    }
+    #[inline(always)]
+    fn splat_i8x32(self, v: u8) -> __m256i {
+        unsafe { _mm256_set1_epi8(v as i8) }
+    }
+    #[inline(always)]
+    fn and_i8x32(self, a: __m256i, b: __m256i) -> __m256i {
+        unsafe { _mm256_and_si256(a, b) }
+    }
+    #[inline(always)]
+    fn or_i8x32(self, a: __m256i, b: __m256i) -> __m256i {
+        unsafe { _mm256_or_si256(a, b) }
+    }
+    #[inline(always)]
+    fn sub_i8x32(self, a: __m256i, b: __m256i) -> __m256i {
+        unsafe { _mm256_sub_epi8(a, b) }
+    }
+    #[inline(always)]
+    fn shr_u8x32<const N: i32>(self, a: __m256i) -> __m256i {
+        // x86 shifts 16-bit lanes at the least: the bits shifted in from
+        // the neighbouring byte are masked off.
+        unsafe {
+            _mm256_and_si256(
+                _mm256_srli_epi16::<N>(a),
+                _mm256_set1_epi8((0xffu8 >> N) as i8),
+            )
+        }
+    }
+    #[inline(always)]
+    fn shl4_u8x32(self, a: __m256i) -> __m256i {
+        unsafe { _mm256_and_si256(_mm256_slli_epi16::<4>(a), _mm256_set1_epi8(0xf0u8 as i8)) }
+    }
+    #[inline(always)]
+    fn dot_i8x32_add(self, acc: __m256, lo: f32, hi: f32, a: __m256i, b: __m256i) -> __m256 {
+        unsafe { _mm256_fmadd_ps(dot_i8x32_lanes(a, b), halves(lo, hi), acc) }
+    }
+}
+
+/// The products of two 32-byte vectors (signed, `b` not −128) summed in
+/// fours: lanes 0..4 total bytes 0..16, lanes 4..8 bytes 16..32.
+/// `maddubs` takes an unsigned and a signed operand, so `a`'s sign moves
+/// onto `b`; the pair sums (at most 2·128·127) fit its 16 bits.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn dot_i8x32_lanes(a: __m256i, b: __m256i) -> __m256 {
+    let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+    _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+}
+
+/// `lo` in lanes 0..4, `hi` in lanes 4..8.
+#[inline]
+#[target_feature(enable = "avx")]
+pub(crate) fn halves(lo: f32, hi: f32) -> __m256 {
+    _mm256_set_m128(_mm_set1_ps(hi), _mm_set1_ps(lo))
 }
 
 /// Transposes an 8×8 block held as eight row vectors: afterwards `v[c]`

@@ -2,6 +2,7 @@
 //! registers, tails through masked loads and stores.
 use core::arch::x86_64::*;
 
+use super::avx2::{Avx2, dot_i8x32_lanes, halves};
 use super::vector::Simd;
 
 /// Proof that the CPU runs AVX-512F (and AVX2 and FMA).
@@ -24,7 +25,7 @@ fn first_lanes(len: usize) -> __mmask16 {
 }
 
 // SAFETY: `Avx512` is only made by `new_unchecked`, whose callers checked
-// AVX-512F; every method uses only it.
+// AVX-512F, AVX2 and FMA; every method uses only those.
 unsafe impl Simd for Avx512 {
     type F32 = __m512;
     type I32 = __m512i;
@@ -247,6 +248,63 @@ unsafe impl Simd for Avx512 {
     #[inline(always)]
     fn reduce_max(self, v: __m512) -> f32 {
         unsafe { _mm512_reduce_max_ps(v) }
+    }
+
+    // The bytes in 256-bit registers (AVX-512F alone has no byte
+    // arithmetic), as the AVX2 backend.
+    type I8x32 = __m256i;
+    #[inline(always)]
+    unsafe fn load_i8x32(self, p: *const u8) -> __m256i {
+        unsafe { self.avx2().load_i8x32(p) }
+    }
+    #[inline(always)]
+    unsafe fn nibbles_i8x32(self, p: *const u8) -> __m256i {
+        unsafe { self.avx2().nibbles_i8x32(p) }
+    }
+    #[inline(always)]
+    fn bit_bytes_i8x32(self, bits: u32) -> __m256i {
+        self.avx2().bit_bytes_i8x32(bits)
+    }
+    #[inline(always)]
+    fn splat_i8x32(self, v: u8) -> __m256i {
+        self.avx2().splat_i8x32(v)
+    }
+    #[inline(always)]
+    fn and_i8x32(self, a: __m256i, b: __m256i) -> __m256i {
+        self.avx2().and_i8x32(a, b)
+    }
+    #[inline(always)]
+    fn or_i8x32(self, a: __m256i, b: __m256i) -> __m256i {
+        self.avx2().or_i8x32(a, b)
+    }
+    #[inline(always)]
+    fn sub_i8x32(self, a: __m256i, b: __m256i) -> __m256i {
+        self.avx2().sub_i8x32(a, b)
+    }
+    #[inline(always)]
+    fn shr_u8x32<const N: i32>(self, a: __m256i) -> __m256i {
+        self.avx2().shr_u8x32::<N>(a)
+    }
+    #[inline(always)]
+    fn shl4_u8x32(self, a: __m256i) -> __m256i {
+        self.avx2().shl4_u8x32(a)
+    }
+    #[inline(always)]
+    fn dot_i8x32_add(self, acc: __m512, lo: f32, hi: f32, a: __m256i, b: __m256i) -> __m512 {
+        unsafe {
+            let sums = _mm256_mul_ps(dot_i8x32_lanes(a, b), halves(lo, hi));
+            _mm512_add_ps(acc, _mm512_zextps256_ps512(sums))
+        }
+    }
+}
+
+impl Avx512 {
+    /// The AVX2 backend, for the byte operations.
+    #[inline(always)]
+    fn avx2(self) -> Avx2 {
+        // SAFETY: an `Avx512` token is only made where AVX2 and FMA were
+        // detected too (see `dispatch_on`).
+        unsafe { Avx2::new_unchecked() }
     }
 }
 

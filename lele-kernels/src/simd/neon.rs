@@ -235,4 +235,76 @@ unsafe impl Simd for Neon {
     fn reduce_max(self, v: float32x4_t) -> f32 {
         unsafe { vmaxvq_f32(v) }
     }
+
+    // Two 16-byte registers.
+    type I8x32 = uint8x16x2_t;
+    #[inline(always)]
+    unsafe fn load_i8x32(self, p: *const u8) -> uint8x16x2_t {
+        unsafe { uint8x16x2_t(vld1q_u8(p), vld1q_u8(p.add(16))) }
+    }
+    #[inline(always)]
+    unsafe fn nibbles_i8x32(self, p: *const u8) -> uint8x16x2_t {
+        unsafe {
+            let v = vld1q_u8(p);
+            uint8x16x2_t(vandq_u8(v, vdupq_n_u8(0x0f)), vshrq_n_u8::<4>(v))
+        }
+    }
+    #[inline(always)]
+    fn bit_bytes_i8x32(self, bits: u32) -> uint8x16x2_t {
+        unsafe {
+            let bit = vcreate_u8(0x8040_2010_0804_0201);
+            let [b0, b1, b2, b3] = bits.to_le_bytes();
+            let eight = |b: u8| vtst_u8(vdup_n_u8(b), bit);
+            uint8x16x2_t(
+                vcombine_u8(eight(b0), eight(b1)),
+                vcombine_u8(eight(b2), eight(b3)),
+            )
+        }
+    }
+    #[inline(always)]
+    fn splat_i8x32(self, v: u8) -> uint8x16x2_t {
+        unsafe { uint8x16x2_t(vdupq_n_u8(v), vdupq_n_u8(v)) }
+    }
+    #[inline(always)]
+    fn and_i8x32(self, a: uint8x16x2_t, b: uint8x16x2_t) -> uint8x16x2_t {
+        unsafe { uint8x16x2_t(vandq_u8(a.0, b.0), vandq_u8(a.1, b.1)) }
+    }
+    #[inline(always)]
+    fn or_i8x32(self, a: uint8x16x2_t, b: uint8x16x2_t) -> uint8x16x2_t {
+        unsafe { uint8x16x2_t(vorrq_u8(a.0, b.0), vorrq_u8(a.1, b.1)) }
+    }
+    #[inline(always)]
+    fn sub_i8x32(self, a: uint8x16x2_t, b: uint8x16x2_t) -> uint8x16x2_t {
+        unsafe { uint8x16x2_t(vsubq_u8(a.0, b.0), vsubq_u8(a.1, b.1)) }
+    }
+    #[inline(always)]
+    fn shr_u8x32<const N: i32>(self, a: uint8x16x2_t) -> uint8x16x2_t {
+        unsafe { uint8x16x2_t(vshrq_n_u8::<N>(a.0), vshrq_n_u8::<N>(a.1)) }
+    }
+    #[inline(always)]
+    fn shl4_u8x32(self, a: uint8x16x2_t) -> uint8x16x2_t {
+        unsafe { uint8x16x2_t(vshlq_n_u8::<4>(a.0), vshlq_n_u8::<4>(a.1)) }
+    }
+    #[inline(always)]
+    fn dot_i8x32_add(
+        self,
+        acc: float32x4_t,
+        lo: f32,
+        hi: f32,
+        a: uint8x16x2_t,
+        b: uint8x16x2_t,
+    ) -> float32x4_t {
+        // Widening products (|a·b| ≤ 128², within 16 bits), summed in
+        // pairs to 32 bits: no dependence on the dot-product extension.
+        let half = |a: uint8x16_t, b: uint8x16_t| unsafe {
+            let (a, b) = (vreinterpretq_s8_u8(a), vreinterpretq_s8_u8(b));
+            let low = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+            let high = vmull_high_s8(a, b);
+            vcvtq_f32_s32(vpadalq_s16(vpaddlq_s16(low), high))
+        };
+        unsafe {
+            let acc = vfmaq_n_f32(acc, half(a.0, b.0), lo);
+            vfmaq_n_f32(acc, half(a.1, b.1), hi)
+        }
+    }
 }

@@ -337,4 +337,67 @@ unsafe impl Simd for Simd128 {
         let m = pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m));
         f32x4_extract_lane::<0>(m)
     }
+
+    // Two 16-byte registers.
+    type I8x32 = [v128; 2];
+    #[inline(always)]
+    unsafe fn load_i8x32(self, p: *const u8) -> [v128; 2] {
+        // SAFETY: the caller's contract; `v128_load` takes any alignment.
+        unsafe { [v128_load(p.cast()), v128_load(p.add(16).cast())] }
+    }
+    #[inline(always)]
+    unsafe fn nibbles_i8x32(self, p: *const u8) -> [v128; 2] {
+        // SAFETY: as above.
+        let v = unsafe { v128_load(p.cast()) };
+        [v128_and(v, u8x16_splat(0x0f)), u8x16_shr(v, 4)]
+    }
+    #[inline(always)]
+    fn bit_bytes_i8x32(self, bits: u32) -> [v128; 2] {
+        let [b0, b1, b2, b3] = bits.to_le_bytes();
+        let bit = u64x2_splat(0x8040_2010_0804_0201);
+        let test = |x: u8, y: u8| {
+            let bytes = u64x2(
+                u64::from(x) * 0x0101_0101_0101_0101,
+                u64::from(y) * 0x0101_0101_0101_0101,
+            );
+            u8x16_ne(v128_and(bytes, bit), u8x16_splat(0))
+        };
+        [test(b0, b1), test(b2, b3)]
+    }
+    #[inline(always)]
+    fn splat_i8x32(self, v: u8) -> [v128; 2] {
+        [u8x16_splat(v); 2]
+    }
+    #[inline(always)]
+    fn and_i8x32(self, a: [v128; 2], b: [v128; 2]) -> [v128; 2] {
+        [v128_and(a[0], b[0]), v128_and(a[1], b[1])]
+    }
+    #[inline(always)]
+    fn or_i8x32(self, a: [v128; 2], b: [v128; 2]) -> [v128; 2] {
+        [v128_or(a[0], b[0]), v128_or(a[1], b[1])]
+    }
+    #[inline(always)]
+    fn sub_i8x32(self, a: [v128; 2], b: [v128; 2]) -> [v128; 2] {
+        [i8x16_sub(a[0], b[0]), i8x16_sub(a[1], b[1])]
+    }
+    #[inline(always)]
+    fn shr_u8x32<const N: i32>(self, a: [v128; 2]) -> [v128; 2] {
+        [u8x16_shr(a[0], N as u32), u8x16_shr(a[1], N as u32)]
+    }
+    #[inline(always)]
+    fn shl4_u8x32(self, a: [v128; 2]) -> [v128; 2] {
+        [i8x16_shl(a[0], 4), i8x16_shl(a[1], 4)]
+    }
+    #[inline(always)]
+    fn dot_i8x32_add(self, acc: v128, lo: f32, hi: f32, a: [v128; 2], b: [v128; 2]) -> v128 {
+        // Widening products (|a·b| ≤ 128², within 16 bits), summed in
+        // pairs to 32 bits.
+        let half = |a: v128, b: v128| {
+            let low = i32x4_extadd_pairwise_i16x8(i16x8_extmul_low_i8x16(a, b));
+            let high = i32x4_extadd_pairwise_i16x8(i16x8_extmul_high_i8x16(a, b));
+            f32x4_convert_i32x4(i32x4_add(low, high))
+        };
+        let acc = madd(half(a[0], b[0]), f32x4_splat(lo), acc);
+        madd(half(a[1], b[1]), f32x4_splat(hi), acc)
+    }
 }

@@ -217,6 +217,50 @@ pub(crate) unsafe trait Simd: Copy {
     }
     /// The largest lane (lanes are not NaN).
     fn reduce_max(self, v: Self::F32) -> f32;
+
+    // Bytes of quantized blocks (the ggml dot products): 32 at a time,
+    // one Q8_0 block, two 16-element sub-blocks of Q6_K.
+
+    /// 32 bytes.
+    type I8x32: Copy;
+    /// The 32 bytes at `p`.
+    ///
+    /// # Safety
+    /// `p` is readable for 32 bytes.
+    unsafe fn load_i8x32(self, p: *const u8) -> Self::I8x32;
+    /// The 16 bytes at `p` split into nibbles: their low nibbles as bytes
+    /// 0..16, their high nibbles as bytes 16..32 (the element order of
+    /// Q4_0 and Q5_0).
+    ///
+    /// # Safety
+    /// `p` is readable for 16 bytes.
+    unsafe fn nibbles_i8x32(self, p: *const u8) -> Self::I8x32;
+    /// Byte `j` all ones where bit `j` of `bits` is set, else zero.
+    fn bit_bytes_i8x32(self, bits: u32) -> Self::I8x32;
+    /// Every byte `v`.
+    fn splat_i8x32(self, v: u8) -> Self::I8x32;
+    /// Bitwise and.
+    fn and_i8x32(self, a: Self::I8x32, b: Self::I8x32) -> Self::I8x32;
+    /// Bitwise or.
+    fn or_i8x32(self, a: Self::I8x32, b: Self::I8x32) -> Self::I8x32;
+    /// Bytewise `a − b`, wrapping.
+    fn sub_i8x32(self, a: Self::I8x32, b: Self::I8x32) -> Self::I8x32;
+    /// Each byte shifted right by `N` (1..8) as unsigned.
+    fn shr_u8x32<const N: i32>(self, a: Self::I8x32) -> Self::I8x32;
+    /// Each byte shifted left by 4 (its high nibble lost).
+    fn shl4_u8x32(self, a: Self::I8x32) -> Self::I8x32;
+    /// `acc` plus lanes whose total is `lo·Σ_{j<16} a_j·b_j + hi·Σ_{j≥16}
+    /// a_j·b_j`, the bytes as signed and each half's sum exact in
+    /// integers. `b`'s bytes are in −127..=127 (x86 multiplies `|a|` by
+    /// `b` with `a`'s sign, which −128 in `b` would overflow).
+    fn dot_i8x32_add(
+        self,
+        acc: Self::F32,
+        lo: f32,
+        hi: f32,
+        a: Self::I8x32,
+        b: Self::I8x32,
+    ) -> Self::F32;
 }
 
 /// The first `len` (at most 4) floats at `p`, the rest `fill`, without a

@@ -1,12 +1,14 @@
 //! Products of f32 activations with a quantized weight matrix kept in its
 //! GGUF blocks: each activation row is quantized once to the weight type's
 //! activation type, then dotted with every weight row in integers.
+use super::vector_dot::RowProducts;
 use super::{GgmlType, activation_type, quantize_q8_0_activations, quantize_q8_k, vec_dot};
 use crate::DType;
 use crate::error::KernelError;
 use crate::kernel::{Kernel, input, output, product_flops, set_out};
 use crate::ops::access::check_out;
 use crate::shape::Shape;
+use crate::simd::dispatch;
 use crate::tensor::{TensorMut, TensorRef};
 
 const OP: &str = "GgmlMatMul";
@@ -141,6 +143,18 @@ impl Kernel for GgmlMatMul {
         };
         for (x, q) in xs.chunks_exact(self.k).zip(qa.chunks_exact_mut(act_row)) {
             quantize(x, q)?;
+        }
+        let vector = dispatch(RowProducts {
+            ty: self.ty,
+            w: wb,
+            w_row,
+            act: qa,
+            act_row,
+            y: &mut *ys,
+            n,
+        });
+        if matches!(vector, Ok(Some(()))) {
+            return Ok(());
         }
         for (q, y) in qa.chunks_exact(act_row).zip(ys.chunks_exact_mut(n)) {
             for (y, w) in y.iter_mut().zip(wb.chunks_exact(w_row)) {

@@ -11,6 +11,7 @@ mod dot;
 
 mod embed;
 mod matmul;
+mod vector_dot;
 
 pub use dot::{
     Q8_0_BYTES, Q8_K_BYTES, activation_type, quantize_q8_0, quantize_q8_0_activations,
