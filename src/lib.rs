@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod audio;
+pub mod llm;
 mod profile;
 mod weights;
 

@@ -15,6 +15,7 @@
 mod common;
 
 use lele::TensorView;
+use lele::llm::Decoder;
 
 #[lele::model("tests/models/gemma3_270m.toml")]
 struct Gemma3;
@@ -135,4 +136,96 @@ fn greedy_decoding_equals_llama_cpp() {
         }
     }
     assert!(failures.is_empty(), "differ from llama.cpp: {failures:?}");
+}
+
+#[test]
+fn the_tokenizer_carried_with_the_model_reads_text_as_llama_cpp() {
+    let model = Gemma3::new().unwrap();
+    let tokenizer = model.tokenizer().unwrap();
+    assert_eq!(tokenizer.vocab_size(), 262_144);
+    let ids = tokenizer.encode("The capital of France is", true, false);
+    assert_eq!(
+        ids.iter().map(|&t| i64::from(t)).collect::<Vec<_>>(),
+        PROMPT
+    );
+    // BOS is a control token: no text.
+    assert_eq!(tokenizer.decode(&ids), "The capital of France is");
+    // A spelled control token is that token only when asked.
+    let turn = tokenizer.token_id("<start_of_turn>").unwrap();
+    assert_eq!(tokenizer.encode("<start_of_turn>", false, true), [turn]);
+    assert!(
+        !tokenizer
+            .encode("<start_of_turn>", false, false)
+            .contains(&turn)
+    );
+    assert!(tokenizer.is_end(tokenizer.token_id("<end_of_turn>").unwrap()));
+    assert!(tokenizer.is_end(tokenizer.token_id("<eos>").unwrap()));
+    assert!(!tokenizer.is_end(turn));
+    // Characters outside the vocabulary fall back to byte tokens, and the
+    // bytes come back.
+    let text = "a\u{7}b \u{10FFFD}";
+    assert_eq!(
+        tokenizer.decode(&tokenizer.encode(text, false, false)),
+        text
+    );
+}
+
+#[test]
+fn the_generator_feeds_batches_and_steps_as_single_calls_do() {
+    use lele::llm::{Generator, LlmError, SamplerConfig};
+    let model = Gemma3::new().unwrap();
+    let prompt: Vec<u32> = PROMPT.iter().map(|&t| t as u32).collect();
+    let mut generator = Generator::new(&model, SamplerConfig::greedy()).unwrap();
+    assert_eq!(generator.context(), 512);
+    let first = generator.prefill(&prompt).unwrap();
+    let tokens: Vec<u32> = generator
+        .tokens(first, 8)
+        .collect::<Result<_, _>>()
+        .unwrap();
+    // 8 tokens yielded, 7 of them fed back.
+    assert_eq!(generator.position(), PROMPT.len() + 7);
+    let mut ws = model.workspace();
+    let mut next = argmax(&step(&model, &mut ws, &PROMPT, 0).unwrap());
+    for (i, &t) in tokens.iter().enumerate() {
+        assert_eq!(i64::from(t), next, "token {i}");
+        next = argmax(&step(&model, &mut ws, &[next], (PROMPT.len() + i) as i64).unwrap());
+    }
+    // A prompt longer than one call's bound goes in several calls; past
+    // the context it is refused before any call.
+    generator.reset();
+    let long: Vec<u32> = prompt.iter().copied().cycle().take(150).collect();
+    generator.prefill(&long).unwrap();
+    assert_eq!(generator.position(), 150);
+    assert!(matches!(
+        generator.prefill(&vec![818; 400]),
+        Err(LlmError::ContextFull { context: 512 })
+    ));
+    assert!(matches!(generator.prefill(&[]), Err(LlmError::Empty)));
+}
+
+#[test]
+#[ignore = "needs `cargo xtask llm-reference` (llama.cpp)"]
+fn tokenization_equals_llama_cpp() {
+    let reference = reference();
+    let model = Gemma3::new().unwrap();
+    let tokenizer = model.tokenizer().unwrap();
+    let cases = reference["tokenizations"]
+        .as_array()
+        .expect("tokenizations");
+    assert!(!cases.is_empty());
+    let mut failures = Vec::new();
+    for case in cases {
+        let text = case["text"].as_str().expect("text");
+        let special = case["special"].as_bool().expect("special");
+        let want = ids(&case["ids"]);
+        let got: Vec<i64> = tokenizer
+            .encode(text, true, special)
+            .into_iter()
+            .map(i64::from)
+            .collect();
+        if got != want {
+            failures.push(format!("{text:?} (special {special}): {got:?} vs {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

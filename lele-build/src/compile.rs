@@ -137,7 +137,7 @@ pub fn compile_artifact(
     weights_path: &Path,
     ext: &Extensions,
 ) -> Result<Artifact> {
-    let (mut g, dims) = if crate::gguf::is_gguf_file(model_path)? {
+    let (mut g, dims, tokenizer) = if crate::gguf::is_gguf_file(model_path)? {
         load_decoder(model_path, toml)?
     } else {
         let limits = crate::onnx::Limits::default();
@@ -146,7 +146,7 @@ pub fn compile_artifact(
         let g = crate::onnx::from_proto_with(&proto, dir, &limits, ext)?;
         drop(proto);
         let dims = resolve_input_dims(&g, toml)?;
-        (g, dims)
+        (g, dims, None)
     };
     optimize(&mut g, &dims, toml.codegen.constant_folding, ext)?;
     if toml.codegen.flush_subnormal_weights {
@@ -157,8 +157,11 @@ pub fn compile_artifact(
     let sizes = passes::size_graph(&g, &sizing_points(&dims))?;
     check_legacy_softmax(&g, &sizes)?;
     check_value_cap(&g, &sizes, toml.codegen.max_arena_bytes)?;
-    let plan = crate::plan::plan(&g, &sizes);
+    let mut plan = crate::plan::plan(&g, &sizes);
     check_arena_cap(plan.arena_bytes, toml.codegen.max_arena_bytes)?;
+    if let Some(blob) = tokenizer {
+        append_tokenizer(&mut g, &mut plan.weights, &blob);
+    }
     if let Some(dir) = weights_path.parent() {
         std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
             path: dir.to_path_buf(),
@@ -184,12 +187,32 @@ pub fn compile_artifact(
     })
 }
 
+/// Metadata key of the tokenizer's place in the weights: `"offset,bytes"`.
+pub const TOKENIZER_KEY: &str = "lele.tokenizer";
+/// Metadata key of a decoder's context bound (positions it takes).
+pub const CONTEXT_KEY: &str = "lele.decoder.context";
+
+/// Appends the tokenizer blob to the weights (64-byte aligned) and records
+/// where in the metadata, for `lele::llm` to read it back.
+fn append_tokenizer(g: &mut Graph, weights: &mut Vec<u8>, blob: &[u8]) {
+    let offset = weights.len().next_multiple_of(64);
+    weights.resize(offset, 0);
+    weights.extend_from_slice(blob);
+    g.metadata
+        .push((TOKENIZER_KEY.into(), format!("{offset},{}", blob.len())));
+}
+
+/// A decoder graph, its input dims and its tokenizer blob.
+type Decoder = (Graph, Vec<Vec<Dim>>, Option<Vec<u8>>);
+
 /// Builds the decoder graph of a GGUF file (see [`crate::gguf::decoder_graph`])
-/// with the toml's `[inputs] tokens` bound and `[decoder] context`.
-fn load_decoder(path: &Path, toml: &ModelToml) -> Result<(Graph, Vec<Vec<Dim>>)> {
+/// with the toml's `[inputs] tokens` bound and `[decoder] context`, and
+/// its tokenizer.
+fn load_decoder(path: &Path, toml: &ModelToml) -> Result<Decoder> {
     let data = crate::gguf::read_file(path)?;
     let file = crate::gguf::parse(&data, data.len() as u64, &crate::gguf::Limits::default())?;
     let cfg = crate::gguf::decoder_config(&file)?;
+    let tokenizer = crate::gguf::tokenizer_blob(&file)?;
     // The tokens bound decides the sliding-window caches' size, so it is
     // read before the graph exists.
     let tokens_max = match toml.input_dims(crate::gguf::TOKENS) {
@@ -209,9 +232,11 @@ fn load_decoder(path: &Path, toml: &ModelToml) -> Result<(Graph, Vec<Vec<Dim>>)>
             ));
         }
     };
-    let g = crate::gguf::decoder_graph(&file, &data, &cfg, tokens_max, toml.decoder.context)?;
+    let mut g = crate::gguf::decoder_graph(&file, &data, &cfg, tokens_max, toml.decoder.context)?;
+    g.metadata
+        .push((CONTEXT_KEY.into(), toml.decoder.context.to_string()));
     let dims = resolve_input_dims(&g, toml)?;
-    Ok((g, dims))
+    Ok((g, dims, tokenizer))
 }
 
 /// Refuses a model whose largest value (or node scratch) exceeds `cap`

@@ -29,6 +29,19 @@ PROMPTS = [
 ]
 STEPS = 64
 TOP = 20
+# Texts whose tokens lele's tokenizer must reproduce: spaces and their
+# runs, newlines, tabs, digits, accents, scripts, emoji, unknown
+# characters (byte fallback), spelled special tokens.
+TOKENIZE = [
+    "Hello world",
+    " leading space and  two   three",
+    "line one\nline two\n\n\nfour newlines\n\n\n\n",
+    "\ttab\t\tand code: fn main() { println!(\"{}\", 1_000_000); }",
+    "Ünïcödé façade — naïve café, 東京タワー, Привет мир, مرحبا",
+    "emoji 🦀🔥👩‍💻 and rare \u2581 \U0001F9EC \u0007 chars",
+    "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n",
+    "3.14159 + 2,718 = 5859.87; 12345678901234567890",
+]
 
 
 def last_logits(llm):
@@ -82,6 +95,15 @@ def main():
             }
         )
         print(f"llm        {prompt!r} -> {cases[-1]['greedy_text'][:60]!r}", flush=True)
+    tokenizations = [
+        {
+            "text": text,
+            "special": special,
+            "ids": [int(t) for t in llm.tokenize(text.encode(), add_bos=True, special=special)],
+        }
+        for text in TOKENIZE
+        for special in (False, True)
+    ]
     os.makedirs(args.out, exist_ok=True)
     out = {
         "model": MODEL,
@@ -89,6 +111,7 @@ def main():
         "prefill_tokens_per_s": prefill_tokens / prefill_secs,
         "decode_tokens_per_s": decode_tokens / decode_secs,
         "cases": cases,
+        "tokenizations": tokenizations,
     }
     with open(os.path.join(args.out, "gemma3_270m.json"), "w") as f:
         json.dump(out, f, indent=1)

@@ -137,6 +137,7 @@ pub fn shell(
         }
     };
 
+    let decoder = decoder_impl(sig, &ident, &ws_name)?;
     let (core, layout, weights) = match body {
         ShellBody::Stub { reason } => {
             let reason = Literal::string(reason);
@@ -200,6 +201,8 @@ pub fn shell(
                         Err(::lele::Error::NotGenerated(#reason))
                     }
                 }
+
+                #decoder
             });
         }
         ShellBody::Compiled {
@@ -405,11 +408,67 @@ pub fn shell(
             }
         }
 
+        #decoder
+
         #[doc(hidden)]
         #[allow(non_snake_case)]
         mod #mod_name {
             #weights_static
             #core
+        }
+    })
+}
+
+/// `impl lele::llm::Decoder` for a model whose signature is a decoder's
+/// (what the GGUF front end builds): `tokens` (i64, one bounded dim) and
+/// `position` (i64 `[1]`) in, `logits` (f32) out; nothing otherwise.
+fn decoder_impl(sig: &Signature, ident: &Ident, ws_name: &Ident) -> Result<TokenStream> {
+    let [tokens, position] = &sig.inputs[..] else {
+        return Ok(quote!());
+    };
+    let [logits] = &sig.outputs[..] else {
+        return Ok(quote!());
+    };
+    let is_decoder = tokens.name == crate::gguf::TOKENS
+        && position.name == crate::gguf::POSITION
+        && logits.name == crate::gguf::LOGITS
+        && tokens.dtype()? == DType::I64
+        && position.dtype()? == DType::I64
+        && logits.dtype()? == DType::F32;
+    let (true, [max_tokens], [Dim::Fixed(1)]) =
+        (is_decoder, &tokens.dims()?[..], &position.dims()?[..])
+    else {
+        return Ok(quote!());
+    };
+    let max_tokens = max_tokens.max();
+    Ok(quote! {
+        impl ::lele::llm::Decoder for #ident {
+            type Workspace = #ws_name;
+            const MAX_TOKENS: usize = #max_tokens;
+
+            fn workspace(&self) -> #ws_name {
+                #ident::workspace(self)
+            }
+
+            fn logits<'w>(
+                &self,
+                ws: &'w mut #ws_name,
+                tokens: &[i64],
+                position: i64,
+            ) -> ::core::result::Result<&'w [f32], ::lele::Error> {
+                let tokens = ::lele::kernels::TensorView::new(tokens, &[tokens.len()])?;
+                let position = [position];
+                let position = ::lele::kernels::TensorView::new(&position, &[1])?;
+                Ok(self.forward(ws, tokens, position)?.logits.data())
+            }
+
+            fn metadata_value(&self, key: &str) -> ::core::option::Option<&'static str> {
+                #ident::metadata_value(key)
+            }
+
+            fn weights_bytes(&self) -> &[u8] {
+                self.weights.bytes()
+            }
         }
     })
 }
