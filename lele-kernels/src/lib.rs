@@ -38,6 +38,16 @@ mod threads {
     pub(crate) fn for_rows<T>(y: &mut [T], _row_len: usize, f: &dyn Fn(usize, &mut [T])) {
         f(0, y)
     }
+
+    /// All of `y` as one part (see the `std` version).
+    pub(crate) fn for_parts<T>(
+        y: &mut [T],
+        _unit: usize,
+        _min_units: usize,
+        f: &dyn Fn(usize, &mut [T]),
+    ) {
+        f(0, y)
+    }
 }
 
 pub mod ops;

@@ -339,6 +339,35 @@ pub(crate) fn for_rows<T: Send>(y: &mut [T], row_len: usize, f: &(dyn Fn(usize, 
     });
 }
 
+/// Runs `f(start, part)` over `y` cut into one contiguous part per thread
+/// at multiples of `unit` elements, each part at least `min_units` units,
+/// or over all of `y` on the caller's thread when that leaves one part.
+/// For kernels whose work per unit is large (a row of a product).
+pub(crate) fn for_parts<T: Send>(
+    y: &mut [T],
+    unit: usize,
+    min_units: usize,
+    f: &(dyn Fn(usize, &mut [T]) + Sync),
+) {
+    let unit = unit.max(1);
+    let units = y.len() / unit;
+    let parts = (units / min_units.max(1)).min(num_threads());
+    if parts <= 1 {
+        f(0, y);
+        return;
+    }
+    let per = units.div_ceil(parts) * unit;
+    let n = y.len();
+    let shared = SharedMut::new(y);
+    run(n.div_ceil(per), &mut [], &|t, _| {
+        let start = t * per;
+        // SAFETY: task t alone takes elements start..start + len, and `run`
+        // returns after every task, while `y` is still borrowed.
+        let part = unsafe { shared.range(start, per.min(n - start)) };
+        f(start, part);
+    });
+}
+
 /// A mutable buffer that tasks write disjoint parts of.
 pub(crate) struct SharedMut<T = f32> {
     ptr: *mut T,

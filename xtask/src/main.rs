@@ -58,6 +58,8 @@ enum Cmd {
     /// llama.cpp's greedy generations and first logits of the zoo's GGUF
     /// model (builds llama-cpp-python into the venv the first time).
     LlmReference(llm::Opts),
+    /// lele's chat example against llama.cpp: prefill (128 tokens) and decode tokens per second, 1 and 2 threads.
+    LlmBench(llm::BenchOpts),
     /// Everything CI checks: models, fixtures, fmt, clippy, tests.
     Test {
         /// Extra arguments for `cargo test --workspace` (after `--`).
@@ -79,6 +81,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Cross(opts) => cross::run_all(&opts),
         Cmd::Cycles => cycles::run(),
         Cmd::LlmReference(opts) => llm::run(&opts),
+        Cmd::LlmBench(opts) => llm::bench(&opts),
         Cmd::Test { args } => test::run(&args),
     }
 }

@@ -1,8 +1,8 @@
 //! `chat`: talks with Gemma 3 270M compiled by lele from its GGUF file.
 //!
 //! ```text
-//! chat [--prompt TEXT] [--raw] [--max-tokens N] [--temperature T] [--seed S] [--timings]
-//! chat --profile N
+//! chat [--prompt TEXT] [--raw] [--max-tokens N] [--temperature T] [--seed S] [--threads N] [--timings]
+//! chat [--threads N] --profile N
 //! ```
 //! Without `--prompt`, reads one user turn per line from standard input,
 //! keeping the conversation in the key/value cache. `--raw` continues the
@@ -30,7 +30,7 @@ struct Options {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: chat [--prompt TEXT] [--raw] [--max-tokens N] [--temperature T] [--seed S] [--timings]"
+        "usage: chat [--prompt TEXT] [--raw] [--max-tokens N] [--temperature T] [--seed S] [--threads N] [--timings] [--profile N]"
     );
     std::process::exit(2)
 }
@@ -57,6 +57,10 @@ fn options() -> Options {
                 o.sampler.temperature = value(&mut args).parse().unwrap_or_else(|_| usage())
             }
             "--seed" => o.sampler.seed = value(&mut args).parse().unwrap_or_else(|_| usage()),
+            "--threads" => {
+                let n = value(&mut args).parse().unwrap_or_else(|_| usage());
+                lele::kernels::threads::set_num_threads(n);
+            }
             _ => usage(),
         }
     }
@@ -195,11 +199,12 @@ fn run(o: Options) -> Result<(), Box<dyn std::error::Error>> {
     if o.timings {
         let per_s = |n: usize, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
         println!(
-            "{{\"prompt_tokens\":{},\"prefill_tokens_per_s\":{:.2},\"decoded_tokens\":{},\"decode_tokens_per_s\":{:.2}}}",
+            "{{\"prompt_tokens\":{},\"prefill_tokens_per_s\":{:.2},\"decoded_tokens\":{},\"decode_tokens_per_s\":{:.2},\"threads\":{}}}",
             clock.prompt_tokens,
             per_s(clock.prompt_tokens, clock.prefill),
             clock.generated,
-            per_s(clock.generated, clock.decode)
+            per_s(clock.generated, clock.decode),
+            lele::kernels::threads::num_threads()
         );
     }
     Ok(())

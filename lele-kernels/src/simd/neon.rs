@@ -17,6 +17,20 @@ impl Neon {
     }
 }
 
+/// The products of 16 signed bytes summed in fours, as floats: widening
+/// products (|a·b| ≤ 128², within 16 bits) added in pairs to 32 bits, so
+/// no dependence on the dot-product extension.
+#[inline(always)]
+fn dot_halves(a: uint8x16_t, b: uint8x16_t) -> float32x4_t {
+    // SAFETY: NEON is part of aarch64.
+    unsafe {
+        let (a, b) = (vreinterpretq_s8_u8(a), vreinterpretq_s8_u8(b));
+        let low = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+        let high = vmull_high_s8(a, b);
+        vcvtq_f32_s32(vpadalq_s16(vpaddlq_s16(low), high))
+    }
+}
+
 /// Reinterprets a lane mask as floats (for the bitwise methods).
 #[inline(always)]
 fn f(m: uint32x4_t) -> float32x4_t {
@@ -254,10 +268,9 @@ unsafe impl Simd for Neon {
         unsafe {
             let bit = vcreate_u8(0x8040_2010_0804_0201);
             let [b0, b1, b2, b3] = bits.to_le_bytes();
-            let eight = |b: u8| vtst_u8(vdup_n_u8(b), bit);
             uint8x16x2_t(
-                vcombine_u8(eight(b0), eight(b1)),
-                vcombine_u8(eight(b2), eight(b3)),
+                vcombine_u8(vtst_u8(vdup_n_u8(b0), bit), vtst_u8(vdup_n_u8(b1), bit)),
+                vcombine_u8(vtst_u8(vdup_n_u8(b2), bit), vtst_u8(vdup_n_u8(b3), bit)),
             )
         }
     }
@@ -294,17 +307,9 @@ unsafe impl Simd for Neon {
         a: uint8x16x2_t,
         b: uint8x16x2_t,
     ) -> float32x4_t {
-        // Widening products (|a·b| ≤ 128², within 16 bits), summed in
-        // pairs to 32 bits: no dependence on the dot-product extension.
-        let half = |a: uint8x16_t, b: uint8x16_t| unsafe {
-            let (a, b) = (vreinterpretq_s8_u8(a), vreinterpretq_s8_u8(b));
-            let low = vmull_s8(vget_low_s8(a), vget_low_s8(b));
-            let high = vmull_high_s8(a, b);
-            vcvtq_f32_s32(vpadalq_s16(vpaddlq_s16(low), high))
-        };
         unsafe {
-            let acc = vfmaq_n_f32(acc, half(a.0, b.0), lo);
-            vfmaq_n_f32(acc, half(a.1, b.1), hi)
+            let acc = vfmaq_n_f32(acc, dot_halves(a.0, b.0), lo);
+            vfmaq_n_f32(acc, dot_halves(a.1, b.1), hi)
         }
     }
 }

@@ -135,6 +135,27 @@ fn residue(a: v128, b: v128, c: v128) -> v128 {
     )
 }
 
+/// The products of 16 signed bytes summed in fours, as floats: widening
+/// products (|a·b| ≤ 128², within 16 bits) added in pairs to 32 bits.
+#[inline(always)]
+fn dot_halves(a: v128, b: v128) -> v128 {
+    let low = i32x4_extadd_pairwise_i16x8(i16x8_extmul_low_i8x16(a, b));
+    let high = i32x4_extadd_pairwise_i16x8(i16x8_extmul_high_i8x16(a, b));
+    f32x4_convert_i32x4(i32x4_add(low, high))
+}
+
+/// Bytes 0..8 all ones where bits of `x` are set, bytes 8..16 the same
+/// for `y`.
+#[inline(always)]
+fn bit_bytes16(x: u8, y: u8) -> v128 {
+    let bytes = u64x2(
+        u64::from(x) * 0x0101_0101_0101_0101,
+        u64::from(y) * 0x0101_0101_0101_0101,
+    );
+    let bit = u64x2_splat(0x8040_2010_0804_0201);
+    u8x16_ne(v128_and(bytes, bit), u8x16_splat(0))
+}
+
 // SAFETY: the module is compiled with `simd128`.
 unsafe impl Simd for Simd128 {
     type F32 = v128;
@@ -354,15 +375,7 @@ unsafe impl Simd for Simd128 {
     #[inline(always)]
     fn bit_bytes_i8x32(self, bits: u32) -> [v128; 2] {
         let [b0, b1, b2, b3] = bits.to_le_bytes();
-        let bit = u64x2_splat(0x8040_2010_0804_0201);
-        let test = |x: u8, y: u8| {
-            let bytes = u64x2(
-                u64::from(x) * 0x0101_0101_0101_0101,
-                u64::from(y) * 0x0101_0101_0101_0101,
-            );
-            u8x16_ne(v128_and(bytes, bit), u8x16_splat(0))
-        };
-        [test(b0, b1), test(b2, b3)]
+        [bit_bytes16(b0, b1), bit_bytes16(b2, b3)]
     }
     #[inline(always)]
     fn splat_i8x32(self, v: u8) -> [v128; 2] {
@@ -390,14 +403,7 @@ unsafe impl Simd for Simd128 {
     }
     #[inline(always)]
     fn dot_i8x32_add(self, acc: v128, lo: f32, hi: f32, a: [v128; 2], b: [v128; 2]) -> v128 {
-        // Widening products (|a·b| ≤ 128², within 16 bits), summed in
-        // pairs to 32 bits.
-        let half = |a: v128, b: v128| {
-            let low = i32x4_extadd_pairwise_i16x8(i16x8_extmul_low_i8x16(a, b));
-            let high = i32x4_extadd_pairwise_i16x8(i16x8_extmul_high_i8x16(a, b));
-            f32x4_convert_i32x4(i32x4_add(low, high))
-        };
-        let acc = madd(half(a[0], b[0]), f32x4_splat(lo), acc);
-        madd(half(a[1], b[1]), f32x4_splat(hi), acc)
+        let acc = madd(dot_halves(a[0], b[0]), f32x4_splat(lo), acc);
+        madd(dot_halves(a[1], b[1]), f32x4_splat(hi), acc)
     }
 }

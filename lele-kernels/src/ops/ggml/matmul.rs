@@ -10,6 +10,8 @@ use crate::ops::access::check_out;
 use crate::shape::Shape;
 use crate::simd::dispatch;
 use crate::tensor::{TensorMut, TensorRef};
+use crate::threads::for_parts;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 const OP: &str = "GgmlMatMul";
 
@@ -144,22 +146,50 @@ impl Kernel for GgmlMatMul {
         for (x, q) in xs.chunks_exact(self.k).zip(qa.chunks_exact_mut(act_row)) {
             quantize(x, q)?;
         }
-        let vector = dispatch(RowProducts {
-            ty: self.ty,
-            w: wb,
-            w_row,
-            act: qa,
-            act_row,
-            y: &mut *ys,
-            n,
-        });
-        if matches!(vector, Ok(Some(()))) {
-            return Ok(());
-        }
-        for (q, y) in qa.chunks_exact(act_row).zip(ys.chunks_exact_mut(n)) {
-            for (y, w) in y.iter_mut().zip(wb.chunks_exact(w_row)) {
-                *y = vec_dot(self.ty, w, q)?;
+        // Parts of at least this many multiply-adds go to other threads:
+        // decoding (one row) splits the weight rows, a batch its rows.
+        const MIN_PART_MACS: usize = 1 << 16;
+        let failed = AtomicBool::new(false);
+        let ty = self.ty;
+        let qa = &*qa;
+        let products = |w: &[u8], act: &[u8], y: &mut [f32], n: usize| {
+            let vector = dispatch(RowProducts {
+                ty,
+                w,
+                w_row,
+                act,
+                act_row,
+                y: &mut *y,
+                n,
+            });
+            if matches!(vector, Ok(Some(()))) {
+                return;
             }
+            for (q, y) in act.chunks_exact(act_row).zip(y.chunks_exact_mut(n)) {
+                for (y, w) in y.iter_mut().zip(w.chunks_exact(w_row)) {
+                    match vec_dot(ty, w, q) {
+                        Ok(v) => *y = v,
+                        Err(_) => failed.store(true, Ordering::Relaxed),
+                    }
+                }
+            }
+        };
+        if rows == 1 {
+            let min = MIN_PART_MACS.div_ceil(self.k.max(1));
+            for_parts(ys, 1, min, &|start, y| {
+                let w = &wb[start * w_row..(start + y.len()) * w_row];
+                products(w, qa, y, y.len());
+            });
+        } else {
+            let min = MIN_PART_MACS.div_ceil(self.k.max(1).saturating_mul(n.max(1)));
+            for_parts(ys, n, min, &|start, y| {
+                let first = start / n.max(1);
+                let act = &qa[first * act_row..(first + y.len() / n.max(1)) * act_row];
+                products(wb, act, y, n);
+            });
+        }
+        if failed.load(Ordering::Relaxed) {
+            return Err(KernelError::Buffer { op: OP });
         }
         Ok(())
     }

@@ -469,3 +469,60 @@ fn vector_products_equal_the_portable_ones_on_every_isa() {
         }
     }
 }
+
+/// `GgmlMatMul` split over threads (one row: by weight rows; a batch: by
+/// its rows) computes every output as on one thread.
+#[cfg(feature = "std")]
+#[test]
+fn ggml_matmul_on_threads_is_bit_identical() {
+    use crate::kernel::Kernel;
+    use crate::{DType, Shape, TensorMut};
+    let _serial = crate::threads::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    for (ty, scales, rows) in [
+        (GgmlType::Q8_0, &[0usize][..], 1),
+        (GgmlType::Q8_0, &[0], 7),
+        (GgmlType::Q4K, &[0, 2], 1),
+        (GgmlType::Q6K, &[208], 5),
+    ] {
+        let (block, size) = ty.block().unwrap();
+        let (n, k) = (301, 2 * 256);
+        let w = weights(ty, n * k / block, scales, 31);
+        let x: Vec<f32> = bytes(rows * k, 32)
+            .iter()
+            .map(|&b| (b as f32 - 127.5) / 41.0)
+            .collect();
+        let mm = GgmlMatMul { ty, k };
+        let ins = [
+            tref(&x, DType::F32, &[rows, k]),
+            tref(&w, DType::U8, &[n, k / block * size]),
+        ];
+        let mut shape = [Shape::SCALAR];
+        mm.infer(&ins, &mut shape).unwrap();
+        let mut scratch = vec![0u8; mm.scratch_bytes(&ins, &shape)];
+        let mut run = || {
+            let mut y = vec![0f32; rows * n];
+            let mut out = [TensorMut {
+                dtype: DType::F32,
+                shape: shape[0],
+                data: bytemuck::cast_slice_mut(&mut y),
+            }];
+            mm.run(&ins, &mut out, &mut scratch).unwrap();
+            y
+        };
+        crate::threads::set_num_threads(1);
+        let one = run();
+        for threads in [2, 3] {
+            crate::threads::set_test_threads(threads);
+            let many = run();
+            assert!(
+                one.iter()
+                    .zip(&many)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{ty:?} x{rows} on {threads} threads"
+            );
+        }
+        crate::threads::set_num_threads(1);
+    }
+}

@@ -13,22 +13,9 @@ use crate::simd::{Simd, SimdKernel};
 #[inline(always)]
 pub(super) fn row_dot<S: Simd>(s: S, ty: GgmlType, w: &[u8], act: &[u8]) -> Option<f32> {
     Some(match ty {
-        GgmlType::Q8_0 => blocks_32(s, w, 34, act, |s, w| {
-            // SAFETY: a Q8_0 block is 34 bytes, its values the last 32.
-            unsafe { s.load_i8x32(w.as_ptr().add(2)) }
-        }),
-        GgmlType::Q4_0 => blocks_32(s, w, 18, act, |s, w| {
-            // SAFETY: a Q4_0 block is 18 bytes, its nibbles the last 16.
-            let q = unsafe { s.nibbles_i8x32(w.as_ptr().add(2)) };
-            s.sub_i8x32(q, s.splat_i8x32(8))
-        }),
-        GgmlType::Q5_0 => blocks_32(s, w, 22, act, |s, w| {
-            let high = u32::from_le_bytes([w[2], w[3], w[4], w[5]]);
-            // SAFETY: a Q5_0 block is 22 bytes, its nibbles the last 16.
-            let q = unsafe { s.nibbles_i8x32(w.as_ptr().add(6)) };
-            let fifth = s.and_i8x32(s.bit_bytes_i8x32(high), s.splat_i8x32(0x10));
-            s.sub_i8x32(s.or_i8x32(q, fifth), s.splat_i8x32(16))
-        }),
+        GgmlType::Q8_0 => blocks_32::<S, Q8_0Values>(s, w, act),
+        GgmlType::Q4_0 => blocks_32::<S, Q4_0Values>(s, w, act),
+        GgmlType::Q5_0 => blocks_32::<S, Q5_0Values>(s, w, act),
         GgmlType::Q4K => k4_blocks(s, w, act, 144),
         GgmlType::Q5K => k4_blocks(s, w, act, 176),
         GgmlType::Q6K => q6_k_blocks(s, w, act),
@@ -36,22 +23,59 @@ pub(super) fn row_dot<S: Simd>(s: S, ty: GgmlType, w: &[u8], act: &[u8]) -> Opti
     })
 }
 
-/// Rows of 32-element blocks of `size` bytes (f16 scale first) against
-/// Q8_0 activations; `values` unpacks a block's 32 signed values.
+/// How a 32-element weight type's block (f16 scale first) unpacks to 32
+/// signed values. A trait rather than a closure: a closure is compiled as
+/// a function of its own, without the backend's target features.
+trait Values32 {
+    /// Bytes per block.
+    const SIZE: usize;
+    /// The block's values.
+    fn values<S: Simd>(s: S, w: &[u8]) -> S::I8x32;
+}
+
+struct Q8_0Values;
+impl Values32 for Q8_0Values {
+    const SIZE: usize = 34;
+    #[inline(always)]
+    fn values<S: Simd>(s: S, w: &[u8]) -> S::I8x32 {
+        // SAFETY: a Q8_0 block is 34 bytes, its values the last 32.
+        unsafe { s.load_i8x32(w.as_ptr().add(2)) }
+    }
+}
+
+struct Q4_0Values;
+impl Values32 for Q4_0Values {
+    const SIZE: usize = 18;
+    #[inline(always)]
+    fn values<S: Simd>(s: S, w: &[u8]) -> S::I8x32 {
+        // SAFETY: a Q4_0 block is 18 bytes, its nibbles the last 16.
+        let q = unsafe { s.nibbles_i8x32(w.as_ptr().add(2)) };
+        s.sub_i8x32(q, s.splat_i8x32(8))
+    }
+}
+
+struct Q5_0Values;
+impl Values32 for Q5_0Values {
+    const SIZE: usize = 22;
+    #[inline(always)]
+    fn values<S: Simd>(s: S, w: &[u8]) -> S::I8x32 {
+        let high = u32::from_le_bytes([w[2], w[3], w[4], w[5]]);
+        // SAFETY: a Q5_0 block is 22 bytes, its nibbles the last 16.
+        let q = unsafe { s.nibbles_i8x32(w.as_ptr().add(6)) };
+        let fifth = s.and_i8x32(s.bit_bytes_i8x32(high), s.splat_i8x32(0x10));
+        s.sub_i8x32(s.or_i8x32(q, fifth), s.splat_i8x32(16))
+    }
+}
+
+/// Rows of 32-element blocks of type `V` against Q8_0 activations.
 #[inline(always)]
-fn blocks_32<S: Simd>(
-    s: S,
-    w: &[u8],
-    size: usize,
-    act: &[u8],
-    values: impl Fn(S, &[u8]) -> S::I8x32,
-) -> f32 {
+fn blocks_32<S: Simd, V: Values32>(s: S, w: &[u8], act: &[u8]) -> f32 {
     let mut acc = s.splat(0.0);
-    for (w, a) in w.chunks_exact(size).zip(act.chunks_exact(Q8_0_BYTES)) {
+    for (w, a) in w.chunks_exact(V::SIZE).zip(act.chunks_exact(Q8_0_BYTES)) {
         let d = half_at(w, 0) * half_at(a, 0);
         // SAFETY: a Q8_0 block is 34 bytes, its values the last 32.
         let y = unsafe { s.load_i8x32(a.as_ptr().add(2)) };
-        acc = s.dot_i8x32_add(acc, d, d, values(s, w), y);
+        acc = s.dot_i8x32_add(acc, d, d, V::values(s, w), y);
     }
     s.reduce_add(acc)
 }
@@ -81,8 +105,12 @@ fn k4_blocks<S: Simd>(s: S, w: &[u8], act: &[u8], size: usize) -> f32 {
     for (w, a) in w.chunks_exact(size).zip(act.chunks_exact(Q8_K_BYTES)) {
         let (da, _) = q8_k_scale_and_pair_sum(a, 0);
         let (d, dmin) = (half_at(w, 0) * da, half_at(w, 2) * da);
-        // SAFETY: Q5_K's fifth bits are 32 bytes from offset 16.
-        let mut high = five.then(|| unsafe { s.load_i8x32(w.as_ptr().add(16)) });
+        let mut high = if five {
+            // SAFETY: Q5_K's fifth bits are 32 bytes from offset 16.
+            Some(unsafe { s.load_i8x32(w.as_ptr().add(16)) })
+        } else {
+            None
+        };
         let mut sum_m = 0i32;
         for pair in 0..4 {
             // SAFETY: the super-block holds 128 bytes of nibbles from
@@ -138,12 +166,18 @@ fn q6_k_blocks<S: Simd>(s: S, w: &[u8], act: &[u8]) -> f32 {
                     s.load_i8x32(p.add(128 + 32 * half)),
                 )
             };
-            let top = |h: S::I8x32| s.shl4_u8x32(s.and_i8x32(h, two));
+            // The high parts: bits 2i..2i + 2 of each byte, moved to 4..6.
+            let top = [
+                q6_high(s, h, two),
+                q6_high(s, s.shr_u8x32::<2>(h), two),
+                q6_high(s, s.shr_u8x32::<4>(h), two),
+                q6_high(s, s.shr_u8x32::<6>(h), two),
+            ];
             let values = [
-                s.or_i8x32(s.and_i8x32(l0, low), top(h)),
-                s.or_i8x32(s.and_i8x32(l1, low), top(s.shr_u8x32::<2>(h))),
-                s.or_i8x32(s.shr_u8x32::<4>(l0), top(s.shr_u8x32::<4>(h))),
-                s.or_i8x32(s.shr_u8x32::<4>(l1), top(s.shr_u8x32::<6>(h))),
+                s.or_i8x32(s.and_i8x32(l0, low), top[0]),
+                s.or_i8x32(s.and_i8x32(l1, low), top[1]),
+                s.or_i8x32(s.shr_u8x32::<4>(l0), top[2]),
+                s.or_i8x32(s.shr_u8x32::<4>(l1), top[3]),
             ];
             for (i, q) in values.into_iter().enumerate() {
                 let sub = 8 * half + 2 * i;
@@ -158,6 +192,13 @@ fn q6_k_blocks<S: Simd>(s: S, w: &[u8], act: &[u8]) -> f32 {
         }
     }
     s.reduce_add(acc)
+}
+
+/// The two low bits of each byte of `h`, moved to bits 4..6 (`two` is
+/// every byte 3).
+#[inline(always)]
+fn q6_high<S: Simd>(s: S, h: S::I8x32, two: S::I8x32) -> S::I8x32 {
+    s.shl4_u8x32(s.and_i8x32(h, two))
 }
 
 /// Every activation row (`act`, `rows` of `act_row` bytes) against every
