@@ -65,7 +65,32 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
     }
     app_references(&py, &zoo, &out.join("apps"))?;
     audio_references(&py, &zoo, &out.join("audio"))?;
-    ggml_references(&py, &out.join("ggml"))
+    ggml_references(&py, &out.join("ggml"))?;
+    llm_f64_reference(&py, &zoo, &out.join("llm"))
+}
+
+/// Gemma 3's first-step logits in float64 from its dequantized weights
+/// (`xtask/python/llm_f64_reference.py`) into `out`.
+fn llm_f64_reference(
+    py: &std::path::Path,
+    zoo: &std::path::Path,
+    out: &std::path::Path,
+) -> anyhow::Result<()> {
+    if out.join("gemma3_270m_f64.json").is_file() {
+        return Ok(());
+    }
+    let mut cmd = Command::new(py);
+    cmd.arg(
+        repo_root()
+            .join("xtask")
+            .join("python")
+            .join("llm_f64_reference.py"),
+    )
+    .arg("--zoo")
+    .arg(zoo)
+    .arg("--out")
+    .arg(out);
+    run_inherited(&mut cmd).context("Gemma 3's float64 reference logits")
 }
 
 /// Dequantized ggml blocks by llama.cpp's `gguf` package
