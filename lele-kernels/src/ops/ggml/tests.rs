@@ -394,7 +394,7 @@ fn magnitude(ty: GgmlType, w: &[u8], aty: GgmlType, a: &[u8]) -> f64 {
 }
 
 /// The vector products of every ISA this CPU runs against the portable
-/// ones, over 2 activation rows × 3 weight rows of 1, 2, 5 and 7 blocks of
+/// ones, over 6 activation rows × 3 weight rows of 1, 2, 5 and 7 blocks of
 /// each type: within 1e-5 of the sum of the terms' magnitudes (only the
 /// order of float additions and where block scales apply differ). Q8_0
 /// weights include −128, which x86's unsigned-by-signed products must
@@ -417,7 +417,8 @@ fn vector_products_equal_the_portable_ones_on_every_isa() {
             let (ablock, asize) = aty.block().unwrap();
             for blocks in [1usize, 2, 5, 7] {
                 let k = blocks * block;
-                let (n, rows) = (3, 2);
+                // Six rows: a group of four sharing each unpacked block, two alone.
+                let (n, rows) = (3, 6);
                 let mut w = weights(ty, blocks * n, scales, (k + block) as u64);
                 if ty == GgmlType::Q8_0 {
                     w[2] = 0x80;
