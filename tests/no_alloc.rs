@@ -65,6 +65,9 @@ struct Whisper80;
 #[lele::model("tests/models/gtcrn.toml")]
 struct Gtcrn;
 
+#[lele::model("tests/models/gemma3_270m.toml")]
+struct Gemma3;
+
 /// Allocations made by `f`.
 fn allocations(mut f: impl FnMut()) -> usize {
     let before = ALLOCS.load(Ordering::SeqCst);
@@ -188,6 +191,29 @@ fn forward_does_not_allocate() {
             }
         }),
     ));
+
+    // Decoding with the language model: each step feeds a token through
+    // the cache and samples the next (greedy, then top-k/top-p/min-p with
+    // a repetition penalty), after a prompt that sized the buffers.
+    for config in [
+        lele::llm::SamplerConfig::greedy(),
+        lele::llm::SamplerConfig {
+            repetition_penalty: 1.1,
+            ..lele::llm::SamplerConfig::default()
+        },
+    ] {
+        let gemma = Gemma3::new().unwrap();
+        let mut generator = lele::llm::Generator::new(&gemma, config).unwrap();
+        let mut token = generator.prefill(&[2, 818, 5279, 529, 7001, 563]).unwrap();
+        counts.push((
+            "gemma3 decoding step",
+            allocations(|| {
+                for _ in 0..3 {
+                    token = generator.step(token).unwrap();
+                }
+            }),
+        ));
+    }
 
     // lele::audio: everything but the constructors.
     {

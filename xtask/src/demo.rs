@@ -22,7 +22,7 @@ pub struct Opts {
     pub no_ort: bool,
 }
 
-const EXAMPLES: [&str; 5] = ["vad", "ocr", "detect", "embed", "denoise"];
+const EXAMPLES: [&str; 6] = ["vad", "ocr", "detect", "embed", "denoise", "chat"];
 
 fn cargo() -> PathBuf {
     std::env::var_os("CARGO")
@@ -183,6 +183,17 @@ pub fn run(opts: &Opts) -> anyhow::Result<()> {
         );
         run_inherited(&mut cmd)?;
     }
+    // The language model, greedy, with its speeds (llama.cpp's side is
+    // `cargo xtask llm-bench`). The zoo's Gemma is the pretrained one, not
+    // the instruction-tuned: it continues text (`--raw`) rather than chats.
+    let mut chat = Command::new(bin("chat"));
+    chat.args(["--raw", "--prompt", "The capital of France is"])
+        .args(["--max-tokens", "32", "--temperature", "0", "--timings"]);
+    println!(
+        "\n$ {}",
+        crate::util::describe(&chat).replace(&root.display().to_string(), ".")
+    );
+    run_inherited(&mut chat)?;
     let mut groups = read_calls(&calls)?;
     if !opts.no_ort {
         let py = python()?;

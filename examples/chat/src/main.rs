@@ -1,4 +1,7 @@
 //! `chat`: talks with Gemma 3 270M compiled by lele from its GGUF file.
+//! The zoo's file is the pretrained model, which continues text (`--raw`)
+//! well and follows chat turns poorly (as in llama.cpp); an
+//! instruction-tuned Gemma 3 GGUF in `model.toml` chats.
 //!
 //! ```text
 //! chat [--prompt TEXT] [--raw] [--max-tokens N] [--temperature T] [--seed S] [--threads N] [--timings]
