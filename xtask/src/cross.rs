@@ -125,7 +125,7 @@ impl Target {
 
     /// Its own target directory, so that its builds never invalidate the
     /// host's.
-    fn target_dir(self) -> &'static str {
+    pub fn target_dir(self) -> &'static str {
         match self {
             Target::Aarch64 => "target/cross",
             Target::Wasm => "target/wasm",

@@ -27,6 +27,23 @@ fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()
     })
 }
 
+/// With `LELE_PRUNE_TARGETS=1` (which `.ci/run` sets), removes `dir` (in
+/// the repository) once no later step builds in it: a CI machine's disk
+/// holds the whole run only so. Kept otherwise, for the next run's
+/// incremental builds.
+fn prune_dir(dir: &str) {
+    if std::env::var_os("LELE_PRUNE_TARGETS").is_none_or(|v| v != "1") {
+        return;
+    }
+    let path = python::repo_root().join(dir);
+    if path.exists() {
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => eprintln!("xtask test: removed {dir} (LELE_PRUNE_TARGETS=1)"),
+            Err(e) => eprintln!("xtask test: could not remove {dir}: {e}"),
+        }
+    }
+}
+
 /// `cargo xtask test [-- ARGS]`; `ARGS` are appended to `cargo test --workspace`.
 pub fn run(extra: &[String]) -> anyhow::Result<()> {
     step("cargo xtask models", || models::run(false))?;
@@ -127,10 +144,19 @@ pub fn run(extra: &[String]) -> anyhow::Result<()> {
             )
         })?;
     }
-    for leg in cross::LEGS {
+    // trybuild's builds of the UI tests are done with.
+    prune_dir("target/tests");
+    for (i, leg) in cross::LEGS.iter().enumerate() {
         step(&format!("{} (CI leg)", leg.describe()), || {
             cross::run(leg, cross::CI_MODELS, &zoo, &fixtures)
         })?;
+        let dir = leg.target.target_dir();
+        if cross::LEGS[i + 1..]
+            .iter()
+            .all(|l| l.target.target_dir() != dir)
+        {
+            prune_dir(dir);
+        }
     }
     step("cargo xtask conformance --check", || {
         crate::conformance::run(&crate::conformance::Opts {
