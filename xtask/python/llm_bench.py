@@ -11,13 +11,10 @@ one JSON line: prompt tokens, prefill and decode tokens per second.
 
 import argparse
 import json
-import os
 import time
 
 import numpy as np
-from llama_cpp import Llama
-
-MODEL = "gemma-3-270m-q4_k_m.gguf"
+from llm_reference import open_model
 
 
 def main():
@@ -27,13 +24,7 @@ def main():
     ap.add_argument("--decode", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    llm = Llama(
-        model_path=os.path.join(args.zoo, MODEL),
-        n_ctx=512,
-        n_threads=args.threads,
-        n_threads_batch=args.threads,
-        verbose=False,
-    )
+    llm = open_model(args.zoo, args.threads)
     tokens = llm.tokenize(args.prompt.encode(), add_bos=True)
     best_prefill = best_decode = float("inf")
     for _ in range(3):

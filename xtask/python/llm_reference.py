@@ -51,20 +51,26 @@ def last_logits(llm):
     return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float32)
 
 
+def open_model(zoo, threads):
+    """The zoo's GGUF in llama.cpp as the references use it: n_ctx 512,
+    flash attention off (the default), `threads` threads."""
+    return Llama(
+        model_path=os.path.join(zoo, MODEL),
+        n_ctx=512,
+        n_threads=threads,
+        n_threads_batch=threads,
+        logits_all=False,
+        verbose=False,
+    )
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zoo", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    llm = Llama(
-        model_path=os.path.join(args.zoo, MODEL),
-        n_ctx=512,
-        n_threads=args.threads,
-        n_threads_batch=args.threads,
-        logits_all=False,
-        verbose=False,
-    )
+    llm = open_model(args.zoo, args.threads)
     cases = []
     prefill_tokens = prefill_secs = decode_tokens = decode_secs = 0.0
     for prompt in PROMPTS:

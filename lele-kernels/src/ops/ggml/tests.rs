@@ -118,6 +118,16 @@ fn sizes_are_checked_and_unknown_types_refused() {
     assert_eq!(GgmlType::from_code(99), GgmlType::Other(99));
 }
 
+/// The weight types with dot products, and where their f16 scales sit.
+const DOT_TYPES: [(GgmlType, &[usize]); 6] = [
+    (GgmlType::Q8_0, &[0]),
+    (GgmlType::Q4_0, &[0]),
+    (GgmlType::Q5_0, &[0]),
+    (GgmlType::Q4K, &[0, 2]),
+    (GgmlType::Q5K, &[0, 2]),
+    (GgmlType::Q6K, &[208]),
+];
+
 /// A deterministic stream of bytes.
 fn bytes(n: usize, seed: u64) -> Vec<u8> {
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -152,14 +162,7 @@ fn weights(ty: GgmlType, blocks: usize, scales: &[usize], seed: u64) -> Vec<u8> 
 /// blocks.
 #[test]
 fn quantized_dot_products_equal_the_dot_of_the_dequantized_rows() {
-    let types: [(GgmlType, &[usize]); 6] = [
-        (GgmlType::Q8_0, &[0]),
-        (GgmlType::Q4_0, &[0]),
-        (GgmlType::Q5_0, &[0]),
-        (GgmlType::Q4K, &[0, 2]),
-        (GgmlType::Q5K, &[0, 2]),
-        (GgmlType::Q6K, &[208]),
-    ];
+    let types = DOT_TYPES;
     for (ty, scales) in types {
         let (block, _) = ty.block().unwrap();
         let aty = activation_type(ty).unwrap();
@@ -279,6 +282,48 @@ fn tref<'a, T: bytemuck::Pod>(
     })
 }
 
+/// Random weights of `ty` (`n` rows of `k`) and activations (`rows` of
+/// `k`) for a product.
+fn product_inputs(
+    ty: GgmlType,
+    scales: &[usize],
+    (rows, n, k): (usize, usize, usize),
+    seed: u64,
+) -> (Vec<u8>, Vec<f32>) {
+    let (block, _) = ty.block().unwrap();
+    let w = weights(ty, n * k / block, scales, seed);
+    let x = bytes(rows * k, seed + 1)
+        .iter()
+        .map(|&b| (b as f32 - 127.5) / 41.0)
+        .collect();
+    (w, x)
+}
+
+/// `GgmlMatMul { ty, k }` of `x` (`rows` of `k`) and `w` (`n` rows): its
+/// output.
+fn run_product(ty: GgmlType, w: &[u8], x: &[f32], (rows, n, k): (usize, usize, usize)) -> Vec<f32> {
+    use crate::kernel::Kernel;
+    use crate::{DType, Shape, TensorMut};
+    let (block, size) = ty.block().unwrap();
+    let mm = GgmlMatMul { ty, k };
+    let ins = [
+        tref(x, DType::F32, &[rows, k]),
+        tref(w, DType::U8, &[n, k / block * size]),
+    ];
+    let mut shape = [Shape::SCALAR];
+    mm.infer(&ins, &mut shape).unwrap();
+    assert_eq!(shape[0].dims(), &[rows, n]);
+    let mut scratch = vec![0u8; mm.scratch_bytes(&ins, &shape)];
+    let mut y = vec![0f32; rows * n];
+    let mut out = [TensorMut {
+        dtype: DType::F32,
+        shape: shape[0],
+        data: bytemuck::cast_slice_mut(&mut y),
+    }];
+    mm.run(&ins, &mut out, &mut scratch).unwrap();
+    y
+}
+
 /// `GgmlMatMul`: every output the quantized dot product of its row of X
 /// (quantized as the kernel's activation type) with its weight row; a
 /// row length that is not whole blocks, or a weight of the wrong row
@@ -287,31 +332,18 @@ fn tref<'a, T: bytemuck::Pod>(
 #[test]
 fn ggml_matmul_is_the_row_by_row_quantized_product() {
     use crate::kernel::Kernel;
-    use crate::{DType, Shape, TensorMut};
+    use crate::{DType, Shape};
     for (ty, scales) in [(GgmlType::Q5_0, &[0usize][..]), (GgmlType::Q4K, &[0, 2])] {
         let (block, size) = ty.block().unwrap();
         let (rows, n, k) = (3, 5, 2 * 256);
-        let w = weights(ty, n * k / block, scales, 21);
-        let x: Vec<f32> = bytes(rows * k, 22)
-            .iter()
-            .map(|&b| (b as f32 - 127.5) / 41.0)
-            .collect();
+        let (w, x) = product_inputs(ty, scales, (rows, n, k), 21);
+        let y = run_product(ty, &w, &x, (rows, n, k));
         let mm = GgmlMatMul { ty, k };
         let ins = [
             tref(&x, DType::F32, &[rows, k]),
             tref(&w, DType::U8, &[n, k / block * size]),
         ];
         let mut shape = [Shape::SCALAR];
-        mm.infer(&ins, &mut shape).unwrap();
-        assert_eq!(shape[0].dims(), &[rows, n]);
-        let mut y = vec![0f32; rows * n];
-        let mut scratch = vec![0u8; mm.scratch_bytes(&ins, &shape)];
-        let mut out = [TensorMut {
-            dtype: DType::F32,
-            shape: shape[0],
-            data: bytemuck::cast_slice_mut(&mut y),
-        }];
-        mm.run(&ins, &mut out, &mut scratch).unwrap();
         let aty = activation_type(ty).unwrap();
         let row_bytes = aty.row_bytes(k).unwrap();
         for r in 0..rows {
@@ -402,14 +434,7 @@ fn magnitude(ty: GgmlType, w: &[u8], aty: GgmlType, a: &[u8]) -> f64 {
 #[test]
 fn vector_products_equal_the_portable_ones_on_every_isa() {
     use super::vector_dot::RowProducts;
-    let types: [(GgmlType, &[usize]); 6] = [
-        (GgmlType::Q8_0, &[0]),
-        (GgmlType::Q4_0, &[0]),
-        (GgmlType::Q5_0, &[0]),
-        (GgmlType::Q4K, &[0, 2]),
-        (GgmlType::Q5K, &[0, 2]),
-        (GgmlType::Q6K, &[208]),
-    ];
+    let types = DOT_TYPES;
     for isa in crate::simd::runnable_isas() {
         for (ty, scales) in types {
             let (block, size) = ty.block().unwrap();
@@ -476,8 +501,6 @@ fn vector_products_equal_the_portable_ones_on_every_isa() {
 #[cfg(feature = "std")]
 #[test]
 fn ggml_matmul_on_threads_is_bit_identical() {
-    use crate::kernel::Kernel;
-    use crate::{DType, Shape, TensorMut};
     let _serial = crate::threads::TEST_LOCK
         .lock()
         .unwrap_or_else(|e| e.into_inner());
@@ -487,31 +510,9 @@ fn ggml_matmul_on_threads_is_bit_identical() {
         (GgmlType::Q4K, &[0, 2], 1),
         (GgmlType::Q6K, &[208], 5),
     ] {
-        let (block, size) = ty.block().unwrap();
-        let (n, k) = (301, 2 * 256);
-        let w = weights(ty, n * k / block, scales, 31);
-        let x: Vec<f32> = bytes(rows * k, 32)
-            .iter()
-            .map(|&b| (b as f32 - 127.5) / 41.0)
-            .collect();
-        let mm = GgmlMatMul { ty, k };
-        let ins = [
-            tref(&x, DType::F32, &[rows, k]),
-            tref(&w, DType::U8, &[n, k / block * size]),
-        ];
-        let mut shape = [Shape::SCALAR];
-        mm.infer(&ins, &mut shape).unwrap();
-        let mut scratch = vec![0u8; mm.scratch_bytes(&ins, &shape)];
-        let mut run = || {
-            let mut y = vec![0f32; rows * n];
-            let mut out = [TensorMut {
-                dtype: DType::F32,
-                shape: shape[0],
-                data: bytemuck::cast_slice_mut(&mut y),
-            }];
-            mm.run(&ins, &mut out, &mut scratch).unwrap();
-            y
-        };
+        let dims = (rows, 301, 2 * 256);
+        let (w, x) = product_inputs(ty, scales, dims, 31);
+        let run = || run_product(ty, &w, &x, dims);
         crate::threads::set_num_threads(1);
         let one = run();
         for threads in [2, 3] {
