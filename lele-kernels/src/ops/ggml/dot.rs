@@ -88,9 +88,15 @@ pub fn quantize_q8_0_activations(x: &[f32], out: &mut [u8]) -> Result<(), Kernel
     Ok(())
 }
 
-/// Rounds to nearest, ties to even (llama.cpp's `nearest_int`).
-fn nearest_int(v: f32) -> i32 {
-    v.round_ties_even() as i32
+/// Rounds to nearest, ties to even, for |v| ≤ 2^22 (llama.cpp's
+/// `nearest_int`, by its method): adding 1.5·2^23 leaves the integer in
+/// the low mantissa bits, rounded by the addition itself. Unlike
+/// `round_ties_even`, which outside the SIMD entry points is a call to
+/// libm's `rintf`, it inlines.
+#[inline(always)]
+pub(super) fn nearest_int(v: f32) -> i32 {
+    let shifted = (v + 12_582_912.0).to_bits() as i32;
+    (shifted & 0x007f_ffff) - 0x0040_0000
 }
 
 /// Quantizes `x` (a multiple of 256 floats) to Q8_K blocks in `out`: per
