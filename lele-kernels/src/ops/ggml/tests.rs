@@ -535,10 +535,18 @@ fn ggml_matmul_on_threads_is_bit_identical() {
 fn nearest_int_rounds_half_to_even() {
     let mut v = -130.0f32;
     while v <= 130.0 {
-        assert_eq!(super::dot::nearest_int(v), v.round_ties_even() as i32, "{v}");
+        assert_eq!(
+            super::dot::nearest_int(v),
+            v.round_ties_even() as i32,
+            "{v}"
+        );
         v += 0.125;
     }
     for v in [0.49999997f32, -0.49999997, 2.5, -2.5, 3.5, 1e-30, -0.0] {
-        assert_eq!(super::dot::nearest_int(v), v.round_ties_even() as i32, "{v}");
+        assert_eq!(
+            super::dot::nearest_int(v),
+            v.round_ties_even() as i32,
+            "{v}"
+        );
     }
 }
