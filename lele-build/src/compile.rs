@@ -187,19 +187,16 @@ pub fn compile_artifact(
     })
 }
 
-/// Metadata key of the tokenizer's place in the weights: `"offset,bytes"`.
-pub const TOKENIZER_KEY: &str = "lele.tokenizer";
-/// Metadata key of a decoder's context bound (positions it takes).
-pub const CONTEXT_KEY: &str = "lele.decoder.context";
-
 /// Appends the tokenizer blob to the weights (64-byte aligned) and records
 /// where in the metadata, for `lele::llm` to read it back.
 fn append_tokenizer(g: &mut Graph, weights: &mut Vec<u8>, blob: &[u8]) {
     let offset = weights.len().next_multiple_of(64);
     weights.resize(offset, 0);
     weights.extend_from_slice(blob);
-    g.metadata
-        .push((TOKENIZER_KEY.into(), format!("{offset},{}", blob.len())));
+    g.metadata.push((
+        lele_kernels::rt::TOKENIZER_KEY.into(),
+        format!("{offset},{}", blob.len()),
+    ));
 }
 
 /// A decoder graph, its input dims and its tokenizer blob.
@@ -233,8 +230,10 @@ fn load_decoder(path: &Path, toml: &ModelToml) -> Result<Decoder> {
         }
     };
     let mut g = crate::gguf::decoder_graph(&file, &data, &cfg, tokens_max, toml.decoder.context)?;
-    g.metadata
-        .push((CONTEXT_KEY.into(), toml.decoder.context.to_string()));
+    g.metadata.push((
+        lele_kernels::rt::CONTEXT_KEY.into(),
+        toml.decoder.context.to_string(),
+    ));
     let dims = resolve_input_dims(&g, toml)?;
     Ok((g, dims, tokenizer))
 }

@@ -24,6 +24,14 @@ const FEW_INPUTS: usize = 4;
 /// Outputs of a node with the small arrays (see [`FEW_INPUTS`]).
 const FEW_OUTPUTS: usize = 3;
 
+/// Metadata key under which the compiler records where a decoder's
+/// tokenizer lies in its weights, `"offset,bytes"` (read by `lele::llm`).
+pub const TOKENIZER_KEY: &str = "lele.tokenizer";
+/// Metadata key of a decoder's context bound, in positions.
+pub const CONTEXT_KEY: &str = "lele.decoder.context";
+/// The first bytes of the tokenizer data the compiler writes.
+pub const TOKENIZER_MAGIC: &[u8; 8] = b"LELETOK1";
+
 /// 64-byte aligned wrapper used to embed weights with `include_bytes!`.
 #[repr(C, align(64))]
 pub struct Aligned<T: ?Sized>(pub T);

@@ -58,16 +58,20 @@ impl<'m, M: Decoder> Generator<'m, M> {
                 context: self.context,
             });
         }
-        let mut next = 0;
-        for chunk in tokens.chunks(M::MAX_TOKENS.max(1)) {
+        let chunks = tokens.chunks(M::MAX_TOKENS.max(1));
+        let last = chunks.len() - 1;
+        for (i, chunk) in chunks.enumerate() {
             self.batch.clear();
             self.batch.extend(chunk.iter().map(|&t| i64::from(t)));
             let position = self.history.len() as i64;
             let logits = self.model.logits(&mut self.ws, &self.batch, position)?;
             self.history.extend_from_slice(chunk);
-            next = self.sampler.sample(logits, &self.history);
+            // Only the last batch's logits pick a token.
+            if i == last {
+                return Ok(self.sampler.sample(logits, &self.history));
+            }
         }
-        Ok(next)
+        Err(LlmError::Empty)
     }
 
     /// Feeds one token and picks the next.
@@ -82,6 +86,7 @@ impl<'m, M: Decoder> Generator<'m, M> {
             generator: self,
             next: Some(first),
             left: max,
+            failed: None,
         }
     }
 }
@@ -91,12 +96,17 @@ pub struct Tokens<'g, 'm, M: Decoder> {
     generator: &'g mut Generator<'m, M>,
     next: Option<u32>,
     left: usize,
+    failed: Option<LlmError>,
 }
 
 impl<M: Decoder> Iterator for Tokens<'_, '_, M> {
     type Item = Result<u32, LlmError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.failed.take() {
+            self.left = 0;
+            return Some(Err(e));
+        }
         if self.left == 0 {
             return None;
         }
@@ -105,10 +115,8 @@ impl<M: Decoder> Iterator for Tokens<'_, '_, M> {
         if self.left > 0 {
             match self.generator.step(token) {
                 Ok(t) => self.next = Some(t),
-                Err(e) => {
-                    self.left = 0;
-                    return Some(Err(e));
-                }
+                // The token stands; the failure to go on comes next.
+                Err(e) => self.failed = Some(e),
             }
         }
         Some(Ok(token))

@@ -25,11 +25,7 @@ pub use sample::{Sampler, SamplerConfig};
 pub use text::TextStream;
 pub use tokenizer::{TokenKind, Tokenizer};
 
-/// Metadata key of the tokenizer's place in the weights, `"offset,bytes"`
-/// (written by the compiler).
-const TOKENIZER_KEY: &str = "lele.tokenizer";
-/// Metadata key of the context bound.
-const CONTEXT_KEY: &str = "lele.decoder.context";
+use crate::kernels::rt::{CONTEXT_KEY, TOKENIZER_KEY};
 
 /// Errors of tokenization and generation.
 #[derive(Debug, thiserror::Error)]

@@ -66,6 +66,10 @@ impl<'a> Reader<'a> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
+    fn f32(&mut self) -> Result<f32, LlmError> {
+        let b = self.take(4)?;
+        Ok(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
     fn id(&mut self, count: u32) -> Result<Option<u32>, LlmError> {
         let v = self.u32()? as i32;
         match v {
@@ -81,7 +85,7 @@ impl Tokenizer {
     /// `lele_build::gguf::tokenizer_blob`).
     pub fn from_bytes(blob: &[u8]) -> Result<Tokenizer, LlmError> {
         let mut r = Reader(blob);
-        if r.take(8)? != b"LELETOK1" {
+        if r.take(8)? != crate::kernels::rt::TOKENIZER_MAGIC {
             return Err(LlmError::Tokenizer("not a lele tokenizer"));
         }
         if r.u32()? != 1 {
@@ -98,7 +102,7 @@ impl Tokenizer {
         let mut ids = HashMap::with_capacity(count as usize);
         let mut byte_tokens = [None; 256];
         for id in 0..count {
-            let score = f32::from_le_bytes(r.take(4)?.try_into().unwrap_or([0; 4]));
+            let score = r.f32()?;
             let kind = match r.take(1)?[0] {
                 1 => TokenKind::Normal,
                 2 => TokenKind::Unknown,
@@ -262,12 +266,17 @@ impl Tokenizer {
             }
         }
         // Candidate merges: best score first, then leftmost.
-        #[derive(PartialEq)]
         struct Merge {
             score: f32,
             left: usize,
             right: usize,
             len: usize,
+        }
+        // Equality as the order sees it (scores by their total order).
+        impl PartialEq for Merge {
+            fn eq(&self, other: &Self) -> bool {
+                self.cmp(other) == std::cmp::Ordering::Equal
+            }
         }
         impl Eq for Merge {}
         impl PartialOrd for Merge {

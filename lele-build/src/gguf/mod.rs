@@ -25,7 +25,7 @@ use std::path::Path;
 pub use arch::{Arch, DecoderConfig, decoder_config};
 pub use build::{LOGITS, POSITION, TOKENS, decoder_graph};
 pub use lele_kernels::ops::ggml::GgmlType;
-pub use tokenizer::{TOKENIZER_MAGIC, tokenizer_blob};
+pub use tokenizer::tokenizer_blob;
 
 use crate::error::{BuildError, Result};
 

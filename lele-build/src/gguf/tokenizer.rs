@@ -10,9 +10,7 @@
 //! 6 byte), text length (u32) and text (UTF-8).
 use super::{Gguf, Value};
 use crate::error::{BuildError, Result};
-
-/// The blob's first bytes.
-pub const TOKENIZER_MAGIC: &[u8; 8] = b"LELETOK1";
+use lele_kernels::rt::TOKENIZER_MAGIC;
 
 /// The tokenizer blob of `g`, or `None` when the file has no tokenizer.
 /// A tokenizer of a kind lele does not implement is an error (the model

@@ -80,13 +80,17 @@ fn blocks_32<S: Simd, V: Values32>(s: S, w: &[u8], act: &[u8]) -> f32 {
     s.reduce_add(acc)
 }
 
-/// A Q8_K block's scale, and the sum of its values `16i..16i + 32`.
-fn q8_k_scale_and_pair_sum(a: &[u8], i: usize) -> (f32, i32) {
+/// A Q8_K block's scale.
+#[inline(always)]
+fn q8_k_scale(a: &[u8]) -> f32 {
+    f32::from_le_bytes([a[0], a[1], a[2], a[3]])
+}
+
+/// The sum of a Q8_K block's values `16i..16i + 32` (from its sums of 16).
+#[inline(always)]
+fn q8_k_pair_sum(a: &[u8], i: usize) -> i32 {
     let sum = |j: usize| i32::from(i16::from_le_bytes([a[260 + 2 * j], a[261 + 2 * j]]));
-    (
-        f32::from_le_bytes([a[0], a[1], a[2], a[3]]),
-        sum(i) + sum(i + 1),
-    )
+    sum(i) + sum(i + 1)
 }
 
 /// Q4_K (`size` 144) or Q5_K (176) super-blocks against Q8_K: per pair of
@@ -103,7 +107,7 @@ fn k4_blocks<S: Simd>(s: S, w: &[u8], act: &[u8], size: usize) -> f32 {
     let low = s.splat_i8x32(0x0f);
     let bit4 = s.splat_i8x32(0x10);
     for (w, a) in w.chunks_exact(size).zip(act.chunks_exact(Q8_K_BYTES)) {
-        let (da, _) = q8_k_scale_and_pair_sum(a, 0);
+        let da = q8_k_scale(a);
         let (d, dmin) = (half_at(w, 0) * da, half_at(w, 2) * da);
         let mut high = if five {
             // SAFETY: Q5_K's fifth bits are 32 bytes from offset 16.
@@ -136,8 +140,8 @@ fn k4_blocks<S: Simd>(s: S, w: &[u8], act: &[u8], size: usize) -> f32 {
             let (d0, d1) = (d * f32::from(sc0), d * f32::from(sc1));
             acc = s.dot_i8x32_add(acc, d0, d0, q0, y0);
             acc = s.dot_i8x32_add(acc, d1, d1, q1, y1);
-            sum_m += i32::from(m0) * q8_k_scale_and_pair_sum(a, 4 * pair).1
-                + i32::from(m1) * q8_k_scale_and_pair_sum(a, 4 * pair + 2).1;
+            sum_m += i32::from(m0) * q8_k_pair_sum(a, 4 * pair)
+                + i32::from(m1) * q8_k_pair_sum(a, 4 * pair + 2);
         }
         mins += dmin * sum_m as f32;
     }
@@ -153,7 +157,7 @@ fn q6_k_blocks<S: Simd>(s: S, w: &[u8], act: &[u8]) -> f32 {
     let (low, two) = (s.splat_i8x32(0x0f), s.splat_i8x32(0x03));
     let centre = s.splat_i8x32(32);
     for (w, a) in w.chunks_exact(210).zip(act.chunks_exact(Q8_K_BYTES)) {
-        let (da, _) = q8_k_scale_and_pair_sum(a, 0);
+        let da = q8_k_scale(a);
         let d = half_at(w, 208) * da;
         for half in 0..2 {
             // SAFETY: a Q6_K block is 210 bytes: 128 of low nibbles, then
