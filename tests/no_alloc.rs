@@ -195,6 +195,7 @@ fn forward_does_not_allocate() {
     // Decoding with the language model: each step feeds a token through
     // the cache and samples the next (greedy, then top-k/top-p/min-p with
     // a repetition penalty), after a prompt that sized the buffers.
+    let gemma = Gemma3::new().unwrap();
     for config in [
         lele::llm::SamplerConfig::greedy(),
         lele::llm::SamplerConfig {
@@ -202,7 +203,6 @@ fn forward_does_not_allocate() {
             ..lele::llm::SamplerConfig::default()
         },
     ] {
-        let gemma = Gemma3::new().unwrap();
         let mut generator = lele::llm::Generator::new(&gemma, config).unwrap();
         let mut token = generator.prefill(&[2, 818, 5279, 529, 7001, 563]).unwrap();
         counts.push((
